@@ -1,0 +1,54 @@
+// Command fsctl is the flash-sale operator CLI and load-test harness: it runs the reference checkout
+// server, the local service stack, sale set-up and the burst tools. This package only wires flags to
+// the packages that do the work; exit codes are decided here, once.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// exitError carries a process exit status out of a command (for example a failed check).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCmd().ExecuteContext(ctx)
+	stop()
+	if err == nil {
+		return
+	}
+	fmt.Fprintln(os.Stderr, "fsctl:", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		os.Exit(ee.code)
+	}
+	os.Exit(1)
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "fsctl",
+		Short:         "Operate, load-test and verify flash sales",
+		Long:          "fsctl runs the reference flash-sale checkout server and the local Redis/PostgreSQL/Kafka stack,\nsets up sales, and fires synchronized bursts of buyers at a checkout to prove it never oversells.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+		newStackCmd(),
+		newMigrateCmd(),
+	)
+	return root
+}

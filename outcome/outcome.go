@@ -1,0 +1,97 @@
+// Package outcome is fsctl's one error vocabulary: the stable machine codes a purchase can end with
+// (SOLD_OUT, ALREADY_PURCHASED, ...) and the single place they are mapped to HTTP statuses.
+package outcome
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Code is a stable machine-readable outcome, sent to clients as the "error" field of a JSON body.
+type Code string
+
+// Outcomes of the purchase path and of the other endpoints, as DESIGN.md names them.
+const (
+	Reserved         Code = "RESERVED"
+	SoldOut          Code = "SOLD_OUT"
+	AlreadyPurchased Code = "ALREADY_PURCHASED"
+	NotStarted       Code = "NOT_STARTED"
+	Paused           Code = "PAUSED"
+	NotAdmitted      Code = "NOT_ADMITTED"
+	RateLimited      Code = "RATE_LIMITED"
+	InvalidRequest   Code = "INVALID_REQUEST"
+	Unauthorized     Code = "UNAUTHORIZED"
+	NotFound         Code = "NOT_FOUND"
+	MethodNotAllowed Code = "METHOD_NOT_ALLOWED"
+	BodyTooLarge     Code = "BODY_TOO_LARGE"
+	Unprocessable    Code = "UNPROCESSABLE"
+	Unavailable      Code = "UNAVAILABLE"
+	PipelineDown     Code = "ORDER_PIPELINE_UNAVAILABLE"
+	Internal         Code = "INTERNAL"
+)
+
+// Error is a domain error: a code plus a sentence a human can act on.
+type Error struct {
+	Code    Code
+	Message string
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// Errorf builds an *Error with a formatted message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// CodeOf returns the code of the first *Error in err's chain, or Internal.
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return Internal
+}
+
+// MessageOf returns the human message of the first *Error in err's chain; for any other error it
+// returns a generic sentence so internal details never reach a client.
+func MessageOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
+}
+
+// HTTPStatus maps a code to the status the reference server answers with. This is the only place
+// the mapping lives.
+func HTTPStatus(c Code) int {
+	switch c {
+	case Reserved:
+		return http.StatusAccepted
+	case SoldOut:
+		return http.StatusGone
+	case AlreadyPurchased:
+		return http.StatusConflict
+	case NotStarted:
+		return http.StatusTooEarly
+	case NotAdmitted, RateLimited:
+		return http.StatusTooManyRequests
+	case Paused, Unavailable, PipelineDown:
+		return http.StatusServiceUnavailable
+	case InvalidRequest:
+		return http.StatusBadRequest
+	case Unauthorized:
+		return http.StatusUnauthorized
+	case NotFound:
+		return http.StatusNotFound
+	case MethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case BodyTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case Unprocessable:
+		return http.StatusUnprocessableEntity
+	default:
+		return http.StatusInternalServerError
+	}
+}

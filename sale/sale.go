@@ -1,0 +1,155 @@
+// Package sale holds the definition of a flash sale (its items, opening time, per-user limit and hold
+// TTL), how it is read from YAML, and the identifier rules every layer validates against.
+package sale
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Defaults applied by Normalize where a sale file leaves a field out.
+const (
+	DefaultPerUserLimit = 1
+	DefaultHoldTTL      = 10 * time.Minute
+	// MaxPerUserLimit bounds the per-user limit: the Redis buyer record is a bitmask of slots.
+	MaxPerUserLimit = 16
+	// MinHoldTTL keeps tests able to expire holds quickly without allowing a zero TTL.
+	MinHoldTTL = time.Second
+)
+
+// Sale is one flash sale: a set of items that open for purchase at one instant.
+type Sale struct {
+	ID           string        `yaml:"id" json:"id"`
+	Name         string        `yaml:"name" json:"name"`
+	OpensAt      time.Time     `yaml:"opensAt" json:"opensAt"`
+	PerUserLimit int           `yaml:"perUserLimit" json:"perUserLimit"`
+	HoldTTL      time.Duration `yaml:"holdTTL" json:"holdTTL"`
+	Paused       bool          `yaml:"paused" json:"paused"`
+	Items        []Item        `yaml:"items" json:"items"`
+}
+
+// Item is one product of a sale with a fixed quantity of units.
+type Item struct {
+	ID         string `yaml:"id" json:"id"`
+	Name       string `yaml:"name" json:"name"`
+	Quantity   int64  `yaml:"quantity" json:"quantity"`
+	PriceCents int64  `yaml:"priceCents" json:"priceCents"`
+}
+
+var slugRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// ValidSlug reports whether s is a valid sale or item id: [A-Za-z0-9_-]{1,64}.
+func ValidSlug(s string) bool { return slugRE.MatchString(s) }
+
+// ValidUserID reports whether s can be a user id (a JWT sub): 1–128 bytes of printable,
+// non-space characters, so ids can be numbers, UUIDs or e-mail addresses.
+func ValidUserID(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// Normalize fills defaults for the fields a sale file may leave out.
+func (s *Sale) Normalize() {
+	if s.PerUserLimit == 0 {
+		s.PerUserLimit = DefaultPerUserLimit
+	}
+	if s.HoldTTL == 0 {
+		s.HoldTTL = DefaultHoldTTL
+	}
+	if s.Name == "" {
+		s.Name = s.ID
+	}
+	for i := range s.Items {
+		if s.Items[i].Name == "" {
+			s.Items[i].Name = s.Items[i].ID
+		}
+	}
+}
+
+// Validate reports the first thing wrong with the sale, phrased so an operator knows what to fix.
+func (s Sale) Validate() error {
+	if !ValidSlug(s.ID) {
+		return fmt.Errorf("sale id %q: must match [A-Za-z0-9_-]{1,64}", s.ID)
+	}
+	if s.PerUserLimit < 1 || s.PerUserLimit > MaxPerUserLimit {
+		return fmt.Errorf("sale %s: perUserLimit %d: must be between 1 and %d", s.ID, s.PerUserLimit, MaxPerUserLimit)
+	}
+	if s.HoldTTL < MinHoldTTL {
+		return fmt.Errorf("sale %s: holdTTL %s: must be at least %s", s.ID, s.HoldTTL, MinHoldTTL)
+	}
+	if s.OpensAt.IsZero() {
+		return fmt.Errorf("sale %s: opensAt is required (RFC 3339, e.g. 2026-12-01T12:00:00Z)", s.ID)
+	}
+	if len(s.Items) == 0 {
+		return fmt.Errorf("sale %s: needs at least one item", s.ID)
+	}
+	seen := make(map[string]bool, len(s.Items))
+	for _, it := range s.Items {
+		if !ValidSlug(it.ID) {
+			return fmt.Errorf("sale %s: item id %q: must match [A-Za-z0-9_-]{1,64}", s.ID, it.ID)
+		}
+		if seen[it.ID] {
+			return fmt.Errorf("sale %s: item %s appears twice", s.ID, it.ID)
+		}
+		seen[it.ID] = true
+		if it.Quantity < 0 {
+			return fmt.Errorf("sale %s: item %s: quantity %d must not be negative", s.ID, it.ID, it.Quantity)
+		}
+		if it.PriceCents < 0 {
+			return fmt.Errorf("sale %s: item %s: priceCents %d must not be negative", s.ID, it.ID, it.PriceCents)
+		}
+	}
+	return nil
+}
+
+// Item returns the item with the given id.
+func (s Sale) Item(id string) (Item, bool) {
+	for _, it := range s.Items {
+		if it.ID == id {
+			return it, true
+		}
+	}
+	return Item{}, false
+}
+
+// Parse reads a sale from YAML (JSON is valid YAML too), rejects unknown fields, fills defaults and
+// validates it.
+func Parse(r io.Reader) (Sale, error) {
+	var s Sale
+	dec := yaml.NewDecoder(r)
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil {
+		return Sale{}, fmt.Errorf("parse sale: %w", err)
+	}
+	s.Normalize()
+	if err := s.Validate(); err != nil {
+		return Sale{}, err
+	}
+	return s, nil
+}
+
+// LoadFile reads and validates a sale file.
+func LoadFile(path string) (Sale, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Sale{}, fmt.Errorf("read sale file: %w", err)
+	}
+	s, err := Parse(bytes.NewReader(b))
+	if err != nil {
+		return Sale{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
