@@ -1,6 +1,128 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
 
-// newStackCmd is a placeholder; the stack owner replaces this file.
-func newStackCmd() *cobra.Command { return &cobra.Command{Use: "stack"} }
+	"github.com/olekukonko/tablewriter"
+	"github.com/spf13/cobra"
+
+	"github.com/fsctl/fsctl/stack"
+)
+
+// stackOptions are the flags shared by the stack subcommands.
+type stackOptions struct {
+	cfg stack.Config
+	pom string
+}
+
+func newStackCmd() *cobra.Command {
+	opts := &stackOptions{cfg: stack.DefaultConfig(), pom: "deps/kafka/pom.xml"}
+	cmd := &cobra.Command{
+		Use:   "stack",
+		Short: "Run the local Redis, PostgreSQL and Kafka the tests and demos use",
+		Long: "stack runs Redis, PostgreSQL and a single-node KRaft Kafka as plain processes under one folder\n" +
+			"(./.stack or $" + stack.EnvStackDir + "), on loopback ports that keep clear of system services.",
+	}
+	f := cmd.PersistentFlags()
+	f.StringVar(&opts.cfg.Dir, "dir", opts.cfg.Dir, "folder for the services' data, logs and pidfiles (env "+stack.EnvStackDir+")")
+	f.IntVar(&opts.cfg.RedisPort, "redis-port", opts.cfg.RedisPort, "Redis port on 127.0.0.1")
+	f.IntVar(&opts.cfg.PostgresPort, "postgres-port", opts.cfg.PostgresPort, "PostgreSQL port on 127.0.0.1")
+	f.IntVar(&opts.cfg.KafkaPort, "kafka-port", opts.cfg.KafkaPort, "Kafka broker port on 127.0.0.1")
+	f.IntVar(&opts.cfg.KafkaControllerPort, "kafka-controller-port", opts.cfg.KafkaControllerPort, "Kafka KRaft controller port on 127.0.0.1")
+	f.StringVar(&opts.cfg.KafkaLibs, "kafka-libs", "", "folder of the Kafka broker jars (default <dir>/kafka/libs)")
+	cmd.AddCommand(
+		&cobra.Command{
+			Use:   "up",
+			Short: "Start the services that are not running and wait until all are ready",
+			Args:  cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				cfg := opts.config(cmd.OutOrStdout())
+				begin := time.Now()
+				if err := stack.Up(cmd.Context(), cfg); err != nil {
+					return err
+				}
+				fmt.Fprintf(cfg.Log, "stack ready in %s\n", time.Since(begin).Round(100*time.Millisecond))
+				printEndpoints(cfg.Log, cfg.Endpoints())
+				return nil
+			},
+		},
+		&cobra.Command{
+			Use:   "down",
+			Short: "Stop every service of the stack (data is kept)",
+			Args:  cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				return stack.Down(cmd.Context(), opts.config(cmd.OutOrStdout()))
+			},
+		},
+		&cobra.Command{
+			Use:   "status",
+			Short: "Show what runs where; exit status 3 when a service is down",
+			Args:  cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				return stackStatus(cmd, opts.config(cmd.OutOrStdout()))
+			},
+		},
+		newStackDepsCmd(opts),
+	)
+	return cmd
+}
+
+func newStackDepsCmd(opts *stackOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "deps",
+		Short: "Fetch the Kafka broker jars from Maven Central (needs mvn); a no-op when present",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return stack.FetchKafka(cmd.Context(), opts.config(cmd.OutOrStdout()), opts.pom)
+		},
+	}
+	cmd.Flags().StringVar(&opts.pom, "pom", opts.pom, "Maven pom listing the Kafka broker and its dependencies")
+	return cmd
+}
+
+// config resolves the flags into the stack's config; --kafka-libs follows --dir unless set.
+func (o *stackOptions) config(out io.Writer) stack.Config {
+	cfg := o.cfg
+	cfg.Log = out
+	return cfg
+}
+
+func stackStatus(cmd *cobra.Command, cfg stack.Config) error {
+	statuses, err := stack.Status(cmd.Context(), cfg)
+	if err != nil {
+		return err
+	}
+	table := tablewriter.NewWriter(cmd.OutOrStdout())
+	table.Header("service", "address", "state", "pid", "data", "log")
+	down := 0
+	for _, s := range statuses {
+		state, pid := "running", strconv.Itoa(s.PID)
+		if !s.Running {
+			state, pid = "stopped", "-"
+			down++
+		}
+		if err := table.Append(s.Name, s.Address, state, pid, s.DataDir, s.LogFile); err != nil {
+			return err
+		}
+	}
+	if err := table.Render(); err != nil {
+		return err
+	}
+	if down > 0 {
+		return &exitError{code: 3, err: fmt.Errorf("%d of %d services not running; start them with `fsctl stack up`", down, len(statuses))}
+	}
+	printEndpoints(cmd.OutOrStdout(), cfg.Endpoints())
+	return nil
+}
+
+// printEndpoints shows the variables that point the CLI and the tests at this stack.
+func printEndpoints(w io.Writer, e stack.Endpoints) {
+	fmt.Fprintf(w, "%s=%s\n%s=%s\n%s=%s\n",
+		stack.EnvRedisURL, e.RedisURL,
+		stack.EnvPostgresURL, e.PostgresURL,
+		stack.EnvKafkaBrokers, strings.Join(e.KafkaBrokers, ","))
+}

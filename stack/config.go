@@ -1,0 +1,180 @@
+// Package stack runs the project's local service stack — Redis, PostgreSQL and a single-node KRaft
+// Kafka — as plain processes under one folder, so tests and demos talk to the real services without Docker.
+package stack
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Environment variables read by DefaultConfig and EndpointsFromEnv.
+const (
+	EnvStackDir     = "FSCTL_STACK_DIR"
+	EnvRedisURL     = "FSCTL_REDIS_URL"
+	EnvPostgresURL  = "FSCTL_POSTGRES_URL"
+	EnvKafkaBrokers = "FSCTL_KAFKA_BROKERS"
+)
+
+// Default ports, chosen away from the services' usual ports so a system Redis, PostgreSQL or Kafka
+// on the same machine never collides with the stack.
+const (
+	DefaultRedisPort           = 16379
+	DefaultPostgresPort        = 15432
+	DefaultKafkaPort           = 19092
+	DefaultKafkaControllerPort = 19093
+)
+
+// PostgreSQL superuser and database created by the stack; trust auth, loopback only.
+const (
+	PostgresUser     = "fsctl"
+	PostgresDatabase = "fsctl"
+)
+
+// Config says where the stack keeps its files and which loopback ports its services listen on.
+type Config struct {
+	Dir                 string    // root of the stack's data, logs and pidfiles
+	RedisPort           int       // Redis on 127.0.0.1
+	PostgresPort        int       // PostgreSQL on 127.0.0.1
+	KafkaPort           int       // Kafka broker listener on 127.0.0.1
+	KafkaControllerPort int       // Kafka KRaft controller listener on 127.0.0.1
+	KafkaLibs           string    // folder of the Kafka broker's jars (filled by FetchKafka)
+	Log                 io.Writer // progress lines; nil discards them
+}
+
+// DefaultConfig is the stack in ./.stack (or $FSCTL_STACK_DIR) on the default ports.
+func DefaultConfig() Config {
+	dir := os.Getenv(EnvStackDir)
+	if dir == "" {
+		dir = ".stack"
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return Config{
+		Dir:                 dir,
+		RedisPort:           DefaultRedisPort,
+		PostgresPort:        DefaultPostgresPort,
+		KafkaPort:           DefaultKafkaPort,
+		KafkaControllerPort: DefaultKafkaControllerPort,
+		KafkaLibs:           filepath.Join(dir, "kafka", "libs"),
+		Log:                 os.Stdout,
+	}
+}
+
+// Endpoints are the addresses clients use to reach the stack's services.
+type Endpoints struct {
+	RedisURL     string
+	PostgresURL  string
+	KafkaBrokers []string
+}
+
+// Endpoints returns the client addresses of the services this config starts.
+func (c Config) Endpoints() Endpoints {
+	return Endpoints{
+		RedisURL:     fmt.Sprintf("redis://127.0.0.1:%d/0", c.RedisPort),
+		PostgresURL:  fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", PostgresUser, c.PostgresPort, PostgresDatabase),
+		KafkaBrokers: []string{fmt.Sprintf("127.0.0.1:%d", c.KafkaPort)},
+	}
+}
+
+// DefaultEndpoints are the endpoints of a stack started with the default ports.
+func DefaultEndpoints() Endpoints {
+	return Config{
+		RedisPort:    DefaultRedisPort,
+		PostgresPort: DefaultPostgresPort,
+		KafkaPort:    DefaultKafkaPort,
+	}.Endpoints()
+}
+
+// EndpointsFromEnv is DefaultEndpoints overridden by FSCTL_REDIS_URL, FSCTL_POSTGRES_URL and
+// FSCTL_KAFKA_BROKERS (comma separated).
+func EndpointsFromEnv() Endpoints {
+	return endpointsFrom(os.LookupEnv)
+}
+
+func endpointsFrom(lookup func(string) (string, bool)) Endpoints {
+	e := DefaultEndpoints()
+	if v, ok := lookup(EnvRedisURL); ok && strings.TrimSpace(v) != "" {
+		e.RedisURL = strings.TrimSpace(v)
+	}
+	if v, ok := lookup(EnvPostgresURL); ok && strings.TrimSpace(v) != "" {
+		e.PostgresURL = strings.TrimSpace(v)
+	}
+	if v, ok := lookup(EnvKafkaBrokers); ok {
+		if brokers := SplitBrokers(v); len(brokers) > 0 {
+			e.KafkaBrokers = brokers
+		}
+	}
+	return e
+}
+
+// SplitBrokers parses a comma-separated broker list, dropping blanks.
+func SplitBrokers(s string) []string {
+	var out []string
+	for _, b := range strings.Split(s, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// withDefaults fills zero fields and makes Dir absolute: redis-server daemonizes into its own
+// working directory, and PostgreSQL runs as another user, so relative paths would mean something else.
+func (c Config) withDefaults() (Config, error) {
+	d := DefaultConfig()
+	if c.Dir == "" {
+		c.Dir = d.Dir
+	}
+	abs, err := filepath.Abs(c.Dir)
+	if err != nil {
+		return c, fmt.Errorf("stack dir %s: %w", c.Dir, err)
+	}
+	c.Dir = abs
+	if c.RedisPort == 0 {
+		c.RedisPort = d.RedisPort
+	}
+	if c.PostgresPort == 0 {
+		c.PostgresPort = d.PostgresPort
+	}
+	if c.KafkaPort == 0 {
+		c.KafkaPort = d.KafkaPort
+	}
+	if c.KafkaControllerPort == 0 {
+		c.KafkaControllerPort = d.KafkaControllerPort
+	}
+	if c.KafkaLibs == "" {
+		c.KafkaLibs = filepath.Join(c.Dir, "kafka", "libs")
+	}
+	if c.KafkaLibs, err = filepath.Abs(c.KafkaLibs); err != nil {
+		return c, fmt.Errorf("kafka libs %s: %w", c.KafkaLibs, err)
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	ports := map[int]string{}
+	for name, p := range map[string]int{"redis": c.RedisPort, "postgres": c.PostgresPort, "kafka": c.KafkaPort, "kafka controller": c.KafkaControllerPort} {
+		if p <= 0 || p > 65535 {
+			return c, fmt.Errorf("%s port %d out of range", name, p)
+		}
+		if other, dup := ports[p]; dup {
+			return c, fmt.Errorf("%s and %s both on port %d", name, other, p)
+		}
+		ports[p] = name
+	}
+	return c, nil
+}
+
+func (c Config) redisDir() string { return filepath.Join(c.Dir, "redis") }
+func (c Config) kafkaDir() string { return filepath.Join(c.Dir, "kafka") }
+
+// fallbackDir is where PostgreSQL's files go when its OS user cannot reach Dir (e.g. under /root).
+func (c Config) fallbackDir() string {
+	sum := sha256.Sum256([]byte(c.Dir))
+	return filepath.Join("/var/tmp", "fsctl-"+hex.EncodeToString(sum[:6]))
+}

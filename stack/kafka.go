@@ -1,0 +1,206 @@
+package stack
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// kafkaService is a single-node KRaft Kafka (broker and controller in one JVM) run from the jars
+// FetchKafka copies out of Maven Central.
+type kafkaService struct{ c Config }
+
+func (k kafkaService) dir() string       { return k.c.kafkaDir() }
+func (k kafkaService) dataDir() string   { return filepath.Join(k.dir(), "data") }
+func (k kafkaService) pidFile() string   { return filepath.Join(k.dir(), "kafka.pid") }
+func (k kafkaService) logFile() string   { return filepath.Join(k.dir(), "kafka.log") }
+func (k kafkaService) propsFile() string { return filepath.Join(k.dir(), "server.properties") }
+func (k kafkaService) log4jFile() string { return filepath.Join(k.dir(), "log4j2.properties") }
+func (k kafkaService) addr() string      { return fmt.Sprintf("127.0.0.1:%d", k.c.KafkaPort) }
+
+// kafkaMain is both the class the broker runs and what identifies its process in /proc.
+const kafkaMain = "kafka.Kafka"
+
+func (k kafkaService) status() ServiceStatus {
+	pid, ok := pidFromFile(k.pidFile(), kafkaMain)
+	return ServiceStatus{Name: "kafka", Address: k.addr(), PID: pid, Running: ok, DataDir: k.dataDir(), LogFile: k.logFile()}
+}
+
+// kafkaProperties renders the broker's server.properties: one node that is broker and controller,
+// loopback listeners only, replication factors of one, and no implicit topic creation, so a typo in a
+// topic name fails loudly instead of creating a one-partition topic.
+func kafkaProperties(c Config, dataDir string) string {
+	return fmt.Sprintf(`# Written by fsctl stack up on every start; change the stack's flags instead.
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:%[2]d
+listeners=PLAINTEXT://127.0.0.1:%[1]d,CONTROLLER://127.0.0.1:%[2]d
+advertised.listeners=PLAINTEXT://127.0.0.1:%[1]d
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=%[3]s
+num.partitions=1
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=false
+delete.topic.enable=true
+`, c.KafkaPort, c.KafkaControllerPort, dataDir)
+}
+
+// kafkaLog4j sends the broker's log to stdout (which the stack appends to kafka.log) at INFO, with
+// the per-config and per-client dumps that drown everything else turned down to WARN.
+const kafkaLog4j = `# Written by fsctl stack up.
+status = warn
+name = fsctl-kafka
+appender.out.type = Console
+appender.out.name = out
+appender.out.target = SYSTEM_OUT
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d{ISO8601}] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.out.ref = out
+logger.config.name = org.apache.kafka.common.config.AbstractConfig
+logger.config.level = WARN
+logger.clients.name = org.apache.kafka.clients
+logger.clients.level = WARN
+logger.state.name = state.change.logger
+logger.state.level = WARN
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+`
+
+func (k kafkaService) up(ctx context.Context, log io.Writer) (int, bool, error) {
+	if pid, ok := pidFromFile(k.pidFile(), kafkaMain); ok {
+		return pid, false, k.wait(ctx, func() error { return nil })
+	}
+	for _, p := range []int{k.c.KafkaPort, k.c.KafkaControllerPort} {
+		if portTaken(p) {
+			return 0, false, fmt.Errorf("port %d is taken by a process this stack did not start; stop it or pick other --kafka-port/--kafka-controller-port", p)
+		}
+	}
+	java, err := exec.LookPath("java")
+	if err != nil {
+		return 0, false, errors.New("java not found on PATH; the Kafka broker needs a Java 17+ runtime (apt-get install openjdk-17-jre-headless)")
+	}
+	if !kafkaJarsPresent(k.c.KafkaLibs) {
+		return 0, false, fmt.Errorf("Kafka jars missing in %s; run `make deps` (or `fsctl stack deps`)", k.c.KafkaLibs)
+	}
+	if err := os.MkdirAll(k.dir(), 0o755); err != nil {
+		return 0, false, err
+	}
+	if err := os.WriteFile(k.propsFile(), []byte(kafkaProperties(k.c, k.dataDir())), 0o644); err != nil {
+		return 0, false, err
+	}
+	if err := os.WriteFile(k.log4jFile(), []byte(kafkaLog4j), 0o644); err != nil {
+		return 0, false, err
+	}
+	classpath := filepath.Join(k.c.KafkaLibs, "*") // the JVM expands the wildcard itself
+	if !fileExists(filepath.Join(k.dataDir(), "meta.properties")) {
+		_ = os.RemoveAll(k.dataDir()) // an interrupted format leaves nothing worth keeping
+		id, err := newClusterID()
+		if err != nil {
+			return 0, false, err
+		}
+		if _, err := runTool(ctx, k.dir(), java, "-Dlog4j2.configurationFile="+k.log4jFile(), "-cp", classpath,
+			"kafka.tools.StorageTool", "format", "-t", id, "-c", k.propsFile()); err != nil {
+			return 0, false, err
+		}
+		fmt.Fprintf(log, "%-9s formatted %s (cluster %s)\n", "kafka", k.dataDir(), id)
+	}
+	cmd, exited, err := startDetached(java, []string{
+		"-Xms256m", "-Xmx512m", "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
+		"-Dlog4j2.configurationFile=" + k.log4jFile(), "-Dkafka.logs.dir=" + k.dir(),
+		"-cp", classpath, kafkaMain, k.propsFile(),
+	}, k.dir(), k.logFile())
+	if err != nil {
+		return 0, false, err
+	}
+	pid := cmd.Process.Pid
+	if err := os.WriteFile(k.pidFile(), []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
+		_ = stopPID(ctx, pid, kafkaMain, 10*time.Second)
+		return 0, false, err
+	}
+	if err := k.wait(ctx, exitedFunc(exited)); err != nil {
+		_ = stopPID(context.WithoutCancel(ctx), pid, kafkaMain, 10*time.Second)
+		_ = os.Remove(k.pidFile())
+		return 0, false, err
+	}
+	return pid, true, nil
+}
+
+// wait returns once the broker answers a metadata request listing itself, which it does only after
+// the controller has registered and unfenced it, i.e. when topics can be created.
+func (k kafkaService) wait(ctx context.Context, dead func() error) error {
+	err := waitReady(ctx, 120*time.Second, dead, func(ctx context.Context) error {
+		conn, err := kafka.DialContext(ctx, "tcp", k.addr())
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		if deadline, ok := ctx.Deadline(); ok {
+			_ = conn.SetDeadline(deadline)
+		}
+		brokers, err := conn.Brokers()
+		if err != nil {
+			return err
+		}
+		if len(brokers) == 0 {
+			return errors.New("metadata lists no broker yet")
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("metadata from %s: %w\nlog %s:\n%s", k.addr(), err, k.logFile(), tail(k.logFile(), 30))
+	}
+	return nil
+}
+
+func (k kafkaService) down(ctx context.Context) error {
+	pid, ok := pidFromFile(k.pidFile(), kafkaMain)
+	if !ok {
+		return nil
+	}
+	// SIGTERM runs the broker's controlled shutdown, which flushes and closes the logs cleanly, so the
+	// next start skips log recovery.
+	if err := stopPID(ctx, pid, kafkaMain, 45*time.Second); err != nil {
+		return err
+	}
+	_ = os.Remove(k.pidFile())
+	return nil
+}
+
+// newClusterID makes a KRaft cluster id the way Kafka's Uuid.randomUuid does (base64url of 16 random
+// bytes, never starting with '-'), saving a JVM start for `StorageTool random-uuid`.
+func newClusterID() (string, error) {
+	for {
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", err
+		}
+		if id := base64.RawURLEncoding.EncodeToString(b[:]); !strings.HasPrefix(id, "-") {
+			return id, nil
+		}
+	}
+}
+
+func kafkaJarsPresent(libs string) bool {
+	m, _ := filepath.Glob(filepath.Join(libs, "kafka_2.13-*.jar"))
+	return len(m) > 0
+}
