@@ -1,0 +1,140 @@
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/fsctl/fsctl/stack"
+)
+
+// KafkaBrokers returns the brokers of FSCTL_KAFKA_BROKERS after checking that one answers a
+// metadata request.
+func KafkaBrokers(tb testing.TB) []string {
+	tb.Helper()
+	skipShort(tb)
+	brokers := stack.EndpointsFromEnv().KafkaBrokers
+	if _, err := dialAny(brokers); err != nil {
+		tb.Fatalf("kafka at %v unreachable: %v%s", brokers, err, hint(stack.EnvKafkaBrokers))
+	}
+	return brokers
+}
+
+// KafkaTopic creates a topic named fsctl-t-<random hex> with the given number of partitions and
+// replication factor 1, waits until every partition has a leader (so the first produce does not
+// race the topic's creation), and deletes the topic when the test ends.
+func KafkaTopic(tb testing.TB, partitions int) string {
+	tb.Helper()
+	brokers := KafkaBrokers(tb)
+	if partitions < 1 {
+		tb.Fatalf("KafkaTopic: partitions must be at least 1, got %d", partitions)
+	}
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		tb.Fatalf("random topic name: %v", err)
+	}
+	topic := "fsctl-t-" + hex.EncodeToString(b[:])
+	// Topics are created and deleted through the controller; any broker forwards to it in KRaft,
+	// but asking the one the cluster names works on older clusters too.
+	err := withController(brokers, func(c *kafka.Conn) error {
+		return c.CreateTopics(kafka.TopicConfig{Topic: topic, NumPartitions: partitions, ReplicationFactor: 1})
+	})
+	if err != nil {
+		tb.Fatalf("create topic %s: %v", topic, err)
+	}
+	tb.Cleanup(func() {
+		if err := withController(brokers, func(c *kafka.Conn) error { return c.DeleteTopics(topic) }); err != nil {
+			tb.Errorf("delete topic %s: %v", topic, err)
+		}
+	})
+	if err := waitLeaders(brokers, topic, partitions, 30*time.Second); err != nil {
+		tb.Fatalf("topic %s: %v", topic, err)
+	}
+	return topic
+}
+
+// dialAny connects to the first broker that answers a metadata request.
+func dialAny(brokers []string) (*kafka.Conn, error) {
+	if len(brokers) == 0 {
+		return nil, errors.New("no brokers configured")
+	}
+	var errs []error
+	for _, addr := range brokers {
+		ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+		conn, err := kafka.DialContext(ctx, "tcp", addr)
+		cancel()
+		if err == nil {
+			_ = conn.SetDeadline(time.Now().Add(dialTimeout))
+			if _, err = conn.Brokers(); err == nil {
+				_ = conn.SetDeadline(time.Time{})
+				return conn, nil
+			}
+			conn.Close()
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+	}
+	return nil, errors.Join(errs...)
+}
+
+func withController(brokers []string, fn func(*kafka.Conn) error) error {
+	conn, err := dialAny(brokers)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctrl, err := conn.Controller()
+	if err != nil {
+		return fmt.Errorf("find controller: %w", err)
+	}
+	cc, err := kafka.Dial("tcp", net.JoinHostPort(ctrl.Host, strconv.Itoa(ctrl.Port)))
+	if err != nil {
+		return fmt.Errorf("dial controller: %w", err)
+	}
+	defer cc.Close()
+	_ = cc.SetDeadline(time.Now().Add(30 * time.Second))
+	return fn(cc)
+}
+
+func waitLeaders(brokers []string, topic string, partitions int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := func() error {
+			conn, err := dialAny(brokers)
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			parts, err := conn.ReadPartitions(topic)
+			if err != nil {
+				return err
+			}
+			if len(parts) != partitions {
+				return fmt.Errorf("%d of %d partitions in metadata", len(parts), partitions)
+			}
+			for _, p := range parts {
+				if p.Error != nil {
+					return fmt.Errorf("partition %d: %w", p.ID, p.Error)
+				}
+				if p.Leader.Host == "" {
+					return fmt.Errorf("partition %d has no leader yet", p.ID)
+				}
+			}
+			return nil
+		}()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no leader for every partition after %s: %w", timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
