@@ -47,8 +47,12 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(
+		newServeCmd(),
 		newStackCmd(),
 		newMigrateCmd(),
+		newSaleCmd(),
+		newTokenCmd(),
+		newDemoCmd(),
 	)
 	return root
 }

@@ -1,0 +1,95 @@
+// Package auth verifies and mints the HS256 bearer tokens that identify buyers: the user is the
+// token's verified "sub" claim, never something the request body says.
+package auth
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/sale"
+)
+
+// MinSecretLen is the shortest HS256 secret accepted; shorter secrets are brute-forceable.
+const MinSecretLen = 16
+
+// Leeway tolerates small clock differences between the token minter and the server.
+const Leeway = 5 * time.Second
+
+// Verifier checks HS256 tokens signed with one secret.
+type Verifier struct {
+	secret []byte
+	parser *jwt.Parser
+}
+
+// NewVerifier returns a verifier for secret.
+func NewVerifier(secret []byte, now func() time.Time) (*Verifier, error) {
+	if len(secret) < MinSecretLen {
+		return nil, fmt.Errorf("JWT secret is %d bytes; use at least %d", len(secret), MinSecretLen)
+	}
+	opts := []jwt.ParserOption{
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithExpirationRequired(),
+		jwt.WithLeeway(Leeway),
+	}
+	if now != nil {
+		opts = append(opts, jwt.WithTimeFunc(now))
+	}
+	return &Verifier{secret: secret, parser: jwt.NewParser(opts...)}, nil
+}
+
+// maxTokenLen bounds the work a client can make the verifier do.
+const maxTokenLen = 4096
+
+// UserFromHeader verifies an "Authorization: Bearer <jwt>" header value and returns the user id.
+// Every failure is an outcome.Unauthorized error that says what is wrong with the token.
+func (v *Verifier) UserFromHeader(header string) (string, error) {
+	scheme, token, ok := strings.Cut(header, " ")
+	if header == "" {
+		return "", outcome.Errorf(outcome.Unauthorized, "missing Authorization: Bearer token")
+	}
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return "", outcome.Errorf(outcome.Unauthorized, "Authorization header must be \"Bearer <token>\"")
+	}
+	return v.Verify(token)
+}
+
+// Verify checks a token's signature, algorithm and expiry and returns its subject.
+func (v *Verifier) Verify(token string) (string, error) {
+	if len(token) > maxTokenLen {
+		return "", outcome.Errorf(outcome.Unauthorized, "token longer than %d bytes", maxTokenLen)
+	}
+	var claims jwt.RegisteredClaims
+	_, err := v.parser.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return v.secret, nil })
+	switch {
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return "", outcome.Errorf(outcome.Unauthorized, "token expired")
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		return "", outcome.Errorf(outcome.Unauthorized, "token has no exp claim")
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
+		return "", outcome.Errorf(outcome.Unauthorized, "token signature invalid")
+	case err != nil:
+		return "", outcome.Errorf(outcome.Unauthorized, "invalid token")
+	}
+	if !sale.ValidUserID(claims.Subject) {
+		return "", outcome.Errorf(outcome.Unauthorized, "token sub must be 1-128 printable characters")
+	}
+	return claims.Subject, nil
+}
+
+// Mint signs an HS256 token for user valid for ttl from now.
+func Mint(secret []byte, user string, now time.Time, ttl time.Duration) (string, error) {
+	if !sale.ValidUserID(user) {
+		return "", fmt.Errorf("user id %q: must be 1-128 printable characters without spaces", user)
+	}
+	claims := jwt.RegisteredClaims{
+		Subject:   user,
+		IssuedAt:  jwt.NewNumericDate(now),
+		ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
+	}
+	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(secret)
+}

@@ -1,0 +1,149 @@
+// Package demo runs the project's main job end to end on real services: it starts the checkout
+// (API and order consumer) in-process, sets a sale up, fires a synchronized burst of buyers at it
+// over HTTP, waits for the orders to reach PostgreSQL, and checks that nothing was oversold.
+package demo
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/fsctl/fsctl/loadgen"
+	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/provision"
+	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/server"
+)
+
+// Config describes a demo run.
+type Config struct {
+	App    server.AppConfig
+	Sale   sale.Sale
+	ItemID string
+	Buyers int
+	Conns  int
+	// Settle bounds the wait for the consumer to record every reserved order.
+	Settle time.Duration
+}
+
+// Report is what the demo saw and checked.
+type Report struct {
+	Burst    loadgen.Result
+	Quantity int64
+	Stock    int64 // Redis counter after the burst
+	Holds    int64 // live holds in Redis
+	Counts   orders.ItemCounts
+	Settled  time.Duration
+	Problems []string // invariant violations; empty means the sale was sold correctly
+}
+
+// Run executes the demo and writes progress to out.
+func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) (Report, error) {
+	cfg.App.Server.Addr = "127.0.0.1:0"
+	cfg.App.API, cfg.App.Consumer, cfg.App.Migrate = true, true, true
+	app, err := server.Open(ctx, cfg.App, log)
+	if err != nil {
+		return Report{}, err
+	}
+	defer app.Close()
+	sl := cfg.Sale
+	sl.OpensAt = time.Now().Add(-time.Second)
+	item, ok := sl.Item(cfg.ItemID)
+	if !ok {
+		return Report{}, fmt.Errorf("sale %s has no item %q", sl.ID, cfg.ItemID)
+	}
+	if _, err := provision.Sale(ctx, app.Orders, app.Stock, sl, provision.Options{Reset: true}); err != nil {
+		return Report{}, err
+	}
+	fmt.Fprintf(out, "sale %s reset: item %s has %d units; %d buyers ready\n", sl.ID, item.ID, item.Quantity, cfg.Buyers)
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	addrc := make(chan net.Addr, 1)
+	errc := make(chan error, 1)
+	go func() { errc <- app.Run(runCtx, func(a net.Addr) { addrc <- a }) }()
+	var addr net.Addr
+	select {
+	case addr = <-addrc:
+	case err := <-errc:
+		return Report{}, fmt.Errorf("server stopped: %w", err)
+	}
+	res, err := loadgen.Burst(ctx, loadgen.BurstConfig{
+		BaseURL: "http://" + addr.String(), SaleID: sl.ID, ItemID: item.ID, Buyers: cfg.Buyers,
+		UserPrefix: "demo-buyer-", Secret: cfg.App.JWTSecret, Conns: cfg.Conns,
+	})
+	if err != nil {
+		return Report{}, err
+	}
+	fmt.Fprintf(out, "burst: %d buyers answered in %s\n", cfg.Buyers, res.Elapsed.Round(time.Millisecond))
+	rep := Report{Burst: res, Quantity: item.Quantity}
+	reserved := int64(res.Counts[outcome.Reserved])
+	start := time.Now()
+	if rep.Counts, err = WaitPersisted(ctx, app.Orders, sl.ID, item.ID, reserved, cfg.Settle); err != nil {
+		return rep, err
+	}
+	rep.Settled = time.Since(start)
+	snap, err := app.Stock.Snapshot(ctx, sl.ID, []string{item.ID})
+	if err != nil {
+		return rep, err
+	}
+	rep.Stock, rep.Holds = snap[0].Stock, snap[0].Holds
+	rep.Problems = Check(rep)
+	stop()
+	if err := <-errc; err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// WaitPersisted polls PostgreSQL until the item's live orders reach want or timeout passes.
+func WaitPersisted(ctx context.Context, db *orders.Store, saleID, itemID string, want int64, timeout time.Duration) (orders.ItemCounts, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		counts, err := db.Counts(ctx, saleID)
+		if err != nil {
+			return orders.ItemCounts{}, err
+		}
+		var c orders.ItemCounts
+		for _, x := range counts {
+			if x.ItemID == itemID {
+				c = x
+			}
+		}
+		if c.Pending+c.Paid >= want || time.Now().After(deadline) {
+			return c, nil
+		}
+		select {
+		case <-ctx.Done():
+			return c, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Check returns every invariant the run broke.
+func Check(r Report) []string {
+	var p []string
+	reserved := int64(r.Burst.Counts[outcome.Reserved])
+	live := r.Counts.Pending + r.Counts.Paid
+	if reserved > r.Quantity {
+		p = append(p, fmt.Sprintf("oversold: %d buyers told RESERVED for %d units", reserved, r.Quantity))
+	}
+	if live != reserved {
+		p = append(p, fmt.Sprintf("durability: %d buyers told RESERVED but PostgreSQL has %d live orders", reserved, live))
+	}
+	if r.Counts.Sold != live {
+		p = append(p, fmt.Sprintf("sold counter %d disagrees with %d live orders", r.Counts.Sold, live))
+	}
+	if r.Stock+r.Holds != r.Quantity-r.Counts.Paid {
+		p = append(p, fmt.Sprintf("units lost: redis stock %d + holds %d != quantity %d - paid %d", r.Stock, r.Holds, r.Quantity, r.Counts.Paid))
+	}
+	if r.Stock < 0 {
+		p = append(p, fmt.Sprintf("redis stock is negative: %d", r.Stock))
+	}
+	return p
+}

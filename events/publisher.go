@@ -1,0 +1,138 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// Publisher writes events to Kafka. It is safe for concurrent use: concurrent publishes are batched
+// into one produce request, and each call returns once its message is acknowledged by all in-sync
+// replicas (acks=all) or has failed.
+type Publisher struct {
+	w *kafka.Writer
+}
+
+// NewPublisher returns a publisher to topic on brokers. batchTimeout bounds how long a publish
+// waits for others to share its produce request.
+func NewPublisher(brokers []string, topic string, batchTimeout time.Duration) *Publisher {
+	return &Publisher{w: &kafka.Writer{
+		Addr:                   kafka.TCP(brokers...),
+		Topic:                  topic,
+		Balancer:               &kafka.Hash{},
+		RequiredAcks:           kafka.RequireAll,
+		BatchTimeout:           batchTimeout,
+		BatchSize:              512,
+		WriteTimeout:           5 * time.Second,
+		ReadTimeout:            5 * time.Second,
+		MaxAttempts:            3,
+		AllowAutoTopicCreation: false,
+	}}
+}
+
+// PublishOrderPlaced publishes one OrderPlaced event keyed by its item.
+func (p *Publisher) PublishOrderPlaced(ctx context.Context, e OrderPlaced) error {
+	e.Type = TypeOrderPlaced
+	b, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("encode OrderPlaced: %w", err)
+	}
+	if err := p.w.WriteMessages(ctx, kafka.Message{Key: e.Key(), Value: b}); err != nil {
+		return fmt.Errorf("publish order %s to %s: %w", e.OrderID, p.w.Topic, err)
+	}
+	return nil
+}
+
+// Publish writes raw messages (used for dead letters).
+func (p *Publisher) Publish(ctx context.Context, msgs ...kafka.Message) error {
+	if err := p.w.WriteMessages(ctx, msgs...); err != nil {
+		return fmt.Errorf("publish to %s: %w", p.w.Topic, err)
+	}
+	return nil
+}
+
+// Close flushes and closes the writer.
+func (p *Publisher) Close() error { return p.w.Close() }
+
+// EnsureTopic creates topic with the given partition count if it does not exist. Replication is 1
+// on a single broker and up to 3 otherwise.
+func EnsureTopic(ctx context.Context, brokers []string, topic string, partitions int) error {
+	conn, err := dial(ctx, brokers)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	bs, err := conn.Brokers()
+	if err != nil {
+		return fmt.Errorf("kafka metadata: %w", err)
+	}
+	ctrl, err := conn.Controller()
+	if err != nil {
+		return fmt.Errorf("kafka controller: %w", err)
+	}
+	cc, err := (&kafka.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", net.JoinHostPort(ctrl.Host, strconv.Itoa(ctrl.Port)))
+	if err != nil {
+		return fmt.Errorf("dial kafka controller: %w", err)
+	}
+	defer cc.Close()
+	err = cc.CreateTopics(kafka.TopicConfig{Topic: topic, NumPartitions: partitions, ReplicationFactor: min(len(bs), 3)})
+	if err != nil && err != kafka.TopicAlreadyExists {
+		return fmt.Errorf("create topic %s: %w", topic, err)
+	}
+	return waitForLeaders(ctx, conn, topic)
+}
+
+// Ping checks that a broker answers a metadata request.
+func Ping(ctx context.Context, brokers []string) error {
+	conn, err := dial(ctx, brokers)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.Brokers(); err != nil {
+		return fmt.Errorf("kafka metadata: %w", err)
+	}
+	return nil
+}
+
+func dial(ctx context.Context, brokers []string) (*kafka.Conn, error) {
+	var last error
+	for _, b := range brokers {
+		conn, err := (&kafka.Dialer{Timeout: 3 * time.Second}).DialContext(ctx, "tcp", b)
+		if err == nil {
+			if dl, ok := ctx.Deadline(); ok {
+				_ = conn.SetDeadline(dl)
+			}
+			return conn, nil
+		}
+		last = err
+	}
+	return nil, fmt.Errorf("kafka %v unreachable: %w", brokers, last)
+}
+
+func waitForLeaders(ctx context.Context, conn *kafka.Conn, topic string) error {
+	for {
+		parts, err := conn.ReadPartitions(topic)
+		if err == nil && len(parts) > 0 {
+			ready := true
+			for _, p := range parts {
+				if p.Leader.Host == "" {
+					ready = false
+				}
+			}
+			if ready {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("topic %s has no leader yet: %w", topic, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,256 @@
+// Package ingest is the order consumer: it reads OrderPlaced events from Kafka in batches, records
+// them in PostgreSQL in one transaction per batch, dead-letters what the database refuses (and
+// returns those units to Redis), and commits Kafka offsets only after the database has committed.
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/stock"
+)
+
+// Placer records orders; *orders.Store implements it.
+type Placer interface {
+	PlaceBatch(ctx context.Context, ps []orders.Placement) ([]orders.PlaceResult, error)
+}
+
+// Releaser returns a refused order's unit to stock; *stock.Store implements it.
+type Releaser interface {
+	Release(ctx context.Context, r stock.Release) (bool, error)
+}
+
+// DeadLetters receives messages the consumer cannot record; *events.Publisher implements it.
+type DeadLetters interface {
+	Publish(ctx context.Context, msgs ...kafka.Message) error
+}
+
+// Metrics are the consumer's counters; nil fields are skipped.
+type Metrics struct {
+	Persisted    func(n int)
+	Duplicates   func(n int)
+	DeadLettered func(reason string)
+	BatchSize    func(n int)
+	DBErrors     func()
+}
+
+// Config configures a Consumer.
+type Config struct {
+	Brokers []string
+	Topic   string
+	GroupID string
+	// BatchSize is the most messages recorded in one transaction.
+	BatchSize int
+	// Linger is how long a batch waits for more messages once it has its first.
+	Linger time.Duration
+	// RetryBackoff is the pause between attempts when PostgreSQL or Redis fails.
+	RetryBackoff time.Duration
+}
+
+// DefaultConfig returns the settings the server uses.
+func DefaultConfig(brokers []string) Config {
+	return Config{
+		Brokers:      brokers,
+		Topic:        events.DefaultOrdersTopic,
+		GroupID:      "fsctl-order-consumer",
+		BatchSize:    500,
+		Linger:       20 * time.Millisecond,
+		RetryBackoff: 500 * time.Millisecond,
+	}
+}
+
+// Consumer moves orders from Kafka to PostgreSQL.
+type Consumer struct {
+	cfg     Config
+	reader  *kafka.Reader
+	placer  Placer
+	release Releaser
+	dlq     DeadLetters
+	metrics Metrics
+	log     *slog.Logger
+}
+
+// New returns a consumer; Run starts it.
+func New(cfg Config, placer Placer, release Releaser, dlq DeadLetters, m Metrics, log *slog.Logger) *Consumer {
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers:        cfg.Brokers,
+		GroupID:        cfg.GroupID,
+		Topic:          cfg.Topic,
+		MinBytes:       1,
+		MaxBytes:       10 << 20,
+		MaxWait:        100 * time.Millisecond,
+		CommitInterval: 0, // synchronous: offsets are committed only when Run says so
+		StartOffset:    kafka.FirstOffset,
+		QueueCapacity:  cfg.BatchSize,
+	})
+	return &Consumer{cfg: cfg, reader: r, placer: placer, release: release, dlq: dlq, metrics: m, log: log}
+}
+
+// Close leaves the consumer group.
+func (c *Consumer) Close() error { return c.reader.Close() }
+
+// Run consumes until ctx is cancelled. Database and Redis failures are retried without
+// committing, so nothing is lost; it returns only ctx's error or a Kafka error it cannot recover.
+func (c *Consumer) Run(ctx context.Context) error {
+	for {
+		batch, err := c.fetch(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("fetch orders: %w", err)
+		}
+		if err := c.retry(ctx, func() error { return c.handle(ctx, batch) }); err != nil {
+			return err
+		}
+		if err := c.retry(ctx, func() error { return c.reader.CommitMessages(ctx, batch...) }); err != nil {
+			return err
+		}
+	}
+}
+
+// fetch blocks for the first message, then gathers more until the batch is full or Linger passes.
+func (c *Consumer) fetch(ctx context.Context) ([]kafka.Message, error) {
+	first, err := c.reader.FetchMessage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	batch := []kafka.Message{first}
+	lctx, cancel := context.WithTimeout(ctx, c.cfg.Linger)
+	defer cancel()
+	for len(batch) < c.cfg.BatchSize {
+		m, err := c.reader.FetchMessage(lctx)
+		if err != nil {
+			break // the linger ran out (or ctx ended, which the caller sees next round)
+		}
+		batch = append(batch, m)
+	}
+	return batch, nil
+}
+
+func (c *Consumer) retry(ctx context.Context, fn func() error) error {
+	for {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if c.metrics.DBErrors != nil {
+			c.metrics.DBErrors()
+		}
+		c.log.Warn("order consumer step failed; retrying", "err", err, "backoff", c.cfg.RetryBackoff)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(c.cfg.RetryBackoff):
+		}
+	}
+}
+
+// handle records one batch. It is idempotent, so a retry after a partial failure is safe: orders
+// already placed come back as duplicates and releases happen at most once.
+func (c *Consumer) handle(ctx context.Context, batch []kafka.Message) error {
+	if c.metrics.BatchSize != nil {
+		c.metrics.BatchSize(len(batch))
+	}
+	var (
+		placements []orders.Placement
+		placed     []events.OrderPlaced
+		sources    []kafka.Message
+		dead       []kafka.Message
+	)
+	for _, m := range batch {
+		e, err := events.DecodeOrderPlaced(m.Value)
+		if err != nil {
+			dead = append(dead, deadLetter(m, "undecodable", err.Error()))
+			continue
+		}
+		placed = append(placed, e)
+		sources = append(sources, m)
+		placements = append(placements, orders.Placement{
+			OrderID: e.OrderID, SaleID: e.SaleID, ItemID: e.ItemID, UserID: e.UserID,
+			Slot: e.Slot, CreatedAt: e.CreatedAt, ExpiresAt: e.ExpiresAt,
+		})
+	}
+	var results []orders.PlaceResult
+	if len(placements) > 0 {
+		var err error
+		if results, err = c.placer.PlaceBatch(ctx, placements); err != nil {
+			return fmt.Errorf("record %d orders: %w", len(placements), err)
+		}
+	}
+	var refused []events.OrderPlaced
+	var persisted, dups int
+	for i, r := range results {
+		switch r.Result {
+		case orders.Placed:
+			persisted++
+		case orders.Duplicate:
+			dups++
+		case orders.Refused:
+			refused = append(refused, placed[i])
+			dead = append(dead, deadLetter(sources[i], r.Reason, "refused by PostgreSQL"))
+		}
+	}
+	if len(dead) > 0 {
+		if err := c.dlq.Publish(ctx, dead...); err != nil {
+			return err
+		}
+	}
+	for _, e := range refused {
+		if _, err := c.release.Release(ctx, stock.Release{SaleID: e.SaleID, ItemID: e.ItemID, OrderID: e.OrderID, Status: "FAILED"}); err != nil {
+			return err
+		}
+		c.log.Error("database refused an order; unit released", "order", e.OrderID, "sale", e.SaleID, "item", e.ItemID)
+	}
+	c.count(persisted, dups, dead)
+	return nil
+}
+
+func (c *Consumer) count(persisted, dups int, dead []kafka.Message) {
+	if c.metrics.Persisted != nil {
+		c.metrics.Persisted(persisted)
+	}
+	if c.metrics.Duplicates != nil {
+		c.metrics.Duplicates(dups)
+	}
+	if c.metrics.DeadLettered != nil {
+		for _, m := range dead {
+			c.metrics.DeadLettered(headerValue(m, "reason"))
+		}
+	}
+}
+
+// deadLetter wraps m for the dead-letter topic; reason is a short category (a metric label),
+// detail the specific error.
+func deadLetter(m kafka.Message, reason, detail string) kafka.Message {
+	dl := events.DeadLetter{Reason: reason, Detail: detail, Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, At: time.Now().UTC()}
+	if json.Valid(m.Value) {
+		dl.Value = m.Value
+	} else {
+		dl.Raw = m.Value
+	}
+	b, err := json.Marshal(dl)
+	if err != nil {
+		b = []byte(`{"reason":"unencodable dead letter"}`)
+	}
+	return kafka.Message{Key: m.Key, Value: b, Headers: []kafka.Header{{Key: "reason", Value: []byte(reason)}}}
+}
+
+func headerValue(m kafka.Message, key string) string {
+	for _, h := range m.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,89 @@
+// Package provision sets a sale up on the real services: it writes the definition to PostgreSQL,
+// the source of truth, and preloads the Redis stock counters and settings from it.
+package provision
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/stock"
+)
+
+// Options changes how a sale is set up.
+type Options struct {
+	// Reset wipes the sale's orders and Redis state first: for demos, tests and rehearsals only.
+	Reset bool
+}
+
+// Report says what Sale did, item by item.
+type Report struct {
+	SaleID string
+	Items  []ItemReport
+}
+
+// ItemReport is one item's set-up.
+type ItemReport struct {
+	ItemID    string
+	Quantity  int64
+	Sold      int64
+	Stock     int64
+	Preloaded bool // false when Redis already had a counter, which is left alone
+}
+
+// Sale writes sl to PostgreSQL and preloads Redis. An item whose Redis counter already exists
+// keeps it: overwriting a live counter would invent or lose units mid-sale. A missing counter is
+// loaded with quantity minus what PostgreSQL counts as sold.
+func Sale(ctx context.Context, db *orders.Store, st *stock.Store, sl sale.Sale, opt Options) (Report, error) {
+	if err := sl.Validate(); err != nil {
+		return Report{}, err
+	}
+	if opt.Reset {
+		if err := st.Reset(ctx, sl); err != nil {
+			return Report{}, err
+		}
+	}
+	if err := db.SaveSale(ctx, sl); err != nil {
+		return Report{}, fmt.Errorf("save sale %s: %w", sl.ID, err)
+	}
+	if opt.Reset {
+		if err := db.ResetSale(ctx, sl.ID); err != nil {
+			return Report{}, err
+		}
+	}
+	counts, err := db.Counts(ctx, sl.ID)
+	if err != nil {
+		return Report{}, fmt.Errorf("read sold counts of %s: %w", sl.ID, err)
+	}
+	remaining := make(map[string]int64, len(counts))
+	sold := make(map[string]int64, len(counts))
+	for _, c := range counts {
+		remaining[c.ItemID] = c.Quantity - c.Sold
+		sold[c.ItemID] = c.Sold
+	}
+	if err := st.LoadScripts(ctx); err != nil {
+		return Report{}, err
+	}
+	loaded, err := st.Preload(ctx, sl, remaining)
+	if err != nil {
+		return Report{}, err
+	}
+	ids := make([]string, len(sl.Items))
+	for i, it := range sl.Items {
+		ids[i] = it.ID
+	}
+	snap, err := st.Snapshot(ctx, sl.ID, ids)
+	if err != nil {
+		return Report{}, err
+	}
+	rep := Report{SaleID: sl.ID}
+	for i, it := range sl.Items {
+		rep.Items = append(rep.Items, ItemReport{
+			ItemID: it.ID, Quantity: it.Quantity, Sold: sold[it.ID], Stock: snap[i].Stock,
+			Preloaded: slices.Contains(loaded, it.ID),
+		})
+	}
+	return rep, nil
+}

@@ -1,0 +1,179 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/fsctl/fsctl/auth"
+	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/ingest"
+	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/stock"
+)
+
+// AppConfig is everything `fsctl serve` needs to run the checkout on real services.
+type AppConfig struct {
+	Server      Config
+	RedisURL    string
+	PostgresURL string
+	Brokers     []string
+	// OrdersTopic and DeadLetterTopic default to events.DefaultOrdersTopic / DefaultDeadLetterTopic.
+	OrdersTopic, DeadLetterTopic string
+	// Partitions is the orders topic's partition count when the server creates it.
+	Partitions int
+	JWTSecret  []byte
+	// API and Consumer select the roles this process runs; both by default.
+	API, Consumer bool
+	// ConsumerGroup defaults to ingest's group id.
+	ConsumerGroup string
+	// PublishLinger is how long a publish waits to share a produce request with others.
+	PublishLinger time.Duration
+	// Migrate applies database migrations at start.
+	Migrate bool
+}
+
+// App is the assembled checkout: HTTP API and order consumer over Redis, Kafka and PostgreSQL.
+type App struct {
+	cfg      AppConfig
+	Server   *Server
+	Stock    *stock.Store
+	Orders   *orders.Store
+	consumer *ingest.Consumer
+	pub, dlq *events.Publisher
+	rdb      *redis.Client
+	log      *slog.Logger
+}
+
+// Open connects to the services, migrates, creates the topics, loads the scripts and builds the
+// roles asked for. Every failure names the service and how to reach it.
+func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
+	if cfg.OrdersTopic == "" {
+		cfg.OrdersTopic = events.DefaultOrdersTopic
+	}
+	if cfg.DeadLetterTopic == "" {
+		cfg.DeadLetterTopic = events.DefaultDeadLetterTopic
+	}
+	if cfg.Partitions == 0 {
+		cfg.Partitions = 6
+	}
+	if cfg.PublishLinger == 0 {
+		cfg.PublishLinger = time.Millisecond
+	}
+	a := &App{cfg: cfg, log: log}
+	ok := false
+	defer func() {
+		if !ok {
+			a.Close()
+		}
+	}()
+	ropt, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("redis url: %w", err)
+	}
+	ropt.PoolSize = 256
+	a.rdb = redis.NewClient(ropt)
+	if err := a.rdb.Ping(ctx).Err(); err != nil {
+		return nil, fmt.Errorf("redis %s unreachable (is the stack up? try `fsctl stack up`): %w", ropt.Addr, err)
+	}
+	a.Stock = stock.New(a.rdb)
+	if err := a.Stock.LoadScripts(ctx); err != nil {
+		return nil, err
+	}
+	if cfg.Migrate {
+		if _, err := orders.Migrate(ctx, cfg.PostgresURL); err != nil {
+			return nil, err
+		}
+	}
+	if a.Orders, err = orders.Open(ctx, cfg.PostgresURL); err != nil {
+		return nil, err
+	}
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, t := range []string{cfg.OrdersTopic, cfg.DeadLetterTopic} {
+		if err := events.EnsureTopic(tctx, cfg.Brokers, t, cfg.Partitions); err != nil {
+			return nil, err
+		}
+	}
+	a.pub = events.NewPublisher(cfg.Brokers, cfg.OrdersTopic, cfg.PublishLinger)
+	a.dlq = events.NewPublisher(cfg.Brokers, cfg.DeadLetterTopic, cfg.PublishLinger)
+	verifier, err := auth.NewVerifier(cfg.JWTSecret, nil)
+	if err != nil {
+		return nil, err
+	}
+	a.Server = New(cfg.Server, Deps{
+		Auth: verifier, Stock: a.Stock, Publisher: a.pub, Orders: a.Orders, Log: log,
+		Probes: map[string]Probe{
+			"redis":    a.probeRedis,
+			"postgres": func(ctx context.Context) error { return a.Orders.Pool().Ping(ctx) },
+			"kafka":    func(ctx context.Context) error { return events.Ping(ctx, cfg.Brokers) },
+		},
+	})
+	if cfg.Consumer {
+		icfg := ingest.DefaultConfig(cfg.Brokers)
+		icfg.Topic = cfg.OrdersTopic
+		if cfg.ConsumerGroup != "" {
+			icfg.GroupID = cfg.ConsumerGroup
+		}
+		a.consumer = ingest.New(icfg, a.Orders, a.Stock, a.dlq, a.Server.ConsumerMetrics(), log)
+	}
+	ok = true
+	return a, nil
+}
+
+func (a *App) probeRedis(ctx context.Context) error {
+	loaded, err := a.Stock.ScriptsLoaded(ctx)
+	if err != nil {
+		return err
+	}
+	if !loaded {
+		// Redis restarted and lost its script cache; EVALSHA falls back, but say so and reload.
+		if err := a.Stock.LoadScripts(ctx); err != nil {
+			return fmt.Errorf("scripts not loaded: %w", err)
+		}
+	}
+	return nil
+}
+
+// Run serves the roles until ctx ends. ready receives the API's address once it listens.
+func (a *App) Run(ctx context.Context, ready func(net.Addr)) error {
+	g, ctx := errgroup.WithContext(ctx)
+	if a.cfg.API {
+		g.Go(func() error { return a.Server.Serve(ctx, ready) })
+	}
+	if a.consumer != nil {
+		a.log.Info("order consumer started", "topic", a.cfg.OrdersTopic, "dead_letters", a.cfg.DeadLetterTopic)
+		g.Go(func() error {
+			err := a.consumer.Run(ctx)
+			if errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return err
+		})
+	}
+	return g.Wait()
+}
+
+// Close releases every connection.
+func (a *App) Close() {
+	if a.consumer != nil {
+		_ = a.consumer.Close()
+	}
+	for _, p := range []*events.Publisher{a.pub, a.dlq} {
+		if p != nil {
+			_ = p.Close()
+		}
+	}
+	if a.Orders != nil {
+		a.Orders.Close()
+	}
+	if a.rdb != nil {
+		_ = a.rdb.Close()
+	}
+}

@@ -1,0 +1,81 @@
+package server
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/fsctl/fsctl/ingest"
+)
+
+// metrics are the server's Prometheus instruments, on a registry of its own so that several
+// servers can live in one test process.
+type metrics struct {
+	reg            *prometheus.Registry
+	outcomes       *prometheus.CounterVec
+	requests       *prometheus.HistogramVec
+	reserve        prometheus.Histogram
+	publish        prometheus.Histogram
+	released       *prometheus.CounterVec
+	persisted      prometheus.Counter
+	duplicates     prometheus.Counter
+	deadLettered   *prometheus.CounterVec
+	consumerBatch  prometheus.Histogram
+	consumerErrors prometheus.Counter
+}
+
+func newMetrics() *metrics {
+	latency := []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fsctl_purchase_outcomes_total", Help: "Purchase answers by outcome code.",
+		}, []string{"outcome"}),
+		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "fsctl_http_request_duration_seconds", Help: "HTTP request latency by route and status.", Buckets: latency,
+		}, []string{"route", "status"}),
+		reserve: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "fsctl_reserve_duration_seconds", Help: "Latency of the Redis reserve script call.", Buckets: latency,
+		}),
+		publish: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "fsctl_publish_duration_seconds", Help: "Latency of publishing OrderPlaced with acks=all.", Buckets: latency,
+		}),
+		released: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fsctl_holds_released_total", Help: "Holds returned to stock, by reason.",
+		}, []string{"reason"}),
+		persisted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fsctl_orders_persisted_total", Help: "Orders the consumer recorded in PostgreSQL.",
+		}),
+		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fsctl_orders_duplicate_total", Help: "Redelivered order events that changed nothing.",
+		}),
+		deadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fsctl_orders_dead_lettered_total", Help: "Order events sent to the dead-letter topic, by reason.",
+		}, []string{"reason"}),
+		consumerBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "fsctl_consumer_batch_size", Help: "Orders per consumer transaction.", Buckets: prometheus.ExponentialBuckets(1, 2, 11),
+		}),
+		consumerErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fsctl_consumer_retries_total", Help: "Consumer steps that failed and were retried.",
+		}),
+	}
+	m.reg.MustRegister(m.outcomes, m.requests, m.reserve, m.publish, m.released, m.persisted, m.duplicates,
+		m.deadLettered, m.consumerBatch, m.consumerErrors,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// consumerMetrics adapts the instruments to the consumer's callbacks.
+func (m *metrics) consumerMetrics() ingest.Metrics {
+	return ingest.Metrics{
+		Persisted:  func(n int) { m.persisted.Add(float64(n)) },
+		Duplicates: func(n int) { m.duplicates.Add(float64(n)) },
+		DeadLettered: func(reason string) {
+			m.deadLettered.WithLabelValues(reason).Inc()
+			if reason != "undecodable" {
+				m.released.WithLabelValues("dead_letter").Inc()
+			}
+		},
+		BatchSize: func(n int) { m.consumerBatch.Observe(float64(n)) },
+		DBErrors:  func() { m.consumerErrors.Inc() },
+	}
+}

@@ -1,0 +1,131 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/sale"
+)
+
+// maxCachedSales bounds the read model's memory; past it the cache starts over.
+const maxCachedSales = 1024
+
+// catalog is the read model behind GET /api/v1/sales/{sale}: the sale from PostgreSQL and its
+// remaining stock from Redis, refreshed at most once per TTL however many buyers ask, so the
+// sale page never loads the live counters during a burst.
+type catalog struct {
+	orders OrderStore
+	stock  Reserver
+	ttl    time.Duration
+	now    func() time.Time
+
+	mu      sync.Mutex
+	entries map[string]catalogEntry
+	group   singleflight.Group
+}
+
+type catalogEntry struct {
+	sale      sale.Sale
+	remaining map[string]int64
+	asOf      time.Time
+}
+
+func newCatalog(o OrderStore, st Reserver, ttl time.Duration, now func() time.Time) *catalog {
+	return &catalog{orders: o, stock: st, ttl: ttl, now: now, entries: map[string]catalogEntry{}}
+}
+
+func (c *catalog) get(ctx context.Context, saleID string) (catalogEntry, error) {
+	c.mu.Lock()
+	e, ok := c.entries[saleID]
+	c.mu.Unlock()
+	if ok && c.now().Sub(e.asOf) < c.ttl {
+		return e, nil
+	}
+	v, err, _ := c.group.Do(saleID, func() (any, error) { return c.refresh(context.WithoutCancel(ctx), saleID) })
+	if err != nil {
+		return catalogEntry{}, err
+	}
+	return v.(catalogEntry), nil
+}
+
+func (c *catalog) refresh(ctx context.Context, saleID string) (catalogEntry, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	sl, err := c.orders.LoadSale(ctx, saleID)
+	if err != nil {
+		return catalogEntry{}, err
+	}
+	ids := make([]string, len(sl.Items))
+	for i, it := range sl.Items {
+		ids[i] = it.ID
+	}
+	states, err := c.stock.Snapshot(ctx, saleID, ids)
+	if err != nil {
+		return catalogEntry{}, err
+	}
+	e := catalogEntry{sale: sl, remaining: make(map[string]int64, len(states)), asOf: c.now()}
+	for _, st := range states {
+		e.remaining[st.ItemID] = st.Stock
+	}
+	c.mu.Lock()
+	if len(c.entries) >= maxCachedSales {
+		c.entries = map[string]catalogEntry{}
+	}
+	c.entries[saleID] = e
+	c.mu.Unlock()
+	return e, nil
+}
+
+type saleBody struct {
+	ID           string     `json:"id"`
+	Name         string     `json:"name"`
+	OpensAt      time.Time  `json:"opensAt"`
+	Open         bool       `json:"open"`
+	Paused       bool       `json:"paused"`
+	PerUserLimit int        `json:"perUserLimit"`
+	HoldTTL      string     `json:"holdTTL"`
+	Items        []itemBody `json:"items"`
+	ServerTime   time.Time  `json:"serverTime"`
+	StockAsOf    time.Time  `json:"stockAsOf"`
+}
+
+type itemBody struct {
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	Quantity   int64  `json:"quantity"`
+	Remaining  int64  `json:"remaining"`
+	PriceCents int64  `json:"priceCents"`
+}
+
+func (s *Server) handleGetSale(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("sale")
+	if !sale.ValidSlug(id) {
+		s.writeCode(w, outcome.InvalidRequest, "sale id must match [A-Za-z0-9_-]{1,64}")
+		return
+	}
+	e, err := s.catalog.get(r.Context(), id)
+	if err != nil {
+		if outcome.CodeOf(err) == outcome.NotFound {
+			s.writeCode(w, outcome.NotFound, "no sale "+id)
+			return
+		}
+		s.log.Error("load sale", "sale", id, "err", err)
+		s.writeCode(w, outcome.Unavailable, "sale data unavailable; retry")
+		return
+	}
+	now := s.now().UTC()
+	b := saleBody{
+		ID: e.sale.ID, Name: e.sale.Name, OpensAt: e.sale.OpensAt.UTC(), Paused: e.sale.Paused,
+		Open: !now.Before(e.sale.OpensAt) && !e.sale.Paused, PerUserLimit: e.sale.PerUserLimit,
+		HoldTTL: e.sale.HoldTTL.String(), ServerTime: now, StockAsOf: e.asOf.UTC(),
+	}
+	for _, it := range e.sale.Items {
+		b.Items = append(b.Items, itemBody{ID: it.ID, Name: it.Name, Quantity: it.Quantity, Remaining: e.remaining[it.ID], PriceCents: it.PriceCents})
+	}
+	writeJSON(w, http.StatusOK, b)
+}
