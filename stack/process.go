@@ -63,26 +63,63 @@ func pidFromFile(path, want string) (int, bool) {
 }
 
 // stopPID sends SIGTERM, waits up to grace for the process to go, then SIGKILLs it. Detached services
-// lead their own session, so the whole process group is signalled and no helper is left behind.
+// lead their own process group, so the whole group is signalled, and once the leader is gone any
+// helper it left in the group is killed too: nothing of the service survives Down.
 func stopPID(ctx context.Context, pid int, want string, grace time.Duration) error {
 	if !alive(pid, want) {
 		return nil
 	}
+	pgid, err := syscall.Getpgid(pid)
+	leader := err == nil && pgid == pid
 	signal := func(sig syscall.Signal) {
-		if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid {
+		if leader {
 			_ = syscall.Kill(-pid, sig)
 		}
 		_ = syscall.Kill(pid, sig)
 	}
 	signal(syscall.SIGTERM)
-	if waitGone(ctx, pid, want, grace) {
+	if !waitGone(ctx, pid, want, grace) {
+		signal(syscall.SIGKILL)
+		if !waitGone(context.WithoutCancel(ctx), pid, want, 5*time.Second) {
+			return fmt.Errorf("pid %d still alive after SIGKILL", pid)
+		}
+	}
+	if !leader {
 		return nil
 	}
-	signal(syscall.SIGKILL)
-	if waitGone(context.WithoutCancel(ctx), pid, want, 5*time.Second) {
-		return nil
+	for deadline := time.Now().Add(5 * time.Second); groupSize(pid) > 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d processes of group %d still alive after SIGKILL", groupSize(pid), pid)
+		}
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
 	}
-	return fmt.Errorf("pid %d still alive after SIGKILL", pid)
+	return nil
+}
+
+// groupSize counts the live (not zombie) processes in process group pgid.
+func groupSize(pgid int) int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	want := strconv.Itoa(pgid)
+	n := 0
+	for _, e := range entries {
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		// fields after "(comm)": state, ppid, pgrp, ...
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) > 2 && f[2] == want && f[0] != "Z" && f[0] != "X" {
+			n++
+		}
+	}
+	return n
 }
 
 func waitGone(ctx context.Context, pid int, want string, d time.Duration) bool {
