@@ -1,0 +1,122 @@
+package benchmarks
+
+import (
+	"context"
+	"errors"
+	"math"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/testenv"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// contenders is how many goroutines fight over the one hot row: b.SetParallelism multiplies it by
+// GOMAXPROCS, so the parallelism is contenders/GOMAXPROCS (32 on the 2-core machines), giving ~64
+// goroutines whatever the core count — a burst's worth of checkout handlers, not one per core.
+const contenders = 64
+
+const (
+	hotSale = "bench"
+	hotItem = "hot"
+)
+
+// hotItemStore prepares a migrated database holding one item with quantity math.MaxInt32, so no
+// run ever sells out, and a pool with a connection for every contender.
+func hotItemStore(b *testing.B) *pgxpool.Pool {
+	b.Helper()
+	dbURL := testenv.Postgres(b)
+	ctx := context.Background()
+	if _, err := orders.Migrate(ctx, dbURL); err != nil {
+		b.Fatalf("migrate: %v", err)
+	}
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		b.Fatalf("parse url: %v", err)
+	}
+	cfg.MaxConns = contenders + 4
+	cfg.MinConns = contenders
+	s, err := orders.OpenConfig(ctx, cfg)
+	if err != nil {
+		b.Fatalf("open: %v", err)
+	}
+	b.Cleanup(s.Close)
+	err = s.SaveSale(ctx, sale.Sale{
+		ID: hotSale, Name: hotSale, OpensAt: time.Now(), PerUserLimit: 1, HoldTTL: time.Minute,
+		Items: []sale.Item{{ID: hotItem, Name: hotItem, Quantity: math.MaxInt32}},
+	})
+	if err != nil {
+		b.Fatalf("save sale: %v", err)
+	}
+	return s.Pool()
+}
+
+// runContended runs reserve ~contenders-wide and checks afterwards that every op took one unit.
+func runContended(b *testing.B, pool *pgxpool.Pool, reserve func(context.Context, *pgxpool.Pool) error) {
+	b.Helper()
+	ctx := context.Background()
+	b.SetParallelism(max(1, contenders/runtime.GOMAXPROCS(0)))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := reserve(ctx, pool); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	var sold int64
+	if err := pool.QueryRow(ctx, `SELECT sold FROM sale_items WHERE sale_id = $1 AND id = $2`, hotSale, hotItem).Scan(&sold); err != nil {
+		b.Fatalf("read sold: %v", err)
+	}
+	// Each calibration round calls the benchmark afresh, on a new database, so sold must be b.N.
+	if sold != int64(b.N) {
+		b.Fatalf("sold %d after %d reserves", sold, b.N)
+	}
+}
+
+var errSoldOut = errors.New("sold out (quantity should never run out here)")
+
+// BenchmarkPostgresConditionalUpdate reserves with one guarded UPDATE: every op queues on the hot
+// row's lock, one commit at a time.
+func BenchmarkPostgresConditionalUpdate(b *testing.B) {
+	pool := hotItemStore(b)
+	runContended(b, pool, func(ctx context.Context, pool *pgxpool.Pool) error {
+		tag, err := pool.Exec(ctx,
+			`UPDATE sale_items SET sold = sold + 1 WHERE sale_id = $1 AND id = $2 AND sold < quantity`, hotSale, hotItem)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() != 1 {
+			return errSoldOut
+		}
+		return nil
+	})
+}
+
+// BenchmarkPostgresSelectForUpdate reserves the textbook way: lock the row, check in Go, update,
+// commit — four round-trips with the row lock held across them.
+func BenchmarkPostgresSelectForUpdate(b *testing.B) {
+	pool := hotItemStore(b)
+	runContended(b, pool, func(ctx context.Context, pool *pgxpool.Pool) error {
+		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			var quantity, sold int64
+			err := tx.QueryRow(ctx,
+				`SELECT quantity, sold FROM sale_items WHERE sale_id = $1 AND id = $2 FOR UPDATE`, hotSale, hotItem).
+				Scan(&quantity, &sold)
+			if err != nil {
+				return err
+			}
+			if sold >= quantity {
+				return errSoldOut
+			}
+			_, err = tx.Exec(ctx, `UPDATE sale_items SET sold = sold + 1 WHERE sale_id = $1 AND id = $2`, hotSale, hotItem)
+			return err
+		})
+	})
+}

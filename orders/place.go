@@ -1,0 +1,120 @@
+package orders
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Placement is one reserved order to record: what the Redis reserve granted, as carried by Kafka.
+type Placement struct {
+	OrderID   uuid.UUID
+	SaleID    string
+	ItemID    string
+	UserID    string
+	Slot      int // the buyer's per-user-limit slot, 0..15
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// Result says what PostgreSQL did with one placement.
+type Result int
+
+// The results of a placement.
+const (
+	// Placed: the order is now PENDING and the item's sold count went up by one.
+	Placed Result = iota + 1
+	// Duplicate: an order with this id already exists (a redelivery); nothing changed.
+	Duplicate
+	// Refused: the database's safety net turned the order away; PlaceResult.Reason says why.
+	Refused
+)
+
+// String returns the result's name.
+func (r Result) String() string {
+	switch r {
+	case Placed:
+		return "placed"
+	case Duplicate:
+		return "duplicate"
+	case Refused:
+		return "refused"
+	default:
+		return fmt.Sprintf("Result(%d)", int(r))
+	}
+}
+
+// Reasons a placement is refused; each one means the layers above let through something the
+// invariants forbid, so a consumer should release the hold and count it loudly.
+const (
+	ReasonOversold    = "oversold"     // the item had no unit left
+	ReasonLimit       = "limit"        // the user already has a live order in that slot
+	ReasonUnknownItem = "unknown_item" // no such sale or item
+)
+
+// PlaceResult is the answer for one placement.
+type PlaceResult struct {
+	OrderID uuid.UUID
+	Result  Result
+	Reason  string // set when Result is Refused
+}
+
+// PlaceBatch records placements in one transaction and one round-trip: every place_order call is
+// pipelined in a single pgx batch, which PostgreSQL runs as one implicit transaction. Results come
+// back in the order of ps. An error means nothing was committed (short of the connection dropping
+// between the server's commit and its reply), and the whole batch may be retried either way:
+// placements that did land then answer Duplicate.
+func (s *Store) PlaceBatch(ctx context.Context, ps []Placement) ([]PlaceResult, error) {
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	// Run the calls in item order so concurrent batches take item row locks in the same order and
+	// cannot deadlock; answers are put back in the caller's order.
+	order := make([]int, len(ps))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(ps[a].SaleID, ps[b].SaleID), cmp.Compare(ps[a].ItemID, ps[b].ItemID))
+	})
+	b := &pgx.Batch{}
+	for _, i := range order {
+		p := ps[i]
+		if p.Slot < 0 || p.Slot > 15 {
+			return nil, fmt.Errorf("place order %s: slot %d out of range 0..15", p.OrderID, p.Slot)
+		}
+		b.Queue(`SELECT place_order($1, $2, $3, $4, $5::smallint, $6, $7)`,
+			p.OrderID, p.SaleID, p.ItemID, p.UserID, int16(p.Slot), p.CreatedAt, p.ExpiresAt)
+	}
+	br := s.pool.SendBatch(ctx, b)
+	out := make([]PlaceResult, len(ps))
+	for _, i := range order {
+		var answer string
+		if err := br.QueryRow().Scan(&answer); err != nil {
+			br.Close()
+			return nil, fmt.Errorf("place order %s: %w", ps[i].OrderID, err)
+		}
+		out[i] = resultOf(ps[i].OrderID, answer)
+	}
+	// Close reads the final Sync: only then is the implicit transaction known to be committed.
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("place batch: %w", err)
+	}
+	return out, nil
+}
+
+func resultOf(id uuid.UUID, answer string) PlaceResult {
+	switch answer {
+	case "placed":
+		return PlaceResult{OrderID: id, Result: Placed}
+	case "duplicate":
+		return PlaceResult{OrderID: id, Result: Duplicate}
+	default:
+		return PlaceResult{OrderID: id, Result: Refused, Reason: answer}
+	}
+}

@@ -1,0 +1,89 @@
+package orders
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fsctl/fsctl/outcome"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Order statuses as stored in orders.status.
+const (
+	StatusPending   = "PENDING"
+	StatusPaid      = "PAID"
+	StatusExpired   = "EXPIRED"
+	StatusCancelled = "CANCELLED"
+	StatusFailed    = "FAILED"
+)
+
+// Order is one stored order.
+type Order struct {
+	ID        uuid.UUID
+	SaleID    string
+	ItemID    string
+	UserID    string
+	Slot      int
+	Status    string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	UpdatedAt time.Time
+}
+
+// GetOrder reads one order. A missing order is an *outcome.Error with code outcome.NotFound.
+func (s *Store) GetOrder(ctx context.Context, id uuid.UUID) (Order, error) {
+	var o Order
+	var slot int16
+	err := s.pool.QueryRow(ctx, `
+		SELECT id, sale_id, item_id, user_id, slot, status, created_at, expires_at, updated_at
+		FROM orders WHERE id = $1`, id).
+		Scan(&o.ID, &o.SaleID, &o.ItemID, &o.UserID, &slot, &o.Status, &o.CreatedAt, &o.ExpiresAt, &o.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Order{}, outcome.Errorf(outcome.NotFound, "order %s not found", id)
+	}
+	if err != nil {
+		return Order{}, fmt.Errorf("get order %s: %w", id, err)
+	}
+	o.Slot = int(slot)
+	return o, nil
+}
+
+// ItemCounts is one item's stock and its orders by status, as PostgreSQL sees them.
+type ItemCounts struct {
+	ItemID    string
+	Quantity  int64
+	Sold      int64
+	Pending   int64
+	Paid      int64
+	Expired   int64
+	Cancelled int64
+	Failed    int64
+}
+
+// Counts returns every item of the sale with its order counts, ordered by item id; a sale with no
+// items (or no such sale) gives an empty slice.
+func (s *Store) Counts(ctx context.Context, saleID string) ([]ItemCounts, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT i.id, i.quantity, i.sold,
+			count(*) FILTER (WHERE o.status = 'PENDING'),
+			count(*) FILTER (WHERE o.status = 'PAID'),
+			count(*) FILTER (WHERE o.status = 'EXPIRED'),
+			count(*) FILTER (WHERE o.status = 'CANCELLED'),
+			count(*) FILTER (WHERE o.status = 'FAILED')
+		FROM sale_items i
+		LEFT JOIN orders o ON o.sale_id = i.sale_id AND o.item_id = i.id
+		WHERE i.sale_id = $1
+		GROUP BY i.id, i.quantity, i.sold
+		ORDER BY i.id`, saleID)
+	if err != nil {
+		return nil, fmt.Errorf("count orders of sale %s: %w", saleID, err)
+	}
+	counts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ItemCounts])
+	if err != nil {
+		return nil, fmt.Errorf("count orders of sale %s: %w", saleID, err)
+	}
+	return counts, nil
+}

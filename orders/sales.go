@@ -1,0 +1,127 @@
+package orders
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/sale"
+	"github.com/jackc/pgx/v5"
+)
+
+// SaveSale creates or updates a sale and its items in one transaction. It never touches an item's
+// sold count, refuses to lower a quantity below what is already sold, and removes items that left the
+// definition only while they have no orders.
+func (s *Store) SaveSale(ctx context.Context, sl sale.Sale) error {
+	if err := sl.Validate(); err != nil {
+		return outcome.Errorf(outcome.InvalidRequest, "%v", err)
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO sales (id, name, opens_at, per_user_limit, hold_ttl_ms, paused)
+			VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (id) DO UPDATE SET
+				name = EXCLUDED.name, opens_at = EXCLUDED.opens_at,
+				per_user_limit = EXCLUDED.per_user_limit, hold_ttl_ms = EXCLUDED.hold_ttl_ms,
+				paused = EXCLUDED.paused, updated_at = now()`,
+			sl.ID, sl.Name, sl.OpensAt, sl.PerUserLimit, sl.HoldTTL.Milliseconds(), sl.Paused); err != nil {
+			return fmt.Errorf("upsert sale: %w", err)
+		}
+		sold, err := lockSold(ctx, tx, sl.ID)
+		if err != nil {
+			return err
+		}
+		keep := make([]string, 0, len(sl.Items))
+		for _, it := range sl.Items {
+			if n, ok := sold[it.ID]; ok && it.Quantity < n {
+				return outcome.Errorf(outcome.Unprocessable,
+					"sale %s: item %s: quantity %d is below the %d units already sold", sl.ID, it.ID, it.Quantity, n)
+			}
+			if _, err := tx.Exec(ctx, `
+				INSERT INTO sale_items (sale_id, id, name, quantity, price_cents)
+				VALUES ($1, $2, $3, $4, $5)
+				ON CONFLICT (sale_id, id) DO UPDATE SET
+					name = EXCLUDED.name, quantity = EXCLUDED.quantity, price_cents = EXCLUDED.price_cents`,
+				sl.ID, it.ID, it.Name, it.Quantity, it.PriceCents); err != nil {
+				return fmt.Errorf("upsert item %s: %w", it.ID, err)
+			}
+			keep = append(keep, it.ID)
+		}
+		return removeItems(ctx, tx, sl.ID, keep)
+	})
+	if err != nil {
+		return fmt.Errorf("save sale %s: %w", sl.ID, err)
+	}
+	return nil
+}
+
+// lockSold locks the sale's existing item rows (so no order is placed between the check and the
+// update) and returns their sold counts.
+func lockSold(ctx context.Context, tx pgx.Tx, saleID string) (map[string]int64, error) {
+	rows, err := tx.Query(ctx, `SELECT id, sold FROM sale_items WHERE sale_id = $1 ORDER BY id FOR UPDATE`, saleID)
+	if err != nil {
+		return nil, fmt.Errorf("lock items: %w", err)
+	}
+	sold := make(map[string]int64)
+	var id string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&id, &n}, func() error {
+		sold[id] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lock items: %w", err)
+	}
+	return sold, nil
+}
+
+// removeItems deletes the items no longer in the definition, refusing when one of them has orders.
+func removeItems(ctx context.Context, tx pgx.Tx, saleID string, keep []string) error {
+	var busy []string
+	err := tx.QueryRow(ctx, `
+		SELECT coalesce(array_agg(i.id ORDER BY i.id), '{}') FROM sale_items i
+		WHERE i.sale_id = $1 AND NOT (i.id = ANY($2))
+		  AND EXISTS (SELECT 1 FROM orders o WHERE o.sale_id = i.sale_id AND o.item_id = i.id)`,
+		saleID, keep).Scan(&busy)
+	if err != nil {
+		return fmt.Errorf("check removed items: %w", err)
+	}
+	if len(busy) > 0 {
+		return outcome.Errorf(outcome.Unprocessable,
+			"sale %s: items %v have orders and cannot be removed from the sale", saleID, busy)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM sale_items WHERE sale_id = $1 AND NOT (id = ANY($2))`, saleID, keep); err != nil {
+		return fmt.Errorf("remove items: %w", err)
+	}
+	return nil
+}
+
+// LoadSale reads a sale and its items (ordered by id). A missing sale is an *outcome.Error with
+// code outcome.NotFound.
+func (s *Store) LoadSale(ctx context.Context, id string) (sale.Sale, error) {
+	var sl sale.Sale
+	var ttlMS int64
+	err := s.pool.QueryRow(ctx, `
+		SELECT id, name, opens_at, per_user_limit, hold_ttl_ms, paused FROM sales WHERE id = $1`, id).
+		Scan(&sl.ID, &sl.Name, &sl.OpensAt, &sl.PerUserLimit, &ttlMS, &sl.Paused)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return sale.Sale{}, outcome.Errorf(outcome.NotFound, "sale %s not found", id)
+	}
+	if err != nil {
+		return sale.Sale{}, fmt.Errorf("load sale %s: %w", id, err)
+	}
+	sl.HoldTTL = time.Duration(ttlMS) * time.Millisecond
+	sl.OpensAt = sl.OpensAt.UTC()
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, name, quantity, price_cents FROM sale_items WHERE sale_id = $1 ORDER BY id`, id)
+	if err != nil {
+		return sale.Sale{}, fmt.Errorf("load items of sale %s: %w", id, err)
+	}
+	sl.Items, err = pgx.CollectRows(rows, pgx.RowToStructByPos[sale.Item])
+	if err != nil {
+		return sale.Sale{}, fmt.Errorf("load items of sale %s: %w", id, err)
+	}
+	return sl, nil
+}
