@@ -39,7 +39,7 @@ func (p postgresService) base() (dir string, fallback bool) {
 		return fb, true
 	case fileExists(filepath.Join(primary, "data", "PG_VERSION")):
 		return primary, false
-	case exec.Command("runuser", "-u", pgOSUser, "--", "test", "-x", p.c.Dir).Run() == nil:
+	case exec.Command(runuser(), "-u", pgOSUser, "--", "test", "-x", p.c.Dir).Run() == nil:
 		return primary, false
 	}
 	return fb, true
@@ -150,7 +150,7 @@ func (p postgresService) writeFile(path, content string) error {
 // run runs a PostgreSQL tool, as the postgres user when fsctl is root.
 func (p postgresService) run(ctx context.Context, dir, bin string, args ...string) ([]byte, error) {
 	if os.Geteuid() == 0 {
-		return runTool(ctx, dir, "runuser", append([]string{"-u", pgOSUser, "--", bin}, args...)...)
+		return runTool(ctx, dir, runuser(), append([]string{"-u", pgOSUser, "--", bin}, args...)...)
 	}
 	return runTool(ctx, dir, bin, args...)
 }
@@ -208,6 +208,19 @@ func (p postgresService) down(ctx context.Context) error {
 		}
 	}
 	return stopPID(ctx, pid, "postgres", 30*time.Second)
+}
+
+// runuser finds util-linux's runuser, which lives in sbin, missing from some CI users' PATH.
+func runuser() string {
+	if p, err := exec.LookPath("runuser"); err == nil {
+		return p
+	}
+	for _, p := range []string{"/usr/sbin/runuser", "/sbin/runuser"} {
+		if fileExists(p) {
+			return p
+		}
+	}
+	return "runuser"
 }
 
 // pgBin finds a PostgreSQL server tool on PATH or in Debian's versioned /usr/lib/postgresql/N/bin.

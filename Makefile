@@ -1,0 +1,81 @@
+# fsctl — build, local stack, tests. `make help` lists the targets.
+#
+# The local stack (Redis, PostgreSQL, single-node KRaft Kafka) runs as plain processes under
+# ./.stack (override with FSCTL_STACK_DIR) on ports 16379, 15432 and 19092/19093; see `fsctl stack --help`.
+
+GO ?= go
+FSCTL ?= bin/fsctl
+# extra flags for `fsctl stack`, e.g. STACK_FLAGS='--dir /tmp/s --redis-port 26380'
+STACK_FLAGS ?=
+FUZZTIME ?= 20s
+KAFKA_POM ?= deps/kafka/pom.xml
+
+# apt-get needs root; elsewhere go through sudo.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.DEFAULT_GOAL := build
+.PHONY: help deps build vet test fuzz bench demo stack-up stack-down stack-status clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
+
+# OS packages are installed only when missing, so a second run never touches apt (no `apt-get update`).
+deps: ## install missing OS packages (redis, postgresql, java, maven), fetch Kafka jars, download Go modules
+	@missing=""; \
+	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	{ command -v initdb || ls /usr/lib/postgresql/*/bin/initdb; } >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	{ command -v runuser >/dev/null 2>&1 || [ -x /usr/sbin/runuser ] || [ -x /sbin/runuser ]; } || missing="$$missing util-linux"; \
+	command -v java >/dev/null 2>&1 || missing="$$missing openjdk-17-jre-headless"; \
+	command -v mvn >/dev/null 2>&1 || missing="$$missing maven"; \
+	if [ -n "$$missing" ]; then \
+		echo "deps: installing$$missing"; \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	else \
+		echo "deps: OS packages present (redis-server, postgresql, java, mvn)"; \
+	fi
+	$(GO) mod download
+	$(GO) build -o $(FSCTL) ./cmd/fsctl
+	$(FSCTL) stack deps --pom $(KAFKA_POM) $(STACK_FLAGS)
+
+build: ## build bin/fsctl
+	$(GO) build -o $(FSCTL) ./cmd/fsctl
+
+vet: ## go vet every package
+	$(GO) vet ./...
+
+stack-up: deps ## start the local stack (idempotent) and wait until it is ready
+	$(FSCTL) stack up $(STACK_FLAGS)
+
+stack-down: build ## stop the local stack; its data stays in .stack
+	$(FSCTL) stack down $(STACK_FLAGS)
+
+stack-status: build ## show what runs where (exit 3 when a service is down)
+	$(FSCTL) stack status $(STACK_FLAGS)
+
+test: stack-up ## vet, race-enabled tests against the local stack, then every fuzz target
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 15m ./...
+	@$(MAKE) --no-print-directory fuzz
+
+# Fuzz targets are discovered, not listed, so a new Fuzz function is fuzzed in CI without editing this file.
+fuzz: ## run each Fuzz target for FUZZTIME (20s)
+	@files=$$(grep -rl --include='*_test.go' --exclude-dir=.git --exclude-dir=.stack --exclude-dir=testdata --exclude-dir=bin '^func Fuzz' . | sort); \
+	if [ -z "$$files" ]; then echo "fuzz: no Fuzz targets found"; exit 0; fi; \
+	for f in $$files; do \
+		pkg=$$(dirname "$$f"); \
+		for name in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$f"); do \
+			echo "fuzz: $$name in $$pkg for $(FUZZTIME)"; \
+			$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) "$$pkg" || exit 1; \
+		done; \
+	done
+
+bench: stack-up ## benchmarks in ./benchmarks
+	$(GO) test -run '^$$' -bench . -benchmem ./benchmarks/
+
+demo: stack-up ## run the end-to-end demo against the local stack
+	$(GO) run ./cmd/fsctl demo
+
+clean: ## remove build outputs (the stack's data in .stack stays; `make stack-down` then rm -rf .stack)
+	rm -rf bin
+	$(GO) clean -testcache
