@@ -1,0 +1,108 @@
+package benchmarks
+
+import (
+	"context"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/testenv"
+)
+
+// neverSellsOut is stock no benchmark run can exhaust, so every reserve really takes a unit.
+const neverSellsOut = 1 << 40
+
+// redisHotItem preloads one open item with the given stock and a per-user limit of 1 under a
+// fresh sale id (the Redis server is shared), on a client with a connection for every contender,
+// and resets the sale's keys when the benchmark ends.
+func redisHotItem(b *testing.B, quantity int64) (*stock.Store, sale.Sale) {
+	b.Helper()
+	testenv.Redis(b) // skips under -short, fails fast when the stack is down
+	opts, err := redis.ParseURL(stack.EndpointsFromEnv().RedisURL)
+	if err != nil {
+		b.Fatalf("redis url: %v", err)
+	}
+	opts.PoolSize = contenders + 4
+	opts.MinIdleConns = contenders
+	rdb := redis.NewClient(opts)
+	b.Cleanup(func() { _ = rdb.Close() })
+
+	ctx := context.Background()
+	s := stock.New(rdb)
+	if err := s.LoadScripts(ctx); err != nil {
+		b.Fatal(err)
+	}
+	sl := sale.Sale{
+		ID: testenv.ID(b, "bench"), OpensAt: time.Now().Add(-time.Minute), PerUserLimit: 1, HoldTTL: time.Minute,
+		Items: []sale.Item{{ID: hotItem, Quantity: quantity}},
+	}
+	b.Cleanup(func() {
+		if err := s.Reset(context.Background(), sl); err != nil {
+			b.Errorf("reset: %v", err)
+		}
+	})
+	if _, err := s.Preload(ctx, sl, nil); err != nil {
+		b.Fatal(err)
+	}
+	return s, sl
+}
+
+// runRedisContended runs the reserve script with the same parallelism as the PostgreSQL benchmarks'
+// runContended: b.SetParallelism from contenders, ~64 goroutines whatever GOMAXPROCS is, so both
+// sides face the same contention. Each op is for a user no earlier op used, so no answer comes from
+// an idempotency record or the per-user limit. It fails the benchmark on any answer but want, then
+// returns the item's counters.
+func runRedisContended(b *testing.B, s *stock.Store, sl sale.Sale, want outcome.Code) stock.ItemState {
+	b.Helper()
+	ctx := context.Background()
+	var users atomic.Int64
+	b.SetParallelism(max(1, contenders/runtime.GOMAXPROCS(0)))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			r, err := s.Reserve(ctx, stock.Request{
+				SaleID: sl.ID, ItemID: hotItem, UserID: "u" + strconv.FormatInt(users.Add(1), 10),
+				IdemKey: "k", OrderID: uuid.Must(uuid.NewV7()),
+			})
+			if err != nil || r.Outcome != want || r.Replay {
+				b.Errorf("reserve = %+v, %v; want a fresh %s", r, err, want)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	st, err := s.Snapshot(ctx, sl.ID, []string{hotItem})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return st[0]
+}
+
+// BenchmarkRedisReserve is the Lua reserve on one hot item that never sells out: every op checks
+// the limit, takes a unit and writes the hold, order record and idempotency record.
+func BenchmarkRedisReserve(b *testing.B) {
+	s, sl := redisHotItem(b, neverSellsOut)
+	st := runRedisContended(b, s, sl, outcome.Reserved)
+	if st.Stock != neverSellsOut-int64(b.N) || st.Holds != int64(b.N) {
+		b.Fatalf("after %d reserves: stock %d, holds %d", b.N, st.Stock, st.Holds)
+	}
+}
+
+// BenchmarkRedisReserveSoldOut is the path most buyers of a flash sale take (490k of 500k): the
+// item has no stock left, the script answers SOLD_OUT and writes only the idempotency record.
+func BenchmarkRedisReserveSoldOut(b *testing.B) {
+	s, sl := redisHotItem(b, 0)
+	st := runRedisContended(b, s, sl, outcome.SoldOut)
+	if st.Stock != 0 || st.Holds != 0 {
+		b.Fatalf("sold-out item after %d attempts: stock %d, holds %d", b.N, st.Stock, st.Holds)
+	}
+}

@@ -1,0 +1,779 @@
+package stock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/testenv"
+)
+
+// fixture is one preloaded single-item sale on the shared Redis, under ids no other test uses.
+type fixture struct {
+	t     *testing.T
+	ctx   context.Context
+	rdb   *redis.Client
+	store *stock.Store
+	sale  sale.Sale
+	item  string
+	keys  stock.Keys
+}
+
+// newFixture preloads a sale (open since a minute ago) with one item of quantity units and the
+// given per-user limit; edit may change the sale before the preload. Its keys are reset at the end.
+func newFixture(t *testing.T, quantity int64, limit int, edit ...func(*sale.Sale)) *fixture {
+	t.Helper()
+	rdb := testenv.Redis(t)
+	f := &fixture{t: t, ctx: context.Background(), rdb: rdb, store: stock.New(rdb), item: "item"}
+	f.sale = sale.Sale{
+		ID: testenv.ID(t, "stock"), OpensAt: time.Now().Add(-time.Minute), PerUserLimit: limit,
+		HoldTTL: time.Minute, Items: []sale.Item{{ID: f.item, Quantity: quantity}},
+	}
+	for _, e := range edit {
+		e(&f.sale)
+	}
+	f.keys = stock.ItemKeys(f.sale.ID, f.item)
+	t.Cleanup(func() {
+		if err := f.store.Reset(context.Background(), f.sale); err != nil {
+			t.Errorf("reset: %v", err)
+		}
+	})
+	if _, err := f.store.Preload(f.ctx, f.sale, nil); err != nil {
+		t.Fatalf("preload: %v", err)
+	}
+	return f
+}
+
+func (f *fixture) request(user, key string) stock.Request {
+	return stock.Request{SaleID: f.sale.ID, ItemID: f.item, UserID: user, IdemKey: key, OrderID: uuid.Must(uuid.NewV7())}
+}
+
+// reserve runs one reserve and fails the test on a Redis error.
+func (f *fixture) reserve(user, key string) stock.Reservation {
+	f.t.Helper()
+	res, err := f.store.Reserve(f.ctx, f.request(user, key))
+	if err != nil {
+		f.t.Fatalf("reserve(%q, %q): %v", user, key, err)
+	}
+	return res
+}
+
+// mustReserve reserves and fails the test unless the answer is a fresh RESERVED.
+func (f *fixture) mustReserve(user, key string) stock.Reservation {
+	f.t.Helper()
+	res := f.reserve(user, key)
+	if res.Outcome != outcome.Reserved || res.Replay {
+		f.t.Fatalf("reserve(%q, %q) = %+v, want a fresh RESERVED", user, key, res)
+	}
+	return res
+}
+
+func (f *fixture) release(orderID uuid.UUID) bool {
+	f.t.Helper()
+	ok, err := f.store.Release(f.ctx, stock.Release{SaleID: f.sale.ID, ItemID: f.item, OrderID: orderID, Status: "CANCELLED"})
+	if err != nil {
+		f.t.Fatalf("release %s: %v", orderID, err)
+	}
+	return ok
+}
+
+// counts reads stock, holds and orders in one MULTI, so it sees a state between two scripts even
+// while other goroutines run them.
+func (f *fixture) counts() (stockN, holds, orders int64, err error) {
+	pipe := f.rdb.TxPipeline()
+	s := pipe.Get(f.ctx, f.keys.Stock())
+	h := pipe.ZCard(f.ctx, f.keys.Holds())
+	o := pipe.HLen(f.ctx, f.keys.Orders())
+	if _, err := pipe.Exec(f.ctx); err != nil {
+		return 0, 0, 0, err
+	}
+	stockN, err = s.Int64()
+	return stockN, h.Val(), o.Val(), err
+}
+
+// checkInvariant asserts no unit was lost or invented: stock + holds == quantity, stock >= 0, and
+// every hold has its order record.
+func (f *fixture) checkInvariant(step string) {
+	f.t.Helper()
+	if err := f.invariant(); err != nil {
+		f.t.Fatalf("after %s: %v", step, err)
+	}
+}
+
+func (f *fixture) invariant() error {
+	s, h, o, err := f.counts()
+	if err != nil {
+		return err
+	}
+	if q := f.sale.Items[0].Quantity; s+h != q || s < 0 || h != o {
+		return fmt.Errorf("stock %d + holds %d != quantity %d (orders %d)", s, h, q, o)
+	}
+	return nil
+}
+
+func (f *fixture) stock() int64 {
+	f.t.Helper()
+	s, _, _, err := f.counts()
+	if err != nil {
+		f.t.Fatalf("read stock: %v", err)
+	}
+	return s
+}
+
+func (f *fixture) buyerMask(user string) int64 {
+	f.t.Helper()
+	n, err := f.rdb.HGet(f.ctx, f.keys.Buyers(), user).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0
+	}
+	if err != nil {
+		f.t.Fatalf("buyer mask of %q: %v", user, err)
+	}
+	return n
+}
+
+func TestReserveContention(t *testing.T) {
+	t.Parallel()
+	const quantity, buyers = 100, 1000
+	f := newFixture(t, quantity, 1)
+
+	start := make(chan struct{})
+	results := make([]stock.Reservation, buyers)
+	errs := make([]error, buyers)
+	var wg sync.WaitGroup
+	for i := range buyers {
+		wg.Go(func() {
+			req := f.request("user-"+strconv.Itoa(i), "key")
+			<-start
+			results[i], errs[i] = f.store.Reserve(f.ctx, req)
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	orderUser := map[string]string{} // order id -> user who got it
+	soldOut := 0
+	for i, r := range results {
+		if errs[i] != nil {
+			t.Fatalf("buyer %d: %v", i, errs[i])
+		}
+		switch {
+		case r.Outcome == outcome.Reserved && !r.Replay && r.Slot == 0:
+			orderUser[r.OrderID.String()] = "user-" + strconv.Itoa(i)
+		case r.Outcome == outcome.SoldOut && !r.Replay:
+			soldOut++
+		default:
+			t.Fatalf("buyer %d: unexpected answer %+v", i, r)
+		}
+	}
+	if len(orderUser) != quantity || soldOut != buyers-quantity {
+		t.Fatalf("%d distinct reserved orders and %d SOLD_OUT, want %d and %d", len(orderUser), soldOut, quantity, buyers-quantity)
+	}
+	if s := f.stock(); s != 0 {
+		t.Errorf("stock = %d, want 0", s)
+	}
+	holds, err := f.rdb.ZRange(f.ctx, f.keys.Holds(), 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(holds) != quantity {
+		t.Errorf("holds has %d members, want %d", len(holds), quantity)
+	}
+	for _, id := range holds {
+		if _, ok := orderUser[id]; !ok {
+			t.Errorf("hold %s is not an order any buyer was told about", id)
+		}
+	}
+	orders, err := f.rdb.HGetAll(f.ctx, f.keys.Orders()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(orders) != quantity {
+		t.Errorf("orders hash has %d entries, want %d", len(orders), quantity)
+	}
+	for id, rec := range orders {
+		if want := orderUser[id] + "\n0"; rec != want {
+			t.Errorf("orders[%s] = %q, want %q", id, rec, want)
+		}
+	}
+	if n := f.rdb.HLen(f.ctx, f.keys.Buyers()).Val(); n != quantity {
+		t.Errorf("buyers hash has %d fields, want %d", n, quantity)
+	}
+}
+
+func TestIdempotency(t *testing.T) {
+	t.Parallel()
+	t.Run("retry replays the reservation and takes one unit", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, 10, 1)
+		first := f.mustReserve("alice", "k1")
+		again := f.reserve("alice", "k1")
+		if again.Outcome != outcome.Reserved || !again.Replay || again.OrderID != first.OrderID ||
+			!again.ExpiresAt.Equal(first.ExpiresAt) || again.Slot != first.Slot {
+			t.Fatalf("retry = %+v, want a replay of %+v", again, first)
+		}
+		if s := f.stock(); s != 9 {
+			t.Errorf("stock = %d after one reservation and its retry, want 9", s)
+		}
+		f.checkInvariant("retry")
+	})
+
+	t.Run("sold-out answer outlives returned stock", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, 1, 1)
+		won := f.mustReserve("alice", "a")
+		if r := f.reserve("bob", "b"); r.Outcome != outcome.SoldOut || r.Replay {
+			t.Fatalf("bob's first try = %+v, want a fresh SOLD_OUT", r)
+		}
+		if !f.release(won.OrderID) {
+			t.Fatal("release of alice's order reported nothing released")
+		}
+		if s := f.stock(); s != 1 {
+			t.Fatalf("stock = %d after release, want 1", s)
+		}
+		if r := f.reserve("bob", "b"); r.Outcome != outcome.SoldOut || !r.Replay {
+			t.Fatalf("bob's retry with the same key = %+v, want the remembered SOLD_OUT", r)
+		}
+		f.mustReserve("bob", "b2") // the unit really is back; only the key is bound to its answer
+		f.checkInvariant("bob's new key")
+	})
+
+	// Each pair would be one record if the user id were not length-prefixed in the key.
+	for _, tc := range []struct {
+		name        string
+		user1, key1 string
+		user2, key2 string
+	}{
+		{name: "same key string of another user", user1: "alice", key1: "k", user2: "bob", key2: "k"},
+		{name: "separator in user id", user1: "a:b", key1: "c", user2: "a", key2: "b:c"},
+		{name: "length-like user id", user1: "1:a", key1: "b", user2: "1", key2: "a:b"},
+		{name: "empty-looking split", user1: "x:", key1: "y", user2: "x", key2: ":y"},
+	} {
+		t.Run("scoped to user/"+tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, 10, 1)
+			r1 := f.mustReserve(tc.user1, tc.key1)
+			r2 := f.reserve(tc.user2, tc.key2)
+			if r2.Outcome != outcome.Reserved || r2.Replay || r2.OrderID == r1.OrderID {
+				t.Fatalf("(%q, %q) after (%q, %q): %+v, want its own fresh reservation (first was %s)",
+					tc.user2, tc.key2, tc.user1, tc.key1, r2, r1.OrderID)
+			}
+			if s := f.stock(); s != 8 {
+				t.Errorf("stock = %d, want 8", s)
+			}
+			f.checkInvariant("two users")
+		})
+	}
+}
+
+func TestPerUserLimit(t *testing.T) {
+	t.Parallel()
+	for _, limit := range []int{1, 3} {
+		t.Run(fmt.Sprintf("limit %d", limit), func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, 10, limit)
+			for slot := range limit {
+				if r := f.mustReserve("alice", fmt.Sprintf("k%d", slot)); r.Slot != slot {
+					t.Fatalf("purchase %d got slot %d, want %d", slot, r.Slot, slot)
+				}
+			}
+			if m := f.buyerMask("alice"); m != 1<<limit-1 {
+				t.Errorf("buyer mask = %b, want %b", m, 1<<limit-1)
+			}
+			over := f.reserve("alice", "over")
+			if over.Outcome != outcome.AlreadyPurchased || over.Replay {
+				t.Fatalf("purchase over the limit = %+v, want ALREADY_PURCHASED", over)
+			}
+			if s := f.stock(); s != int64(10-limit) {
+				t.Errorf("stock = %d, want %d", s, 10-limit)
+			}
+			f.checkInvariant("limit reached")
+			// ALREADY_PURCHASED is a final answer: freeing a slot does not change what the key says.
+			first := f.reserve("alice", "k0")
+			if !f.release(first.OrderID) {
+				t.Fatal("release reported nothing released")
+			}
+			if r := f.reserve("alice", "over"); r.Outcome != outcome.AlreadyPurchased || !r.Replay {
+				t.Fatalf("retry of the refused key after a release = %+v, want the remembered ALREADY_PURCHASED", r)
+			}
+			f.checkInvariant("release")
+		})
+	}
+
+	t.Run("released slot is reused", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, 10, 3)
+		var held [3]stock.Reservation
+		for i := range held {
+			held[i] = f.mustReserve("alice", fmt.Sprintf("k%d", i))
+		}
+		if !f.release(held[1].OrderID) {
+			t.Fatal("release of slot 1 reported nothing released")
+		}
+		if m := f.buyerMask("alice"); m != 0b101 {
+			t.Errorf("buyer mask after releasing slot 1 = %b, want 101", m)
+		}
+		f.checkInvariant("release of slot 1")
+		again := f.mustReserve("alice", "k3")
+		if again.Slot != 1 {
+			t.Errorf("new order got slot %d, want the freed slot 1", again.Slot)
+		}
+		if m := f.buyerMask("alice"); m != 0b111 {
+			t.Errorf("buyer mask = %b, want 111", m)
+		}
+		if r := f.reserve("alice", "over"); r.Outcome != outcome.AlreadyPurchased {
+			t.Errorf("fourth live order = %+v, want ALREADY_PURCHASED", r)
+		}
+		f.checkInvariant("buying the slot back")
+	})
+}
+
+func TestSaleStateIsNotRemembered(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		edit  func(*sale.Sale)
+		want  outcome.Code
+		field string // meta field that opens the sale
+		value any
+	}{
+		{"not started", func(s *sale.Sale) { s.OpensAt = time.Now().Add(time.Hour) }, outcome.NotStarted,
+			"opens_at_ms", time.Now().Add(-time.Second).UnixMilli()},
+		{"paused", func(s *sale.Sale) { s.Paused = true }, outcome.Paused, "paused", "0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, 5, 1, tc.edit)
+			for range 2 {
+				if r := f.reserve("alice", "k"); r.Outcome != tc.want || r.Replay {
+					t.Fatalf("reserve = %+v, want a fresh %s", r, tc.want)
+				}
+			}
+			if s := f.stock(); s != 5 {
+				t.Errorf("stock = %d, want 5 untouched", s)
+			}
+			if err := f.rdb.HSet(f.ctx, f.keys.Meta(), tc.field, tc.value).Err(); err != nil {
+				t.Fatal(err)
+			}
+			f.mustReserve("alice", "k")
+			f.checkInvariant("opening")
+		})
+	}
+
+	t.Run("item never preloaded", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, 5, 1)
+		req := f.request("alice", "k")
+		req.ItemID = "ghost"
+		_, err := f.store.Reserve(f.ctx, req)
+		var oe *outcome.Error
+		if !errors.As(err, &oe) || oe.Code != outcome.NotFound {
+			t.Fatalf("reserve of an item never preloaded: err = %v, want an *outcome.Error with NOT_FOUND", err)
+		}
+		if n := f.rdb.Exists(f.ctx, stock.ItemKeys(f.sale.ID, "ghost").Idem("alice", "k")).Val(); n != 0 {
+			t.Errorf("NOT_FOUND was remembered under the idempotency key")
+		}
+	})
+}
+
+func TestReleaseOnce(t *testing.T) {
+	t.Parallel()
+	t.Run("twice", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, 3, 1)
+		r := f.mustReserve("alice", "k")
+		f.checkInvariant("reserve")
+		if !f.release(r.OrderID) {
+			t.Fatal("first release reported nothing released")
+		}
+		f.checkInvariant("first release")
+		if f.release(r.OrderID) {
+			t.Fatal("second release reported a release")
+		}
+		f.checkInvariant("second release")
+		if s := f.stock(); s != 3 {
+			t.Errorf("stock = %d, want 3", s)
+		}
+	})
+
+	t.Run("concurrent", func(t *testing.T) {
+		t.Parallel()
+		const releasers = 50
+		f := newFixture(t, 3, 1)
+		r := f.mustReserve("alice", "k")
+		var released, failed atomic.Int32
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for range releasers {
+			wg.Go(func() {
+				<-start
+				ok, err := f.store.Release(f.ctx, stock.Release{SaleID: f.sale.ID, ItemID: f.item, OrderID: r.OrderID, Status: "EXPIRED"})
+				if err != nil {
+					failed.Add(1)
+					t.Error(err)
+				}
+				if ok {
+					released.Add(1)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if n := released.Load(); n != 1 || failed.Load() != 0 {
+			t.Fatalf("%d of %d concurrent releases released the unit, want exactly 1", n, releasers)
+		}
+		if s := f.stock(); s != 3 {
+			t.Errorf("stock = %d, want 3", s)
+		}
+		f.checkInvariant("concurrent releases")
+	})
+
+	t.Run("unknown order", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, 3, 1)
+		f.mustReserve("alice", "k")
+		unknown := uuid.Must(uuid.NewV7())
+		if f.release(unknown) {
+			t.Fatal("release of an unknown order reported a release")
+		}
+		if s := f.stock(); s != 2 {
+			t.Errorf("stock = %d, want 2", s)
+		}
+		if n := f.rdb.Exists(f.ctx, f.keys.Released(unknown)).Val(); n != 0 {
+			t.Error("an unknown order got a released marker")
+		}
+		f.checkInvariant("unknown release")
+	})
+
+	t.Run("released buyer buys again", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, 2, 1)
+		first := f.mustReserve("alice", "k1")
+		f.checkInvariant("reserve")
+		f.mustReserve("bob", "k1")
+		f.checkInvariant("bob's reserve")
+		if r := f.reserve("alice", "k2"); r.Outcome != outcome.AlreadyPurchased {
+			t.Fatalf("second live order = %+v, want ALREADY_PURCHASED", r)
+		}
+		if !f.release(first.OrderID) {
+			t.Fatal("release reported nothing released")
+		}
+		f.checkInvariant("release")
+		again := f.mustReserve("alice", "k3")
+		if again.Slot != 0 || again.OrderID == first.OrderID {
+			t.Errorf("rebuy = %+v, want a new order in slot 0", again)
+		}
+		f.checkInvariant("rebuy")
+		if s := f.stock(); s != 0 {
+			t.Errorf("stock = %d, want 0", s)
+		}
+	})
+}
+
+func TestReleaseForget(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		releaseKey string // key whose order is released
+		forgetKey  string // key named in the release; "" releases without forgetting
+		wantFresh  bool
+	}{
+		{name: "forget the key", releaseKey: "k", forgetKey: "k", wantFresh: true},
+		{name: "keep the key", releaseKey: "k"},
+		// A record is forgotten only while it names the released order.
+		{name: "forget a key of another order", releaseKey: "other", forgetKey: "k"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, 5, 2)
+			first := f.mustReserve("alice", "k")
+			released := first
+			if tc.releaseKey != "k" {
+				released = f.mustReserve("alice", tc.releaseKey)
+			}
+			ok, err := f.store.Release(f.ctx, stock.Release{
+				SaleID: f.sale.ID, ItemID: f.item, OrderID: released.OrderID, Status: "FAILED",
+				ForgetUser: "alice", ForgetKey: tc.forgetKey,
+			})
+			if err != nil || !ok {
+				t.Fatalf("release = %v, %v; want true", ok, err)
+			}
+			stockBefore := f.stock()
+			again := f.reserve("alice", "k")
+			switch {
+			case tc.wantFresh && (again.Outcome != outcome.Reserved || again.Replay || again.OrderID == first.OrderID):
+				t.Fatalf("retry after a forgetting release = %+v, want a fresh reservation (not %s)", again, first.OrderID)
+			case tc.wantFresh && f.stock() != stockBefore-1:
+				t.Errorf("stock %d -> %d, want one unit taken", stockBefore, f.stock())
+			case !tc.wantFresh && (again.Outcome != outcome.Reserved || !again.Replay || again.OrderID != first.OrderID):
+				t.Fatalf("retry = %+v, want a replay of order %s", again, first.OrderID)
+			case !tc.wantFresh && f.stock() != stockBefore:
+				t.Errorf("stock %d -> %d, want a replay to take nothing", stockBefore, f.stock())
+			}
+			f.checkInvariant("retry")
+		})
+	}
+}
+
+func TestLookupOrder(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 5, 1)
+	r := f.mustReserve("alice", "k")
+	if err := f.store.SetOrderRef(f.ctx, r.OrderID, f.sale.ID, f.item, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.rdb.Del(context.Background(), stock.OrderRefKey(r.OrderID)) })
+
+	want := stock.OrderState{SaleID: f.sale.ID, ItemID: f.item, UserID: "alice", Status: "PENDING"}
+	if st, ok, err := f.store.LookupOrder(f.ctx, r.OrderID); err != nil || !ok || st != want {
+		t.Fatalf("held order: %+v, %v, %v; want %+v", st, ok, err, want)
+	}
+	ok, err := f.store.Release(f.ctx, stock.Release{SaleID: f.sale.ID, ItemID: f.item, OrderID: r.OrderID, Status: "FAILED"})
+	if err != nil || !ok {
+		t.Fatalf("release = %v, %v", ok, err)
+	}
+	want.Status = "FAILED"
+	if st, ok, err := f.store.LookupOrder(f.ctx, r.OrderID); err != nil || !ok || st != want {
+		t.Fatalf("released order: %+v, %v, %v; want %+v", st, ok, err, want)
+	}
+	if st, ok, err := f.store.LookupOrder(f.ctx, uuid.Must(uuid.NewV7())); err != nil || ok {
+		t.Fatalf("unknown order: %+v, %v, %v; want ok=false", st, ok, err)
+	}
+}
+
+func TestPreload(t *testing.T) {
+	t.Parallel()
+	t.Run("keeps a live counter, updates the settings", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, 10, 1)
+		for _, u := range []string{"a", "b", "c"} {
+			f.mustReserve(u, "k")
+		}
+		paused := f.sale
+		paused.Paused = true
+		loaded, err := f.store.Preload(f.ctx, paused, map[string]int64{f.item: 10})
+		if err != nil || len(loaded) != 0 {
+			t.Fatalf("second preload loaded %v, %v; want nothing loaded", loaded, err)
+		}
+		if s := f.stock(); s != 7 {
+			t.Errorf("stock = %d after a second preload, want 7", s)
+		}
+		if p := f.rdb.HGet(f.ctx, f.keys.Meta(), "paused").Val(); p != "1" {
+			t.Errorf("meta paused = %q, want 1", p)
+		}
+		if r := f.reserve("d", "k"); r.Outcome != outcome.Paused {
+			t.Errorf("reserve after pausing preload = %+v, want PAUSED", r)
+		}
+	})
+
+	t.Run("first preload loads remaining stock", func(t *testing.T) {
+		t.Parallel()
+		rdb := testenv.Redis(t)
+		s := stock.New(rdb)
+		sl := sale.Sale{ID: testenv.ID(t, "stock"), OpensAt: time.Now(), PerUserLimit: 1, HoldTTL: time.Minute,
+			Items: []sale.Item{{ID: "x", Quantity: 10}, {ID: "y", Quantity: 6}}}
+		t.Cleanup(func() { _ = s.Reset(context.Background(), sl) })
+		loaded, err := s.Preload(context.Background(), sl, map[string]int64{"x": 4})
+		if err != nil || strings.Join(loaded, ",") != "x,y" {
+			t.Fatalf("preload loaded %v, %v; want x,y", loaded, err)
+		}
+		got, err := s.Snapshot(context.Background(), sl.ID, []string{"x", "y"})
+		if err != nil || got[0].Stock != 4 || got[1].Stock != 6 {
+			t.Fatalf("snapshot %+v, %v; want stock 4 and 6", got, err)
+		}
+	})
+
+	t.Run("reset removes every key", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, 1, 1)
+		r := f.mustReserve("alice", "k")
+		f.reserve("bob", "k") // SOLD_OUT record
+		f.release(r.OrderID)  // released marker
+		prefix := strings.TrimSuffix(f.keys.Meta(), "meta")
+		if n := len(f.rdb.Keys(f.ctx, prefix+"*").Val()); n < 5 {
+			t.Fatalf("only %d keys before reset; the test does not exercise it", n)
+		}
+		if err := f.store.Reset(f.ctx, f.sale); err != nil {
+			t.Fatal(err)
+		}
+		if left := f.rdb.Keys(f.ctx, prefix+"*").Val(); len(left) != 0 {
+			t.Errorf("keys left after reset: %v", left)
+		}
+		if _, err := f.store.Reserve(f.ctx, f.request("carol", "k")); outcome.CodeOf(err) != outcome.NotFound {
+			t.Errorf("reserve after reset: %v, want NOT_FOUND", err)
+		}
+	})
+
+	t.Run("snapshot", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, 10, 2)
+		f.mustReserve("alice", "k1")
+		f.mustReserve("alice", "k2")
+		f.mustReserve("bob", "k1")
+		got, err := f.store.Snapshot(f.ctx, f.sale.ID, []string{f.item, "never-loaded"})
+		want := []stock.ItemState{{ItemID: f.item, Stock: 7, Holds: 3, Buyers: 2}, {ItemID: "never-loaded"}}
+		if err != nil || len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+			t.Fatalf("snapshot = %+v, %v; want %+v", got, err, want)
+		}
+	})
+}
+
+// TestRandomInterleaving runs reserves (fresh keys and retries) and releases (double releases and
+// forgetting ones included) of many users from many goroutines, then checks the invariants.
+func TestRandomInterleaving(t *testing.T) {
+	t.Parallel()
+	const (
+		seed       = 20240601
+		goroutines = 20
+		users      = 50
+		limit      = 2
+		quantity   = 30
+		opsEach    = 150
+	)
+	t.Logf("seed %d", seed)
+	f := newFixture(t, quantity, limit)
+
+	type held struct {
+		id        uuid.UUID
+		user, key string
+	}
+	var (
+		mu                 sync.Mutex
+		orders             []held
+		reserved, released atomic.Int64
+	)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(seed, uint64(g)))
+			lastKey := map[string]string{}
+			<-start
+			for op := range opsEach {
+				user := "u" + strconv.Itoa(rng.IntN(users))
+				if rng.IntN(10) < 6 {
+					key, ok := lastKey[user]
+					if !ok || rng.IntN(4) != 0 { // a quarter of reserves retry the last key
+						key = fmt.Sprintf("g%d-%d", g, op)
+						lastKey[user] = key
+					}
+					req := f.request(user, key)
+					r, err := f.store.Reserve(f.ctx, req)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if r.Outcome == outcome.Reserved && !r.Replay {
+						reserved.Add(1)
+						mu.Lock()
+						orders = append(orders, held{r.OrderID, user, key})
+						mu.Unlock()
+					}
+					continue
+				}
+				mu.Lock()
+				if len(orders) == 0 {
+					mu.Unlock()
+					continue
+				}
+				h := orders[rng.IntN(len(orders))] // may be released already: double releases
+				mu.Unlock()
+				rel := stock.Release{SaleID: f.sale.ID, ItemID: f.item, OrderID: h.id, Status: "EXPIRED"}
+				if rng.IntN(2) == 0 {
+					rel.ForgetUser, rel.ForgetKey = h.user, h.key
+				}
+				ok, err := f.store.Release(f.ctx, rel)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if ok {
+					released.Add(1)
+				}
+			}
+		})
+	}
+	// Watch the invariant while the scripts run: counts reads in one MULTI.
+	done := make(chan struct{})
+	watched := make(chan error, 1)
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if err := f.invariant(); err != nil {
+				watched <- err
+				return
+			}
+		}
+	}()
+	close(start)
+	wg.Wait()
+	close(done)
+	if err := <-watched; err != nil {
+		t.Errorf("during the run: %v", err)
+	}
+
+	f.checkInvariant("the run")
+	stockN, holds, _, _ := f.counts()
+	if want := reserved.Load() - released.Load(); holds != want {
+		t.Errorf("holds = %d, want %d reserved - %d released", holds, reserved.Load(), released.Load())
+	}
+	t.Logf("%d reserved, %d released, stock %d, holds %d", reserved.Load(), released.Load(), stockN, holds)
+	if reserved.Load() < quantity || released.Load() == 0 {
+		t.Errorf("run too tame to test anything: %d reserved, %d released", reserved.Load(), released.Load())
+	}
+
+	masks, err := f.rdb.HGetAll(f.ctx, f.keys.Buyers()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	records, err := f.rdb.HGetAll(f.ctx, f.keys.Orders()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slots := map[string]int64{} // user -> bitmask of the slots of the user's live orders
+	live := map[string]int{}
+	for id, rec := range records {
+		user, slot, ok := strings.Cut(rec, "\n")
+		n, err := strconv.Atoi(slot)
+		if !ok || err != nil || n < 0 || n >= limit {
+			t.Fatalf("orders[%s] = %q", id, rec)
+		}
+		if slots[user]&(1<<n) != 0 {
+			t.Errorf("user %s holds slot %d twice", user, n)
+		}
+		slots[user] |= 1 << n
+		live[user]++
+		if f.rdb.ZScore(f.ctx, f.keys.Holds(), id).Err() != nil {
+			t.Errorf("order %s has a record but no hold", id)
+		}
+	}
+	for u := range users {
+		user := "u" + strconv.Itoa(u)
+		mask, _ := strconv.ParseInt(masks[user], 10, 64)
+		if bits.OnesCount64(uint64(mask)) != live[user] || mask != slots[user] || live[user] > limit {
+			t.Errorf("user %s: buyers mask %b, live orders %d with slots %b (limit %d)", user, mask, live[user], slots[user], limit)
+		}
+		if _, ok := masks[user]; ok && mask == 0 {
+			t.Errorf("user %s: empty mask left in the buyers hash", user)
+		}
+	}
+}
