@@ -64,3 +64,27 @@ func TestShortSecretRejected(t *testing.T) {
 		t.Fatal("a 5-byte secret was accepted")
 	}
 }
+
+// FuzzUserFromHeader checks the token check never panics, rejects with Unauthorized only, and
+// never accepts a token it did not sign.
+func FuzzUserFromHeader(f *testing.F) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	good, _ := Mint(secret, "u", now, time.Minute)
+	f.Add("Bearer " + good)
+	f.Add("Bearer a.b.c")
+	f.Add("bearer")
+	f.Add("Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJ1In0.")
+	v, _ := NewVerifier(secret, func() time.Time { return now })
+	f.Fuzz(func(t *testing.T, header string) {
+		user, err := v.UserFromHeader(header)
+		if err != nil {
+			if outcome.CodeOf(err) != outcome.Unauthorized {
+				t.Fatalf("rejection %v is not Unauthorized", err)
+			}
+			return
+		}
+		if header != "Bearer "+good && header != "bearer "+good && !strings.HasSuffix(header, good) {
+			t.Fatalf("accepted a token it did not sign: %q (user %q)", header, user)
+		}
+	})
+}

@@ -20,8 +20,14 @@ type Publisher struct {
 
 // NewPublisher returns a publisher to topic on brokers. batchTimeout bounds how long a publish
 // waits for others to share its produce request.
+//
+// Each publisher has its own transport: kafka-go's shared default transport caches topic metadata
+// for 6 s, so a topic created after another writer's first request looked missing for that long.
+// Temporary broker errors (leader moves, a partition not ready yet) are retried inside the
+// caller's deadline.
 func NewPublisher(brokers []string, topic string, batchTimeout time.Duration) *Publisher {
 	return &Publisher{w: &kafka.Writer{
+		Transport:              &kafka.Transport{MetadataTTL: time.Second, DialTimeout: 3 * time.Second},
 		Addr:                   kafka.TCP(brokers...),
 		Topic:                  topic,
 		Balancer:               &kafka.Hash{},
@@ -30,7 +36,9 @@ func NewPublisher(brokers []string, topic string, batchTimeout time.Duration) *P
 		BatchSize:              512,
 		WriteTimeout:           5 * time.Second,
 		ReadTimeout:            5 * time.Second,
-		MaxAttempts:            3,
+		MaxAttempts:            6,
+		WriteBackoffMin:        50 * time.Millisecond,
+		WriteBackoffMax:        500 * time.Millisecond,
 		AllowAutoTopicCreation: false,
 	}}
 }

@@ -59,6 +59,34 @@ func (s *Server) instrument(route string, h http.HandlerFunc) http.Handler {
 	})
 }
 
-func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
-	s.writeCode(w, outcome.NotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
+// jsonFallback lets the mux decide between 404 and 405 (with its Allow header) for requests no
+// route takes, and answers them with the same JSON error bodies as everything else.
+func (s *Server) jsonFallback(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		probe := &statusProbe{header: http.Header{}}
+		h.ServeHTTP(probe, r)
+		if allow := probe.header.Get("Allow"); allow != "" {
+			w.Header().Set("Allow", allow)
+		}
+		if probe.status == http.StatusMethodNotAllowed {
+			s.writeCode(w, outcome.MethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path+"; allowed: "+probe.header.Get("Allow"))
+			return
+		}
+		s.writeCode(w, outcome.NotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
+	})
 }
+
+// statusProbe records what the mux's own 404/405 handler would answer, and drops its text body.
+type statusProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *statusProbe) Header() http.Header         { return p.header }
+func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *statusProbe) WriteHeader(code int)        { p.status = code }

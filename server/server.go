@@ -137,8 +137,7 @@ func (s *Server) Handler() http.Handler {
 	})
 	route("GET /readyz", s.handleReady)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/", s.handleNotFound)
-	return mux
+	return s.jsonFallback(mux)
 }
 
 // ConsumerMetrics returns callbacks that feed the order consumer's numbers into /metrics.

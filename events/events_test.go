@@ -1,0 +1,48 @@
+package events
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+func TestOrderPlacedRoundTrip(t *testing.T) {
+	e := OrderPlaced{Type: TypeOrderPlaced, OrderID: uuid.Must(uuid.NewV7()), SaleID: "s", ItemID: "i", UserID: "u@x",
+		Slot: 2, CreatedAt: time.Unix(1, 0).UTC(), ExpiresAt: time.Unix(600, 0).UTC()}
+	b, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeOrderPlaced(b)
+	if err != nil || got != e {
+		t.Fatalf("round trip: %+v %v, want %+v", got, err, e)
+	}
+	if string(e.Key()) != "s/i" {
+		t.Fatalf("key %q", e.Key())
+	}
+	for name, bad := range map[string]string{
+		"wrong type": `{"type":"Other"}`,
+		"no order":   `{"type":"OrderPlaced","saleId":"s","itemId":"i","userId":"u","createdAt":"2026-01-01T00:00:00Z","expiresAt":"2026-01-01T00:00:00Z"}`,
+		"bad slot":   `{"type":"OrderPlaced","orderId":"` + e.OrderID.String() + `","saleId":"s","itemId":"i","userId":"u","slot":99,"createdAt":"2026-01-01T00:00:00Z","expiresAt":"2026-01-01T00:00:00Z"}`,
+		"not json":   `nope`,
+	} {
+		if _, err := DecodeOrderPlaced([]byte(bad)); err == nil {
+			t.Errorf("%s: accepted %s", name, bad)
+		}
+	}
+}
+
+// FuzzDecodeOrderPlaced checks the consumer's decoder never panics and only passes valid events.
+func FuzzDecodeOrderPlaced(f *testing.F) {
+	f.Add([]byte(`{"type":"OrderPlaced","orderId":"0190c0de-7b1a-7000-8000-000000000000","saleId":"s","itemId":"i","userId":"u","slot":0,"createdAt":"2026-01-01T00:00:00Z","expiresAt":"2026-01-01T00:10:00Z"}`))
+	f.Add([]byte(`{}`))
+	f.Add([]byte{0xff, 0x00})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := DecodeOrderPlaced(b)
+		if err == nil && e.Validate() != nil {
+			t.Fatalf("decoded an invalid event %+v", e)
+		}
+	})
+}

@@ -1,0 +1,81 @@
+package sale
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name, yaml, err string
+	}{
+		{"minimal with defaults", "id: s1\nopensAt: 2026-12-01T12:00:00Z\nitems: [{id: a, quantity: 5}]\n", ""},
+		{"bad sale id", "id: 's 1'\nopensAt: 2026-12-01T12:00:00Z\nitems: [{id: a, quantity: 5}]\n", "sale id"},
+		{"no items", "id: s1\nopensAt: 2026-12-01T12:00:00Z\n", "at least one item"},
+		{"duplicate item", "id: s1\nopensAt: 2026-12-01T12:00:00Z\nitems: [{id: a, quantity: 1}, {id: a, quantity: 2}]\n", "twice"},
+		{"negative quantity", "id: s1\nopensAt: 2026-12-01T12:00:00Z\nitems: [{id: a, quantity: -1}]\n", "negative"},
+		{"limit too high", "id: s1\nopensAt: 2026-12-01T12:00:00Z\nperUserLimit: 17\nitems: [{id: a, quantity: 1}]\n", "perUserLimit"},
+		{"hold too short", "id: s1\nopensAt: 2026-12-01T12:00:00Z\nholdTTL: 10ms\nitems: [{id: a, quantity: 1}]\n", "holdTTL"},
+		{"missing opensAt", "id: s1\nitems: [{id: a, quantity: 1}]\n", "opensAt"},
+		{"unknown field", "id: s1\nopensAt: 2026-12-01T12:00:00Z\nstock: 5\nitems: [{id: a, quantity: 1}]\n", "stock"},
+		{"not yaml", "{{{", "parse sale"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Parse(strings.NewReader(tc.yaml))
+			if tc.err == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s.PerUserLimit != DefaultPerUserLimit || s.HoldTTL != DefaultHoldTTL || s.Items[0].Name != "a" {
+					t.Fatalf("defaults not applied: %+v", s)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("got %v, want error containing %q", err, tc.err)
+			}
+		})
+	}
+}
+
+func TestExampleSaleIsValid(t *testing.T) {
+	s, err := LoadFile("../examples/sale.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Item("console"); !ok || s.HoldTTL != 10*time.Minute {
+		t.Fatalf("example sale changed shape: %+v", s)
+	}
+}
+
+func TestValidUserID(t *testing.T) {
+	for _, ok := range []string{"1", "user@example.com", "0190c0de-7b1a-7000-8000-000000000000", strings.Repeat("x", 128), "a:b{c}"} {
+		if !ValidUserID(ok) {
+			t.Errorf("%q rejected", ok)
+		}
+	}
+	for _, bad := range []string{"", "a b", "tab\there", strings.Repeat("x", 129), "nl\n", "\x7f"} {
+		if ValidUserID(bad) {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// FuzzParse checks the sale parser never panics and only accepts sales that validate.
+func FuzzParse(f *testing.F) {
+	f.Add("id: s1\nopensAt: 2026-12-01T12:00:00Z\nitems: [{id: a, quantity: 5}]\n")
+	f.Add("id: s1\nopensAt: 2026-12-01T12:00:00Z\nholdTTL: 1h\nperUserLimit: 3\nitems: [{id: a, quantity: 5, priceCents: 100}]\n")
+	f.Add("{}")
+	f.Add("items: !!binary AAAA")
+	f.Fuzz(func(t *testing.T, in string) {
+		s, err := Parse(strings.NewReader(in))
+		if err != nil {
+			return
+		}
+		if verr := s.Validate(); verr != nil {
+			t.Fatalf("Parse accepted an invalid sale: %v", verr)
+		}
+	})
+}

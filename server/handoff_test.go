@@ -1,0 +1,128 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fsctl/fsctl/auth"
+	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/provision"
+	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/server"
+	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/testenv"
+)
+
+// switchPublisher stands in for the Kafka hand-off so a test can make it fail on demand; the
+// stock and order stores stay real.
+type switchPublisher struct {
+	fail      atomic.Bool
+	published atomic.Int64
+}
+
+func (p *switchPublisher) PublishOrderPlaced(context.Context, events.OrderPlaced) error {
+	if p.fail.Load() {
+		return errors.New("broker unreachable")
+	}
+	p.published.Add(1)
+	return nil
+}
+
+// TestFailedHandOffIsNeverAFalseYes checks that when the order cannot be handed to Kafka the buyer
+// gets 503, the unit goes back to stock, and a retry with the same key is a fresh attempt; and
+// that an order in flight (not yet in PostgreSQL) reads as PENDING with persisted:false.
+func TestFailedHandOffIsNeverAFalseYes(t *testing.T) {
+	t.Parallel()
+	rdb := testenv.Redis(t)
+	pgURL := testenv.Postgres(t)
+	ctx := context.Background()
+	if _, err := orders.Migrate(ctx, pgURL); err != nil {
+		t.Fatal(err)
+	}
+	db, err := orders.Open(ctx, pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st := stock.New(rdb)
+	sl := sale.Sale{ID: testenv.ID(t, "handoff"), OpensAt: time.Now().Add(-time.Minute), Items: []sale.Item{{ID: "hot", Quantity: 1}}}
+	sl.Normalize()
+	if _, err := provision.Sale(ctx, db, st, sl, provision.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer st.Reset(ctx, sl) //nolint:errcheck
+	verifier, _ := auth.NewVerifier(testSecret, nil)
+	pub := &switchPublisher{}
+	srv := server.New(server.DefaultConfig(), server.Deps{Auth: verifier, Stock: st, Publisher: pub, Orders: db})
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	tok, _ := auth.Mint(testSecret, "buyer", time.Now(), time.Hour)
+	call := func(method, path, key string) (int, string) {
+		req, _ := http.NewRequest(method, ts.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	remaining := func() int64 {
+		s, err := st.Snapshot(ctx, sl.ID, []string{"hot"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s[0].Stock
+	}
+	purchase := "/api/v1/sales/" + sl.ID + "/items/hot/purchase"
+
+	pub.fail.Store(true)
+	code, body := call("POST", purchase, "k1")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "ORDER_PIPELINE_UNAVAILABLE") {
+		t.Fatalf("purchase with Kafka down: %d %s, want 503 ORDER_PIPELINE_UNAVAILABLE", code, body)
+	}
+	if n := remaining(); n != 1 {
+		t.Fatalf("stock %d after failed hand-off, want the unit back (1)", n)
+	}
+	// Still down: the same key must not replay a "reserved" that never happened.
+	if code, _ := call("POST", purchase, "k1"); code != http.StatusServiceUnavailable {
+		t.Fatalf("retry while Kafka down: %d, want 503", code)
+	}
+
+	pub.fail.Store(false)
+	code, body = call("POST", purchase, "k1")
+	if code != http.StatusAccepted {
+		t.Fatalf("retry with the same key after recovery: %d %s, want 202", code, body)
+	}
+	if pub.published.Load() != 1 || remaining() != 0 {
+		t.Fatalf("published %d, stock %d; want 1 and 0", pub.published.Load(), remaining())
+	}
+	id := orderIDOf(t, body)
+	code, body = call("GET", "/api/v1/orders/"+id.String(), "")
+	if code != http.StatusOK || !strings.Contains(body, `"status":"PENDING"`) || !strings.Contains(body, `"persisted":false`) {
+		t.Fatalf("GET in-flight order: %d %s, want PENDING persisted:false", code, body)
+	}
+	other, _ := auth.Mint(testSecret, "someone-else", time.Now(), time.Hour)
+	req, _ := http.NewRequest("GET", ts.URL+"/api/v1/orders/"+id.String(), nil)
+	req.Header.Set("Authorization", "Bearer "+other)
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("another user's in-flight order: %d, want 404", resp.StatusCode)
+	}
+}
