@@ -84,7 +84,7 @@ func printProvision(w io.Writer, sl sale.Sale, rep provision.Report) error {
 	fmt.Fprintf(w, "sale %s (%s): opens %s, per-user limit %d, hold %s\n",
 		sl.ID, sl.Name, sl.OpensAt.UTC().Format("2006-01-02T15:04:05Z"), sl.PerUserLimit, sl.HoldTTL)
 	t := tablewriter.NewWriter(w)
-	t.Header("item", "quantity", "sold (pg)", "stock (redis)", "preload")
+	t.Header("item", "quantity", "pg sold", "redis stock", "preload")
 	for _, it := range rep.Items {
 		action := "kept existing counter"
 		if it.Preloaded {
