@@ -37,15 +37,10 @@ func services(c Config) []service {
 // Up starts whichever services of the stack are not running yet and waits until each is ready.
 // Calling it again is harmless: running services are only probed.
 func Up(ctx context.Context, cfg Config) error {
-	c, err := cfg.withDefaults()
-	if err != nil {
-		return err
-	}
-	unlock, err := lock(c)
-	if err != nil {
-		return err
-	}
-	defer unlock()
+	return locked(cfg, func(c Config) error { return up(ctx, c) })
+}
+
+func up(ctx context.Context, c Config) error {
 	out := &syncWriter{w: c.Log}
 	// Start in parallel: the JVM's start-up dominates, and the other two fit inside it.
 	var wg sync.WaitGroup
@@ -74,15 +69,10 @@ func Up(ctx context.Context, cfg Config) error {
 
 // Down stops every service of the stack and waits until its processes are gone. Data stays.
 func Down(ctx context.Context, cfg Config) error {
-	c, err := cfg.withDefaults()
-	if err != nil {
-		return err
-	}
-	unlock, err := lock(c)
-	if err != nil {
-		return err
-	}
-	defer unlock()
+	return locked(cfg, func(c Config) error { return down(ctx, c) })
+}
+
+func down(ctx context.Context, c Config) error {
 	var errs []error
 	// Kafka first: it is the slowest to stop and nothing depends on it at shutdown.
 	svcs := services(c)
@@ -115,6 +105,20 @@ func Status(ctx context.Context, cfg Config) ([]ServiceStatus, error) {
 		out = append(out, s.status())
 	}
 	return out, nil
+}
+
+// locked runs fn with cfg's defaults filled in, holding the stack dir's lock.
+func locked(cfg Config, fn func(Config) error) error {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	unlock, err := lock(c)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return fn(c)
 }
 
 // lock serialises Up and Down on one stack dir, so two `make` targets racing to bring the stack up
