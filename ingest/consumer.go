@@ -184,7 +184,7 @@ func (c *Consumer) handle(ctx context.Context, batch []kafka.Message) error {
 	var results []orders.PlaceResult
 	if len(placements) > 0 {
 		var err error
-		if results, err = c.placer.PlaceBatch(ctx, placements); err != nil {
+		if results, err = c.place(ctx, placements); err != nil {
 			return fmt.Errorf("record %d orders: %w", len(placements), err)
 		}
 	}
@@ -214,6 +214,32 @@ func (c *Consumer) handle(ctx context.Context, batch []kafka.Message) error {
 	}
 	c.count(persisted, dups, dead)
 	return nil
+}
+
+// ReasonRejected is the dead-letter reason of an order PostgreSQL refused to store at all.
+const ReasonRejected = "rejected"
+
+// place records placements. When PostgreSQL rejects the batch for what a message carries (not
+// for an outage), it halves the batch until it has found the messages at fault and marks them
+// refused, so one poison message cannot stall its partition forever; the rest are recorded.
+func (c *Consumer) place(ctx context.Context, ps []orders.Placement) ([]orders.PlaceResult, error) {
+	res, err := c.placer.PlaceBatch(ctx, ps)
+	if err == nil || !orders.IsRejected(err) {
+		return res, err
+	}
+	if len(ps) == 1 {
+		c.log.Error("PostgreSQL rejected an order", "order", ps[0].OrderID, "err", err)
+		return []orders.PlaceResult{{OrderID: ps[0].OrderID, Result: orders.Refused, Reason: ReasonRejected}}, nil
+	}
+	left, err := c.place(ctx, ps[:len(ps)/2])
+	if err != nil {
+		return nil, err
+	}
+	right, err := c.place(ctx, ps[len(ps)/2:])
+	if err != nil {
+		return nil, err
+	}
+	return append(left, right...), nil
 }
 
 func (c *Consumer) count(persisted, dups int, dead []kafka.Message) {
