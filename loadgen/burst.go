@@ -136,7 +136,7 @@ func NewClient(conns int, timeout time.Duration) *http.Client {
 func Do(client *http.Client, req *http.Request) Answer {
 	start := time.Now()
 	resp, err := client.Do(req)
-	a := Answer{Latency: 0}
+	var a Answer
 	if err != nil {
 		a.Latency = time.Since(start)
 		a.Outcome = TransportError

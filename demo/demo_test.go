@@ -1,0 +1,79 @@
+package demo_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fsctl/fsctl/demo"
+	"github.com/fsctl/fsctl/loadgen"
+	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/server"
+	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/testenv"
+)
+
+// TestRun is the main job end to end on the real services, small: 300 buyers for 20 units.
+func TestRun(t *testing.T) {
+	testenv.Redis(t)
+	pg := testenv.Postgres(t)
+	sl := sale.Sale{ID: testenv.ID(t, "demo"), Items: []sale.Item{{ID: "console", Quantity: 20}}, OpensAt: time.Now()}
+	sl.Normalize()
+	var out strings.Builder
+	rep, err := demo.Run(context.Background(), demo.Config{
+		App: server.AppConfig{
+			Server: server.DefaultConfig(), RedisURL: stack.EndpointsFromEnv().RedisURL, PostgresURL: pg,
+			Brokers: testenv.KafkaBrokers(t), OrdersTopic: testenv.KafkaTopic(t, 2), DeadLetterTopic: testenv.KafkaTopic(t, 1),
+			ConsumerGroup: testenv.ID(t, "g"), JWTSecret: []byte("demo-test-secret-0123456789abcdef"),
+		},
+		Sale: sl, ItemID: "console", Buyers: 300, Conns: 32, Settle: 30 * time.Second,
+	}, &out, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 0 {
+		t.Fatalf("invariants broken: %v", rep.Problems)
+	}
+	if rep.Burst.Counts[outcome.Reserved] != 20 || rep.Burst.Counts[outcome.SoldOut] != 280 {
+		t.Fatalf("outcomes %v, want 20 reserved and 280 sold out", rep.Burst.Counts)
+	}
+	if rep.Counts.Pending != 20 || rep.Counts.Sold != 20 || rep.Stock != 0 || rep.Holds != 20 {
+		t.Fatalf("report %+v", rep)
+	}
+	if !strings.Contains(out.String(), "300 buyers") {
+		t.Fatalf("progress output %q", out.String())
+	}
+}
+
+// TestCheck feeds Check reports that break each invariant and one that keeps them all.
+func TestCheck(t *testing.T) {
+	ok := demo.Report{
+		Burst:    loadgen.Result{Counts: map[outcome.Code]int{outcome.Reserved: 10, outcome.SoldOut: 5}},
+		Quantity: 10, Stock: 0, Holds: 10,
+		Counts: orders.ItemCounts{Quantity: 10, Sold: 10, Pending: 10},
+	}
+	if p := demo.Check(ok); len(p) != 0 {
+		t.Fatalf("a correct sale reported %v", p)
+	}
+	tests := map[string]func(*demo.Report){
+		"oversold":   func(r *demo.Report) { r.Burst.Counts[outcome.Reserved] = 11; r.Counts.Pending = 11; r.Counts.Sold = 11; r.Stock = -1; r.Holds = 11 },
+		"durability": func(r *demo.Report) { r.Counts.Pending = 9; r.Counts.Sold = 9 },
+		"sold":       func(r *demo.Report) { r.Counts.Sold = 8 },
+		"lost":       func(r *demo.Report) { r.Holds = 9 },
+	}
+	for name, breakIt := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := ok
+			r.Burst.Counts = map[outcome.Code]int{outcome.Reserved: 10}
+			breakIt(&r)
+			if p := demo.Check(r); len(p) == 0 {
+				t.Fatalf("broken report passed: %+v", r)
+			}
+		})
+	}
+}
