@@ -10,6 +10,9 @@ import (
 	"github.com/fsctl/fsctl/stock"
 )
 
+// reserveBudget is the time a purchase allows its Redis calls, on top of the publish timeout.
+const reserveBudget = 2 * time.Second
+
 // reservedBody is the 202 answer to a purchase.
 type reservedBody struct {
 	OrderID   string    `json:"orderId"`
@@ -37,8 +40,12 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 		s.countAndWriteError(w, r, err)
 		return
 	}
+	// A buyer who hangs up must not cut the path between the reserve and the hand-off: that
+	// would leave a hold with no order. From here on the request runs to its end on its own clock.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.cfg.PublishTimeout+reserveBudget)
+	defer cancel()
 	start := time.Now()
-	rv, err := s.stock.Reserve(r.Context(), stock.Request{
+	rv, err := s.stock.Reserve(ctx, stock.Request{
 		SaleID: req.SaleID, ItemID: req.ItemID, UserID: user, IdemKey: req.IdemKey, OrderID: orderID,
 	})
 	s.metrics.reserve.Observe(time.Since(start).Seconds())
@@ -56,11 +63,11 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !rv.Replay {
-		if err := s.handOff(r.Context(), req, user, rv); err != nil {
+		if err := s.handOff(ctx, req, user, rv); err != nil {
 			s.countAndWriteError(w, r, err)
 			return
 		}
-	} else if err := s.stock.SetOrderRef(r.Context(), rv.OrderID, req.SaleID, req.ItemID, user); err != nil {
+	} else if err := s.stock.SetOrderRef(ctx, rv.OrderID, req.SaleID, req.ItemID, user); err != nil {
 		// The first request wrote the reference; this only repairs it, so a failure is not fatal.
 		s.log.Warn("refresh order reference", "order", rv.OrderID, "err", err)
 	}
