@@ -61,7 +61,13 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("a correct sale reported %v", p)
 	}
 	tests := map[string]func(*demo.Report){
-		"oversold":   func(r *demo.Report) { r.Burst.Counts[outcome.Reserved] = 11; r.Counts.Pending = 11; r.Counts.Sold = 11; r.Stock = -1; r.Holds = 11 },
+		"oversold": func(r *demo.Report) {
+			r.Burst.Counts[outcome.Reserved] = 11
+			r.Counts.Pending = 11
+			r.Counts.Sold = 11
+			r.Stock = -1
+			r.Holds = 11
+		},
 		"durability": func(r *demo.Report) { r.Counts.Pending = 9; r.Counts.Sold = 9 },
 		"sold":       func(r *demo.Report) { r.Counts.Sold = 8 },
 		"lost":       func(r *demo.Report) { r.Holds = 9 },

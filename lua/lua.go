@@ -13,3 +13,8 @@ var Reserve string
 //
 //go:embed release.lua
 var Release string
+
+// Preload writes an item's settings and creates or adjusts its stock counter.
+//
+//go:embed preload.lua
+var Preload string

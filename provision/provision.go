@@ -5,7 +5,6 @@ package provision
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/sale"
@@ -26,16 +25,17 @@ type Report struct {
 
 // ItemReport is one item's set-up.
 type ItemReport struct {
-	ItemID    string
-	Quantity  int64
-	Sold      int64
-	Stock     int64
-	Preloaded bool // false when Redis already had a counter, which is left alone
+	ItemID   string
+	Quantity int64
+	Sold     int64
+	Stock    int64
+	// Action is what happened to the Redis counter: loaded, kept, or adjusted by a quantity change.
+	Action stock.PreloadAction
 }
 
 // Sale writes sl to PostgreSQL and preloads Redis. An item whose Redis counter already exists
-// keeps it: overwriting a live counter would invent or lose units mid-sale. A missing counter is
-// loaded with quantity minus what PostgreSQL counts as sold.
+// keeps it, moved only by a change of quantity: overwriting a live counter would invent or lose
+// units mid-sale. A missing counter is loaded with quantity minus what PostgreSQL counts as sold.
 func Sale(ctx context.Context, db *orders.Store, st *stock.Store, sl sale.Sale, opt Options) (Report, error) {
 	if err := sl.Validate(); err != nil {
 		return Report{}, err
@@ -66,7 +66,7 @@ func Sale(ctx context.Context, db *orders.Store, st *stock.Store, sl sale.Sale, 
 	if err := st.LoadScripts(ctx); err != nil {
 		return Report{}, err
 	}
-	loaded, err := st.Preload(ctx, sl, remaining)
+	actions, err := st.Preload(ctx, sl, remaining)
 	if err != nil {
 		return Report{}, err
 	}
@@ -82,7 +82,7 @@ func Sale(ctx context.Context, db *orders.Store, st *stock.Store, sl sale.Sale, 
 	for i, it := range sl.Items {
 		rep.Items = append(rep.Items, ItemReport{
 			ItemID: it.ID, Quantity: it.Quantity, Sold: sold[it.ID], Stock: snap[i].Stock,
-			Preloaded: slices.Contains(loaded, it.ID),
+			Action: actions[it.ID],
 		})
 	}
 	return rep, nil

@@ -92,7 +92,10 @@ func newEnv(t *testing.T, quantity int64, limit int) *env {
 
 type testWriter struct{ t *testing.T }
 
-func (w testWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
 
 func (e *env) token(user string) string {
 	tok, err := auth.Mint(testSecret, user, time.Now(), time.Hour)

@@ -245,4 +245,3 @@ func waitMetric(t *testing.T, e *env, name string, want float64) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
-

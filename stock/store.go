@@ -29,6 +29,7 @@ type Store struct {
 	rdb       redis.UniversalClient
 	reserve   *redis.Script
 	release   *redis.Script
+	preload   *redis.Script
 	idemTTL   time.Duration
 	markerTTL time.Duration
 }
@@ -45,6 +46,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 		rdb:       rdb,
 		reserve:   redis.NewScript(lua.Reserve),
 		release:   redis.NewScript(lua.Release),
+		preload:   redis.NewScript(lua.Preload),
 		idemTTL:   DefaultIdemTTL,
 		markerTTL: DefaultMarkerTTL,
 	}
@@ -60,7 +62,7 @@ func (s *Store) Client() redis.UniversalClient { return s.rdb }
 // LoadScripts loads the scripts into Redis's script cache, so the first burst of EVALSHA calls
 // does not fall back to sending the script body.
 func (s *Store) LoadScripts(ctx context.Context) error {
-	for name, sc := range map[string]*redis.Script{"reserve": s.reserve, "release": s.release} {
+	for name, sc := range map[string]*redis.Script{"reserve": s.reserve, "release": s.release, "preload": s.preload} {
 		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
 			return fmt.Errorf("load %s script: %w", name, err)
 		}
@@ -209,37 +211,45 @@ func (s *Store) LookupOrder(ctx context.Context, orderID uuid.UUID) (st OrderSta
 	return st, true, nil
 }
 
-// Preload writes a sale's settings to every item and, unless the item already has a stock
-// counter, its stock. Existing counters are left alone: overwriting a live counter loses or
-// invents units. remaining gives the stock to load per item id (quantity minus what PostgreSQL
-// already counts as sold); items missing from it get their full quantity.
-func (s *Store) Preload(ctx context.Context, sl sale.Sale, remaining map[string]int64) (loaded []string, err error) {
+// PreloadAction says what Preload did to an item's stock counter.
+type PreloadAction string
+
+// What Preload can do to a counter.
+const (
+	// Loaded: the counter did not exist and was created.
+	Loaded PreloadAction = "loaded"
+	// Kept: the counter existed and the quantity is unchanged; it was left alone.
+	Kept PreloadAction = "kept"
+	// Adjusted: the quantity changed and the counter moved by the same delta.
+	Adjusted PreloadAction = "adjusted"
+)
+
+// Preload writes a sale's settings to every item and makes each stock counter match the item's
+// quantity without ever overwriting a live counter (that would lose or invent units): a missing
+// counter is loaded with remaining[item] (quantity minus what PostgreSQL already counts as sold;
+// the full quantity when absent), and an existing one moves by exactly the change in quantity.
+// Lowering a quantity below the units already held or sold is refused.
+func (s *Store) Preload(ctx context.Context, sl sale.Sale, remaining map[string]int64) (map[string]PreloadAction, error) {
+	paused := "0"
+	if sl.Paused {
+		paused = "1"
+	}
+	out := make(map[string]PreloadAction, len(sl.Items))
 	for _, it := range sl.Items {
 		k := ItemKeys(sl.ID, it.ID)
 		n, ok := remaining[it.ID]
 		if !ok {
 			n = it.Quantity
 		}
-		paused := "0"
-		if sl.Paused {
-			paused = "1"
+		res, err := s.preload.Run(ctx, s.rdb, []string{k.Meta(), k.Stock()},
+			sl.OpensAt.UnixMilli(), paused, sl.PerUserLimit, sl.HoldTTL.Milliseconds(), it.Quantity, n).Text()
+		if err != nil {
+			return out, fmt.Errorf("preload item %s: %w", it.ID, err)
 		}
-		pipe := s.rdb.TxPipeline()
-		pipe.HSet(ctx, k.Meta(),
-			"opens_at_ms", sl.OpensAt.UnixMilli(),
-			"paused", paused,
-			"limit", sl.PerUserLimit,
-			"hold_ttl_ms", sl.HoldTTL.Milliseconds(),
-			"quantity", it.Quantity)
-		set := pipe.SetNX(ctx, k.Stock(), n, 0)
-		if _, err := pipe.Exec(ctx); err != nil {
-			return loaded, fmt.Errorf("preload item %s: %w", it.ID, err)
-		}
-		if set.Val() {
-			loaded = append(loaded, it.ID)
-		}
+		action, _, _ := strings.Cut(res, ":")
+		out[it.ID] = PreloadAction(action)
 	}
-	return loaded, nil
+	return out, nil
 }
 
 // Reset deletes every Redis key of a sale's items: stock, holds, buyers, idempotency records.

@@ -368,9 +368,9 @@ func TestPreload(t *testing.T) {
 		}
 		paused := f.sale
 		paused.Paused = true
-		loaded, err := f.store.Preload(f.ctx, paused, map[string]int64{f.item: 10})
-		if err != nil || len(loaded) != 0 {
-			t.Fatalf("second preload loaded %v, %v; want nothing loaded", loaded, err)
+		actions, err := f.store.Preload(f.ctx, paused, map[string]int64{f.item: 10})
+		if err != nil || actions[f.item] != stock.Kept {
+			t.Fatalf("second preload did %v, %v; want the counter kept", actions, err)
 		}
 		if s := f.stock(); s != 7 {
 			t.Errorf("stock = %d after a second preload, want 7", s)
@@ -390,13 +390,48 @@ func TestPreload(t *testing.T) {
 		sl := sale.Sale{ID: testenv.ID(t, "stock"), OpensAt: time.Now(), PerUserLimit: 1, HoldTTL: time.Minute,
 			Items: []sale.Item{{ID: "x", Quantity: 10}, {ID: "y", Quantity: 6}}}
 		t.Cleanup(func() { _ = s.Reset(context.Background(), sl) })
-		loaded, err := s.Preload(context.Background(), sl, map[string]int64{"x": 4})
-		if err != nil || strings.Join(loaded, ",") != "x,y" {
-			t.Fatalf("preload loaded %v, %v; want x,y", loaded, err)
+		actions, err := s.Preload(context.Background(), sl, map[string]int64{"x": 4})
+		if err != nil || actions["x"] != stock.Loaded || actions["y"] != stock.Loaded {
+			t.Fatalf("preload did %v, %v; want x and y loaded", actions, err)
 		}
 		got, err := s.Snapshot(context.Background(), sl.ID, []string{"x", "y"})
 		if err != nil || got[0].Stock != 4 || got[1].Stock != 6 {
 			t.Fatalf("snapshot %+v, %v; want stock 4 and 6", got, err)
+		}
+	})
+
+	t.Run("a quantity change moves a live counter by the delta", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, 10, 1)
+		for _, u := range []string{"a", "b", "c"} {
+			f.mustReserve(u, "k")
+		}
+		more := f.sale
+		more.Items = []sale.Item{{ID: f.item, Quantity: 15}}
+		if actions, err := f.store.Preload(f.ctx, more, nil); err != nil || actions[f.item] != stock.Adjusted {
+			t.Fatalf("raising quantity: %v, %v; want adjusted", actions, err)
+		}
+		if s := f.stock(); s != 12 {
+			t.Fatalf("stock = %d after raising 10 -> 15 with 3 held, want 12", s)
+		}
+		fewer := f.sale
+		fewer.Items = []sale.Item{{ID: f.item, Quantity: 4}}
+		if actions, err := f.store.Preload(f.ctx, fewer, nil); err != nil || actions[f.item] != stock.Adjusted {
+			t.Fatalf("lowering quantity: %v, %v; want adjusted", actions, err)
+		}
+		if s := f.stock(); s != 1 {
+			t.Fatalf("stock = %d after lowering 15 -> 4 with 3 held, want 1", s)
+		}
+		tooFew := f.sale
+		tooFew.Items = []sale.Item{{ID: f.item, Quantity: 2}}
+		if _, err := f.store.Preload(f.ctx, tooFew, nil); err == nil || !strings.Contains(err.Error(), "3 units already held or sold") {
+			t.Fatalf("lowering below the held units: %v, want a refusal naming 3 units", err)
+		}
+		if s := f.stock(); s != 1 {
+			t.Fatalf("a refused preload changed stock to %d", s)
+		}
+		if q := f.rdb.HGet(f.ctx, f.keys.Meta(), "quantity").Val(); q != "4" {
+			t.Fatalf("a refused preload changed meta quantity to %s", q)
 		}
 	})
 

@@ -38,8 +38,9 @@ func newSaleCreateCmd() *cobra.Command {
 		Long: `Write a sale definition to PostgreSQL (the source of truth) and preload Redis from it.
 
 Re-running it updates the sale's settings and items. An item whose Redis stock counter already
-exists keeps it (overwriting a live counter would invent or lose units); a missing counter is
-loaded with quantity minus what PostgreSQL counts as sold. --reset wipes the sale's orders and
+exists keeps it (overwriting a live counter would invent or lose units) and moves it by exactly
+the change in quantity ("adjusted"); a missing counter is loaded with quantity minus what
+PostgreSQL counts as sold. --reset wipes the sale's orders and
 Redis state first: for rehearsals only, never during a real sale.`,
 		Example: `  fsctl sale create -f examples/sale.yaml
   fsctl sale create -f examples/sale.yaml --reset   # start the rehearsal over`,
@@ -86,12 +87,8 @@ func printProvision(w io.Writer, sl sale.Sale, rep provision.Report) error {
 	t := tablewriter.NewWriter(w)
 	t.Header("item", "quantity", "pg sold", "redis stock", "preload")
 	for _, it := range rep.Items {
-		action := "kept existing counter"
-		if it.Preloaded {
-			action = "loaded"
-		}
 		if err := t.Append(it.ItemID, strconv.FormatInt(it.Quantity, 10), strconv.FormatInt(it.Sold, 10),
-			strconv.FormatInt(it.Stock, 10), action); err != nil {
+			strconv.FormatInt(it.Stock, 10), string(it.Action)); err != nil {
 			return err
 		}
 	}
