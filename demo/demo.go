@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"time"
 
 	"github.com/fsctl/fsctl/loadgen"
@@ -63,14 +62,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) (Repo
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	addrc := make(chan net.Addr, 1)
-	errc := make(chan error, 1)
-	go func() { errc <- app.Run(runCtx, func(a net.Addr) { addrc <- a }) }()
-	var addr net.Addr
-	select {
-	case addr = <-addrc:
-	case err := <-errc:
-		return Report{}, fmt.Errorf("server stopped: %w", err)
+	addr, errc, err := app.Start(runCtx)
+	if err != nil {
+		return Report{}, err
 	}
 	res, err := loadgen.Burst(ctx, loadgen.BurstConfig{
 		BaseURL: "http://" + addr.String(), SaleID: sl.ID, ItemID: item.ID, Buyers: cfg.Buyers,

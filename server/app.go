@@ -160,6 +160,23 @@ func (a *App) Run(ctx context.Context, ready func(net.Addr)) error {
 	return g.Wait()
 }
 
+// Start runs the roles in the background until ctx ends. It returns once the API listens (with
+// its address; nil when the API role is off), and a channel that yields Run's result.
+func (a *App) Start(ctx context.Context) (net.Addr, <-chan error, error) {
+	addrc := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, func(addr net.Addr) { addrc <- addr }) }()
+	if !a.cfg.API {
+		return nil, done, nil
+	}
+	select {
+	case addr := <-addrc:
+		return addr, done, nil
+	case err := <-done:
+		return nil, nil, fmt.Errorf("checkout stopped before listening: %w", err)
+	}
+}
+
 // Close releases every connection.
 func (a *App) Close() {
 	if a.consumer != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -71,14 +70,11 @@ func newEnv(t *testing.T, quantity int64, limit int) *env {
 		app.Close()
 		t.Fatalf("provision: %v", err)
 	}
-	addrc := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	go func() { done <- app.Run(ctx, func(a net.Addr) { addrc <- a }) }()
-	var addr net.Addr
-	select {
-	case addr = <-addrc:
-	case err := <-done:
-		t.Fatalf("app stopped: %v", err)
+	addr, done, err := app.Start(ctx)
+	if err != nil {
+		cancel()
+		app.Close()
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		_ = app.Stock.Reset(context.Background(), sl)
