@@ -70,11 +70,7 @@ func Sale(ctx context.Context, db *orders.Store, st *stock.Store, sl sale.Sale, 
 	if err != nil {
 		return Report{}, err
 	}
-	ids := make([]string, len(sl.Items))
-	for i, it := range sl.Items {
-		ids[i] = it.ID
-	}
-	snap, err := st.Snapshot(ctx, sl.ID, ids)
+	snap, err := st.Snapshot(ctx, sl.ID, sl.ItemIDs())
 	if err != nil {
 		return Report{}, err
 	}

@@ -115,6 +115,15 @@ func (s Sale) Validate() error {
 	return nil
 }
 
+// ItemIDs returns the ids of the sale's items, in definition order.
+func (s Sale) ItemIDs() []string {
+	ids := make([]string, len(s.Items))
+	for i, it := range s.Items {
+		ids[i] = it.ID
+	}
+	return ids
+}
+
 // Item returns the item with the given id.
 func (s Sale) Item(id string) (Item, bool) {
 	for _, it := range s.Items {

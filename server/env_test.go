@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/fsctl/fsctl/auth"
+	"github.com/fsctl/fsctl/demo"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/provision"
 	"github.com/fsctl/fsctl/sale"
@@ -136,17 +137,11 @@ func (e *env) buy(user, key string) (int, string) {
 // counts waits until PostgreSQL holds want live orders of the item (or 30 s pass) and returns them.
 func (e *env) counts(want int64) orders.ItemCounts {
 	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		cs, err := e.app.Orders.Counts(context.Background(), e.sale.ID)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if len(cs) == 1 && (cs[0].Pending+cs[0].Paid >= want || time.Now().After(deadline)) {
-			return cs[0]
-		}
-		time.Sleep(50 * time.Millisecond)
+	c, err := demo.WaitPersisted(context.Background(), e.app.Orders, e.sale.ID, "hot", want, 30*time.Second)
+	if err != nil {
+		e.t.Fatal(err)
 	}
+	return c
 }
 
 // redisState returns the item's stock counter and live holds.

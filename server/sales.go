@@ -60,11 +60,7 @@ func (c *catalog) refresh(ctx context.Context, saleID string) (catalogEntry, err
 	if err != nil {
 		return catalogEntry{}, err
 	}
-	ids := make([]string, len(sl.Items))
-	for i, it := range sl.Items {
-		ids[i] = it.ID
-	}
-	states, err := c.stock.Snapshot(ctx, saleID, ids)
+	states, err := c.stock.Snapshot(ctx, saleID, sl.ItemIDs())
 	if err != nil {
 		return catalogEntry{}, err
 	}
