@@ -20,13 +20,16 @@ func (s *Store) SaveSale(ctx context.Context, sl sale.Sale) error {
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `
-			INSERT INTO sales (id, name, opens_at, per_user_limit, hold_ttl_ms, paused)
-			VALUES ($1, $2, $3, $4, $5, $6)
+			INSERT INTO sales (id, name, opens_at, per_user_limit, hold_ttl_ms, paused, closes_at, wait_replicas, wait_timeout_ms)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 			ON CONFLICT (id) DO UPDATE SET
 				name = EXCLUDED.name, opens_at = EXCLUDED.opens_at,
 				per_user_limit = EXCLUDED.per_user_limit, hold_ttl_ms = EXCLUDED.hold_ttl_ms,
-				paused = EXCLUDED.paused, updated_at = now()`,
-			sl.ID, sl.Name, sl.OpensAt, sl.PerUserLimit, sl.HoldTTL.Milliseconds(), sl.Paused); err != nil {
+				paused = EXCLUDED.paused, closes_at = EXCLUDED.closes_at,
+				wait_replicas = EXCLUDED.wait_replicas, wait_timeout_ms = EXCLUDED.wait_timeout_ms,
+				updated_at = now()`,
+			sl.ID, sl.Name, sl.OpensAt, sl.PerUserLimit, sl.HoldTTL.Milliseconds(), sl.Paused,
+			nullTime(sl.ClosesAt), sl.WaitReplicas, sl.WaitTimeout.Milliseconds()); err != nil {
 			return fmt.Errorf("upsert sale: %w", err)
 		}
 		sold, err := lockSold(ctx, tx, sl.ID)
@@ -40,11 +43,12 @@ func (s *Store) SaveSale(ctx context.Context, sl sale.Sale) error {
 					"sale %s: item %s: quantity %d is below the %d units already sold", sl.ID, it.ID, it.Quantity, n)
 			}
 			if _, err := tx.Exec(ctx, `
-				INSERT INTO sale_items (sale_id, id, name, quantity, price_cents)
-				VALUES ($1, $2, $3, $4, $5)
+				INSERT INTO sale_items (sale_id, id, name, quantity, price_cents, shards)
+				VALUES ($1, $2, $3, $4, $5, $6)
 				ON CONFLICT (sale_id, id) DO UPDATE SET
-					name = EXCLUDED.name, quantity = EXCLUDED.quantity, price_cents = EXCLUDED.price_cents`,
-				sl.ID, it.ID, it.Name, it.Quantity, it.PriceCents); err != nil {
+					name = EXCLUDED.name, quantity = EXCLUDED.quantity, price_cents = EXCLUDED.price_cents,
+					shards = EXCLUDED.shards`,
+				sl.ID, it.ID, it.Name, it.Quantity, it.PriceCents, it.ShardCount()); err != nil {
 				return fmt.Errorf("upsert item %s: %w", it.ID, err)
 			}
 			keep = append(keep, it.ID)
@@ -102,10 +106,12 @@ func removeItems(ctx context.Context, tx pgx.Tx, saleID string, keep []string) e
 // code outcome.NotFound.
 func (s *Store) LoadSale(ctx context.Context, id string) (sale.Sale, error) {
 	var sl sale.Sale
-	var ttlMS int64
+	var ttlMS, waitMS int64
+	var closes *time.Time
 	err := s.pool.QueryRow(ctx, `
-		SELECT id, name, opens_at, per_user_limit, hold_ttl_ms, paused FROM sales WHERE id = $1`, id).
-		Scan(&sl.ID, &sl.Name, &sl.OpensAt, &sl.PerUserLimit, &ttlMS, &sl.Paused)
+		SELECT id, name, opens_at, per_user_limit, hold_ttl_ms, paused, closes_at, wait_replicas, wait_timeout_ms
+		FROM sales WHERE id = $1`, id).
+		Scan(&sl.ID, &sl.Name, &sl.OpensAt, &sl.PerUserLimit, &ttlMS, &sl.Paused, &closes, &sl.WaitReplicas, &waitMS)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return sale.Sale{}, outcome.Errorf(outcome.NotFound, "sale %s not found", id)
 	}
@@ -113,9 +119,13 @@ func (s *Store) LoadSale(ctx context.Context, id string) (sale.Sale, error) {
 		return sale.Sale{}, fmt.Errorf("load sale %s: %w", id, err)
 	}
 	sl.HoldTTL = time.Duration(ttlMS) * time.Millisecond
+	sl.WaitTimeout = time.Duration(waitMS) * time.Millisecond
 	sl.OpensAt = sl.OpensAt.UTC()
+	if closes != nil {
+		sl.ClosesAt = closes.UTC()
+	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT id, name, quantity, price_cents FROM sale_items WHERE sale_id = $1 ORDER BY id`, id)
+		SELECT id, name, quantity, price_cents, shards FROM sale_items WHERE sale_id = $1 ORDER BY id`, id)
 	if err != nil {
 		return sale.Sale{}, fmt.Errorf("load items of sale %s: %w", id, err)
 	}
@@ -124,4 +134,12 @@ func (s *Store) LoadSale(ctx context.Context, id string) (sale.Sale, error) {
 		return sale.Sale{}, fmt.Errorf("load items of sale %s: %w", id, err)
 	}
 	return sl, nil
+}
+
+// nullTime stores the zero time as SQL NULL.
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }

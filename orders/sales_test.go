@@ -28,9 +28,11 @@ func TestSaveLoadSaleRoundTrip(t *testing.T) {
 	s := openStore(t)
 	ctx := context.Background()
 	want := testSale("spring",
-		sale.Item{ID: "b-shoe", Name: "Shoe", Quantity: 10, PriceCents: 4999},
-		sale.Item{ID: "a-hat", Name: "Hat", Quantity: 3, PriceCents: 1500},
+		sale.Item{ID: "b-shoe", Name: "Shoe", Quantity: 10, PriceCents: 4999, Shards: 4},
+		sale.Item{ID: "a-hat", Name: "Hat", Quantity: 3, PriceCents: 1500, Shards: 1},
 	)
+	want.ClosesAt = want.OpensAt.Add(time.Hour)
+	want.WaitReplicas, want.WaitTimeout = 1, 20*time.Millisecond
 	if err := s.SaveSale(ctx, want); err != nil {
 		t.Fatalf("save: %v", err)
 	}

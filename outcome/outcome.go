@@ -29,6 +29,23 @@ const (
 	Unavailable      Code = "UNAVAILABLE"
 	PipelineDown     Code = "ORDER_PIPELINE_UNAVAILABLE"
 	Internal         Code = "INTERNAL"
+
+	// SaleEnded: the sale's closesAt has passed.
+	SaleEnded Code = "SALE_ENDED"
+	// Disabled: an operator kill switch turned this action off.
+	Disabled Code = "DISABLED"
+	// Forbidden: the caller is known but may not do this (e.g. the admin API without its token).
+	Forbidden Code = "FORBIDDEN"
+
+	// Order lifecycle answers.
+	Paid               Code = "PAID"
+	Cancelled          Code = "CANCELLED"
+	Expired            Code = "EXPIRED"
+	PaymentDeclined    Code = "PAYMENT_DECLINED"
+	PaymentUnavailable Code = "PAYMENT_UNAVAILABLE"
+	PaymentInProgress  Code = "PAYMENT_IN_PROGRESS"
+	OrderClosed        Code = "ORDER_CLOSED"
+	OrderPending       Code = "ORDER_NOT_RECORDED_YET"
 )
 
 // Error is a domain error: a code plus a sentence a human can act on.
@@ -69,15 +86,23 @@ func HTTPStatus(c Code) int {
 	switch c {
 	case Reserved:
 		return http.StatusAccepted
-	case SoldOut:
+	case Paid, Cancelled:
+		return http.StatusOK
+	case SoldOut, SaleEnded, Expired:
 		return http.StatusGone
+	case PaymentDeclined:
+		return http.StatusPaymentRequired
+	case PaymentInProgress, OrderClosed:
+		return http.StatusConflict
+	case Forbidden:
+		return http.StatusForbidden
 	case AlreadyPurchased:
 		return http.StatusConflict
 	case NotStarted:
 		return http.StatusTooEarly
 	case NotAdmitted, RateLimited:
 		return http.StatusTooManyRequests
-	case Paused, Unavailable, PipelineDown:
+	case Paused, Unavailable, PipelineDown, Disabled, PaymentUnavailable, OrderPending:
 		return http.StatusServiceUnavailable
 	case InvalidRequest:
 		return http.StatusBadRequest

@@ -21,6 +21,12 @@ const (
 	MaxPerUserLimit = 16
 	// MinHoldTTL keeps tests able to expire holds quickly without allowing a zero TTL.
 	MinHoldTTL = time.Second
+	// MaxShards bounds how many stock shards one item may be split into.
+	MaxShards = 64
+	// MaxWaitReplicas bounds the replica acknowledgements a reserve may wait for.
+	MaxWaitReplicas = 16
+	// DefaultWaitTimeout is how long a reserve waits for replicas when the sale asks for them.
+	DefaultWaitTimeout = 50 * time.Millisecond
 )
 
 // Sale is one flash sale: a set of items that open for purchase at one instant.
@@ -31,6 +37,12 @@ type Sale struct {
 	PerUserLimit int           `yaml:"perUserLimit" json:"perUserLimit"`
 	HoldTTL      time.Duration `yaml:"holdTTL" json:"holdTTL"`
 	Paused       bool          `yaml:"paused" json:"paused"`
+	// ClosesAt ends the sale; the zero time means it stays open until sold out.
+	ClosesAt time.Time `yaml:"closesAt,omitempty" json:"closesAt,omitzero"`
+	// WaitReplicas, when above zero, makes every reserve wait (Redis WAIT) until that many replicas
+	// acknowledged it, or WaitTimeout passed, so a failover loses fewer reservations.
+	WaitReplicas int           `yaml:"waitReplicas,omitempty" json:"waitReplicas,omitempty"`
+	WaitTimeout  time.Duration `yaml:"waitTimeout,omitempty" json:"waitTimeout,omitempty"`
 	Items        []Item        `yaml:"items" json:"items"`
 }
 
@@ -40,7 +52,13 @@ type Item struct {
 	Name       string `yaml:"name" json:"name"`
 	Quantity   int64  `yaml:"quantity" json:"quantity"`
 	PriceCents int64  `yaml:"priceCents" json:"priceCents"`
+	// Shards splits a hot item's stock over this many Redis counters on different hash tags
+	// (default 1); buyers borrow from other shards when their home shard is empty.
+	Shards int `yaml:"shards,omitempty" json:"shards,omitempty"`
 }
+
+// ShardCount is the number of stock shards of the item; zero (not set) means one.
+func (it Item) ShardCount() int { return max(it.Shards, 1) }
 
 var slugRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
@@ -72,9 +90,15 @@ func (s *Sale) Normalize() {
 	if s.Name == "" {
 		s.Name = s.ID
 	}
+	if s.WaitReplicas > 0 && s.WaitTimeout == 0 {
+		s.WaitTimeout = DefaultWaitTimeout
+	}
 	for i := range s.Items {
 		if s.Items[i].Name == "" {
 			s.Items[i].Name = s.Items[i].ID
+		}
+		if s.Items[i].Shards == 0 {
+			s.Items[i].Shards = 1
 		}
 	}
 }
@@ -92,6 +116,15 @@ func (s Sale) Validate() error {
 	}
 	if s.OpensAt.IsZero() {
 		return fmt.Errorf("sale %s: opensAt is required (RFC 3339, e.g. 2026-12-01T12:00:00Z)", s.ID)
+	}
+	if !s.ClosesAt.IsZero() && !s.ClosesAt.After(s.OpensAt) {
+		return fmt.Errorf("sale %s: closesAt %s must be after opensAt %s", s.ID, s.ClosesAt.Format(time.RFC3339), s.OpensAt.Format(time.RFC3339))
+	}
+	if s.WaitReplicas < 0 || s.WaitReplicas > MaxWaitReplicas {
+		return fmt.Errorf("sale %s: waitReplicas %d: must be between 0 and %d", s.ID, s.WaitReplicas, MaxWaitReplicas)
+	}
+	if s.WaitTimeout < 0 || s.WaitTimeout > 5*time.Second {
+		return fmt.Errorf("sale %s: waitTimeout %s: must be between 0 and 5s", s.ID, s.WaitTimeout)
 	}
 	if len(s.Items) == 0 {
 		return fmt.Errorf("sale %s: needs at least one item", s.ID)
@@ -111,6 +144,9 @@ func (s Sale) Validate() error {
 		if it.PriceCents < 0 {
 			return fmt.Errorf("sale %s: item %s: priceCents %d must not be negative", s.ID, it.ID, it.PriceCents)
 		}
+		if it.Shards < 0 || it.Shards > MaxShards {
+			return fmt.Errorf("sale %s: item %s: shards %d: must be between 1 and %d", s.ID, it.ID, it.Shards, MaxShards)
+		}
 	}
 	return nil
 }
@@ -123,6 +159,15 @@ func (s Sale) ItemIDs() []string {
 	}
 	return ids
 }
+
+// OpenAt reports whether the sale takes purchases at t by its schedule (pausing aside): at or after
+// OpensAt and, when it has an end, before ClosesAt.
+func (s Sale) OpenAt(t time.Time) bool {
+	return !t.Before(s.OpensAt) && (s.ClosesAt.IsZero() || t.Before(s.ClosesAt))
+}
+
+// Ended reports whether the sale has closed by t.
+func (s Sale) Ended(t time.Time) bool { return !s.ClosesAt.IsZero() && !t.Before(s.ClosesAt) }
 
 // Item returns the item with the given id.
 func (s Sale) Item(id string) (Item, bool) {
