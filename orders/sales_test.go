@@ -47,8 +47,8 @@ func TestSaveLoadSaleRoundTrip(t *testing.T) {
 
 	// Saving again updates in place, drops an item without orders and adds a new one.
 	want = testSale("spring",
-		sale.Item{ID: "b-shoe", Name: "Shoe v2", Quantity: 12, PriceCents: 3999},
-		sale.Item{ID: "c-bag", Name: "Bag", Quantity: 1},
+		sale.Item{ID: "b-shoe", Name: "Shoe v2", Quantity: 12, PriceCents: 3999, Shards: 1},
+		sale.Item{ID: "c-bag", Name: "Bag", Quantity: 1, Shards: 1},
 	)
 	want.Paused = true
 	want.PerUserLimit = 1
