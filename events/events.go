@@ -19,8 +19,18 @@ const (
 	DefaultDeadLetterTopic = "fsctl.orders.dlq"
 )
 
-// TypeOrderPlaced is the type tag of an OrderPlaced event.
-const TypeOrderPlaced = "OrderPlaced"
+// Type tags of the events on the orders topic.
+const (
+	TypeOrderPlaced = "OrderPlaced"
+	TypeOrderPaid   = "OrderPaid"
+)
+
+// Event is one message of the orders topic: *OrderPlaced or *OrderPaid. Both are keyed by item, so
+// an order's OrderPaid always follows its OrderPlaced in the same partition.
+type Event interface {
+	Key() []byte
+	Validate() error
+}
 
 // OrderPlaced says that a unit was reserved in Redis for a buyer and must become an order row.
 type OrderPlaced struct {
@@ -30,8 +40,13 @@ type OrderPlaced struct {
 	ItemID    string    `json:"itemId"`
 	UserID    string    `json:"userId"`
 	Slot      int       `json:"slot"`
+	// Shard is the stock shard that holds the unit (the buyer's home shard).
+	Shard     int       `json:"shard,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 	ExpiresAt time.Time `json:"expiresAt"`
+	// IdemKey is the buyer's Idempotency-Key, so a refused order's key can be forgotten and the
+	// buyer's retry is a fresh attempt.
+	IdemKey string `json:"idemKey,omitempty"`
 }
 
 // Key is the Kafka message key: all orders of one item go to one partition, in order.
@@ -50,20 +65,87 @@ func (e OrderPlaced) Validate() error {
 		return errors.New("invalid userId")
 	case e.Slot < 0 || e.Slot >= sale.MaxPerUserLimit:
 		return fmt.Errorf("slot %d out of range", e.Slot)
+	case e.Shard < 0 || e.Shard >= sale.MaxShards:
+		return fmt.Errorf("shard %d out of range", e.Shard)
+	case len(e.IdemKey) > 128:
+		return errors.New("idemKey longer than 128 bytes")
 	case e.CreatedAt.IsZero() || e.ExpiresAt.IsZero():
 		return errors.New("createdAt and expiresAt are required")
 	}
 	return nil
 }
 
+// OrderPaid says that the payment provider charged a claimed order: it must become PAID.
+type OrderPaid struct {
+	Type       string    `json:"type"`
+	OrderID    uuid.UUID `json:"orderId"`
+	SaleID     string    `json:"saleId"`
+	ItemID     string    `json:"itemId"`
+	UserID     string    `json:"userId"`
+	Shard      int       `json:"shard,omitempty"`
+	PaymentRef string    `json:"paymentRef"`
+	PaidAt     time.Time `json:"paidAt"`
+}
+
+// Key is the Kafka message key, the same as the order's OrderPlaced.
+func (e OrderPaid) Key() []byte { return []byte(e.SaleID + "/" + e.ItemID) }
+
+// Validate reports whether the event can mark an order paid.
+func (e OrderPaid) Validate() error {
+	switch {
+	case e.Type != TypeOrderPaid:
+		return fmt.Errorf("event type %q, want %s", e.Type, TypeOrderPaid)
+	case e.OrderID == uuid.Nil:
+		return errors.New("orderId missing")
+	case !sale.ValidSlug(e.SaleID) || !sale.ValidSlug(e.ItemID):
+		return fmt.Errorf("invalid sale/item %q/%q", e.SaleID, e.ItemID)
+	case !sale.ValidUserID(e.UserID):
+		return errors.New("invalid userId")
+	case e.Shard < 0 || e.Shard >= sale.MaxShards:
+		return fmt.Errorf("shard %d out of range", e.Shard)
+	case len(e.PaymentRef) > 128:
+		return errors.New("paymentRef longer than 128 bytes")
+	case e.PaidAt.IsZero():
+		return errors.New("paidAt is required")
+	}
+	return nil
+}
+
 // DecodeOrderPlaced parses and validates an OrderPlaced message value.
 func DecodeOrderPlaced(b []byte) (OrderPlaced, error) {
-	var e OrderPlaced
-	if err := json.Unmarshal(b, &e); err != nil {
-		return OrderPlaced{}, fmt.Errorf("decode OrderPlaced: %w", err)
+	e, err := Decode(b)
+	if err != nil {
+		return OrderPlaced{}, err
+	}
+	p, ok := e.(*OrderPlaced)
+	if !ok {
+		return OrderPlaced{}, fmt.Errorf("decode OrderPlaced: got a %T", e)
+	}
+	return *p, nil
+}
+
+// Decode parses and validates a message of the orders topic by its type tag.
+func Decode(b []byte) (Event, error) {
+	var head struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, fmt.Errorf("decode event: %w", err)
+	}
+	var e Event
+	switch head.Type {
+	case TypeOrderPlaced:
+		e = &OrderPlaced{}
+	case TypeOrderPaid:
+		e = &OrderPaid{}
+	default:
+		return nil, fmt.Errorf("decode event: unknown type %q", head.Type)
+	}
+	if err := json.Unmarshal(b, e); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", head.Type, err)
 	}
 	if err := e.Validate(); err != nil {
-		return OrderPlaced{}, fmt.Errorf("decode OrderPlaced: %w", err)
+		return nil, fmt.Errorf("decode %s: %w", head.Type, err)
 	}
 	return e, nil
 }

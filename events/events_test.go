@@ -39,10 +39,43 @@ func FuzzDecodeOrderPlaced(f *testing.F) {
 	f.Add([]byte(`{"type":"OrderPlaced","orderId":"0190c0de-7b1a-7000-8000-000000000000","saleId":"s","itemId":"i","userId":"u","slot":0,"createdAt":"2026-01-01T00:00:00Z","expiresAt":"2026-01-01T00:10:00Z"}`))
 	f.Add([]byte(`{}`))
 	f.Add([]byte{0xff, 0x00})
+	f.Add([]byte(`{"type":"OrderPaid","orderId":"0190c0de-7b1a-7000-8000-000000000000","saleId":"s","itemId":"i","userId":"u","shard":3,"paymentRef":"ch_1","paidAt":"2026-01-01T00:00:00Z"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := DecodeOrderPlaced(b)
 		if err == nil && e.Validate() != nil {
 			t.Fatalf("decoded an invalid event %+v", e)
 		}
+		ev, err := Decode(b)
+		if err == nil && ev.Validate() != nil {
+			t.Fatalf("decoded an invalid event %+v", ev)
+		}
 	})
+}
+
+func TestDecodeOrderPaid(t *testing.T) {
+	e := OrderPaid{Type: TypeOrderPaid, OrderID: uuid.Must(uuid.NewV7()), SaleID: "s", ItemID: "i", UserID: "u",
+		Shard: 3, PaymentRef: "ch_1", PaidAt: time.Unix(5, 0).UTC()}
+	b, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := got.(*OrderPaid); !ok || *p != e {
+		t.Fatalf("decoded %#v, want %+v", got, e)
+	}
+	if _, err := DecodeOrderPlaced(b); err == nil {
+		t.Fatal("an OrderPaid decoded as OrderPlaced")
+	}
+	for name, bad := range map[string]string{
+		"no paidAt":  `{"type":"OrderPaid","orderId":"` + e.OrderID.String() + `","saleId":"s","itemId":"i","userId":"u"}`,
+		"bad shard":  `{"type":"OrderPaid","orderId":"` + e.OrderID.String() + `","saleId":"s","itemId":"i","userId":"u","shard":64,"paidAt":"2026-01-01T00:00:00Z"}`,
+		"wrong type": `{"type":"OrderShipped"}`,
+	} {
+		if _, err := Decode([]byte(bad)); err == nil {
+			t.Errorf("%s: accepted %s", name, bad)
+		}
+	}
 }

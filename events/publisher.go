@@ -46,12 +46,22 @@ func NewPublisher(brokers []string, topic string, batchTimeout time.Duration) *P
 // PublishOrderPlaced publishes one OrderPlaced event keyed by its item.
 func (p *Publisher) PublishOrderPlaced(ctx context.Context, e OrderPlaced) error {
 	e.Type = TypeOrderPlaced
+	return p.publishEvent(ctx, e.OrderID.String(), e)
+}
+
+// PublishOrderPaid publishes one OrderPaid event keyed by its item.
+func (p *Publisher) PublishOrderPaid(ctx context.Context, e OrderPaid) error {
+	e.Type = TypeOrderPaid
+	return p.publishEvent(ctx, e.OrderID.String(), e)
+}
+
+func (p *Publisher) publishEvent(ctx context.Context, orderID string, e Event) error {
 	b, err := json.Marshal(e)
 	if err != nil {
-		return fmt.Errorf("encode OrderPlaced: %w", err)
+		return fmt.Errorf("encode order %s event: %w", orderID, err)
 	}
 	if err := p.w.WriteMessages(ctx, kafka.Message{Key: e.Key(), Value: b}); err != nil {
-		return fmt.Errorf("publish order %s to %s: %w", e.OrderID, p.w.Topic, err)
+		return fmt.Errorf("publish order %s to %s: %w", orderID, p.w.Topic, err)
 	}
 	return nil
 }
