@@ -53,6 +53,7 @@ func newRootCmd() *cobra.Command {
 		newSaleCmd(),
 		newTokenCmd(),
 		newDemoCmd(),
+		newPaymentsCmd(),
 	)
 	return root
 }
