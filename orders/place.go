@@ -18,6 +18,7 @@ type Placement struct {
 	ItemID    string
 	UserID    string
 	Slot      int // the buyer's per-user-limit slot, 0..15
+	Shard     int // the stock shard holding the unit (the buyer's home shard), 0..63
 	CreatedAt time.Time
 	ExpiresAt time.Time
 }
@@ -88,8 +89,11 @@ func (s *Store) PlaceBatch(ctx context.Context, ps []Placement) ([]PlaceResult, 
 		if p.Slot < 0 || p.Slot > 15 {
 			return nil, fmt.Errorf("place order %s: slot %d out of range 0..15", p.OrderID, p.Slot)
 		}
-		b.Queue(`SELECT place_order($1, $2, $3, $4, $5::smallint, $6, $7)`,
-			p.OrderID, p.SaleID, p.ItemID, p.UserID, int16(p.Slot), p.CreatedAt, p.ExpiresAt)
+		if p.Shard < 0 || p.Shard > 63 {
+			return nil, fmt.Errorf("place order %s: shard %d out of range 0..63", p.OrderID, p.Shard)
+		}
+		b.Queue(`SELECT place_order($1, $2, $3, $4, $5::smallint, $6::smallint, $7, $8)`,
+			p.OrderID, p.SaleID, p.ItemID, p.UserID, int16(p.Slot), int16(p.Shard), p.CreatedAt, p.ExpiresAt)
 	}
 	br := s.pool.SendBatch(ctx, b)
 	out := make([]PlaceResult, len(ps))

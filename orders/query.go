@@ -22,32 +22,57 @@ const (
 
 // Order is one stored order.
 type Order struct {
-	ID        uuid.UUID
-	SaleID    string
-	ItemID    string
-	UserID    string
-	Slot      int
-	Status    string
-	CreatedAt time.Time
-	ExpiresAt time.Time
-	UpdatedAt time.Time
+	ID     uuid.UUID
+	SaleID string
+	ItemID string
+	UserID string
+	Slot   int
+	Shard  int // the stock shard that holds the order's unit, where a release must go
+	Status string
+	// PayingSince is set while a payment is under way (the payment claim); an order with a claim
+	// is never expired, so a charge and an expiry cannot both win.
+	PayingSince *time.Time
+	PaymentRef  string // the payment provider's reference, once PAID
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// orderColumns is the select list scanOrder reads, shared so every query returns whole orders.
+const orderColumns = `id, sale_id, item_id, user_id, slot, shard, status, paying_since, payment_ref,
+	created_at, expires_at, updated_at`
+
+// scanOrder reads one row of orderColumns, followed by any extra destinations.
+func scanOrder(row pgx.Row, extra ...any) (Order, error) {
+	var o Order
+	var slot, shard int16
+	var ref *string
+	dest := append([]any{&o.ID, &o.SaleID, &o.ItemID, &o.UserID, &slot, &shard, &o.Status, &o.PayingSince, &ref,
+		&o.CreatedAt, &o.ExpiresAt, &o.UpdatedAt}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return Order{}, err
+	}
+	o.Slot, o.Shard = int(slot), int(shard)
+	if ref != nil {
+		o.PaymentRef = *ref
+	}
+	return o, nil
+}
+
+// collectOrders reads every row of orderColumns.
+func collectOrders(rows pgx.Rows) ([]Order, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Order, error) { return scanOrder(row) })
 }
 
 // GetOrder reads one order. A missing order is an *outcome.Error with code outcome.NotFound.
 func (s *Store) GetOrder(ctx context.Context, id uuid.UUID) (Order, error) {
-	var o Order
-	var slot int16
-	err := s.pool.QueryRow(ctx, `
-		SELECT id, sale_id, item_id, user_id, slot, status, created_at, expires_at, updated_at
-		FROM orders WHERE id = $1`, id).
-		Scan(&o.ID, &o.SaleID, &o.ItemID, &o.UserID, &slot, &o.Status, &o.CreatedAt, &o.ExpiresAt, &o.UpdatedAt)
+	o, err := scanOrder(s.pool.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Order{}, outcome.Errorf(outcome.NotFound, "order %s not found", id)
 	}
 	if err != nil {
 		return Order{}, fmt.Errorf("get order %s: %w", id, err)
 	}
-	o.Slot = int(slot)
 	return o, nil
 }
 

@@ -1,6 +1,7 @@
 // Package orders is fsctl's PostgreSQL order store, the source of truth behind the Redis reserve: it
-// migrates the schema, saves sale definitions, places batches of reserved orders idempotently and
-// answers the counts the harness checks its invariants against.
+// migrates the schema, saves sale definitions, places batches of reserved orders idempotently, moves
+// them through payment, cancel and expiry, and answers the counts the harness checks its invariants
+// against.
 package orders
 
 import (
