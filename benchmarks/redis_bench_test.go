@@ -80,7 +80,7 @@ func runRedisContended(b *testing.B, s *stock.Store, sl sale.Sale, want outcome.
 		}
 	})
 	b.StopTimer()
-	st, err := s.Snapshot(ctx, sl.ID, []string{hotItem})
+	st, err := s.Snapshot(ctx, sl.ID, sl.Items)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) (Repo
 		return rep, err
 	}
 	rep.Settled = time.Since(start)
-	snap, err := app.Stock.Snapshot(ctx, sl.ID, []string{item.ID})
+	snap, err := app.Stock.Snapshot(ctx, sl.ID, []sale.Item{item})
 	if err != nil {
 		return rep, err
 	}

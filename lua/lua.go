@@ -4,17 +4,33 @@ package lua
 
 import _ "embed"
 
-// Reserve is the atomic reservation script: idempotency, sale flags, per-user limit, stock, hold.
+// Reserve is the atomic reservation script on one shard: an incoming transfer, idempotency, sale
+// flags, per-user limit, stock, hold.
 //
 //go:embed reserve.lua
 var Reserve string
 
-// Release returns one hold's unit to stock exactly once.
+// Release returns one live, unpaid hold's unit to stock exactly once.
 //
 //go:embed release.lua
 var Release string
 
-// Preload writes an item's settings and creates or adjusts its stock counter.
+// Settle turns a paid order's hold into a sold unit exactly once.
+//
+//go:embed settle.lua
+var Settle string
+
+// Preload writes a shard's settings and creates or adjusts its stock counter.
 //
 //go:embed preload.lua
 var Preload string
+
+// TransferOut takes units out of a shard into its transfer ledger, on their way to another shard.
+//
+//go:embed transfer_out.lua
+var TransferOut string
+
+// ApplyTransfer moves a ledger entry's units into its target shard exactly once.
+//
+//go:embed apply_transfer.lua
+var ApplyTransfer string

@@ -1,17 +1,29 @@
--- release: return one hold's unit to stock exactly once.
--- KEYS: 1 stock, 2 buyers, 3 holds, 4 orders, 5 released marker of the order,
---       6 (optional) the idempotency record that answered with this order
--- ARGV: 1 order id, 2 final status for the marker (FAILED, EXPIRED, CANCELLED), 3 marker TTL in ms
--- Returns 1 when this call released the unit, 0 when the hold was already gone (released before,
--- or never reserved). The idempotency record is forgotten only while it still names this order, so
--- a buyer whose purchase failed before it was acknowledged can retry with the same key.
-local rec = redis.call('HGET', KEYS[4], ARGV[1])
-if not rec then
+-- release: return the unit of one live, unpaid hold to stock exactly once.
+-- KEYS: 1 stock, 2 buyers, 3 holds, 4 orders, 5 final-status marker of the order,
+--       6 (optional) an idempotency record the caller asks to forget
+-- ARGV: 1 order id, 2 final status for the marker (FAILED, EXPIRED, CANCELLED), 3 marker TTL in ms,
+--       4 the shard's idempotency key prefix ("<tag>:idem:")
+-- Returns 1 when this call released the unit, 0 when there was no live hold: released before,
+-- settled (paid: the unit is sold and stays with the buyer), or never reserved.
+-- An idempotency record is forgotten only while it still names this order, so a buyer whose purchase
+-- failed can retry with the same key. A FAILED order also forgets the record its reserve wrote (its
+-- key is in the orders entry): a failed order was never really the buyer's, so the retry must be a
+-- fresh attempt. That record shares the shard's hash tag, so building its name here stays in the slot.
+if redis.call('ZREM', KEYS[3], ARGV[1]) == 0 then
   return 0
 end
-local user, slot = string.match(rec, '^(.*)\n(%d+)$')
+local rec = redis.call('HGET', KEYS[4], ARGV[1])
+redis.call('INCR', KEYS[1])
+redis.call('SET', KEYS[5], ARGV[2], 'PX', ARGV[3])
+if not rec then
+  return 1
+end
 redis.call('HDEL', KEYS[4], ARGV[1])
-redis.call('ZREM', KEYS[3], ARGV[1])
+-- "user\nslot\nidemKey", or "user\nslot" as written before the key was recorded.
+local user, slot, key = string.match(rec, '^([^\n]*)\n(%d+)\n(.*)$')
+if not user then
+  user, slot = string.match(rec, '^([^\n]*)\n(%d+)$')
+end
 local mask = tonumber(redis.call('HGET', KEYS[2], user) or '0')
 mask = bit.band(mask, bit.bnot(bit.lshift(1, tonumber(slot))))
 if mask == 0 then
@@ -19,12 +31,17 @@ if mask == 0 then
 else
   redis.call('HSET', KEYS[2], user, mask)
 end
-redis.call('INCR', KEYS[1])
-redis.call('SET', KEYS[5], ARGV[2], 'PX', ARGV[3])
-if KEYS[6] then
-  local cur = redis.call('GET', KEYS[6])
+
+local function forget(idem)
+  local cur = redis.call('GET', idem)
   if cur and string.find(cur, '|' .. ARGV[1] .. '|', 1, true) then
-    redis.call('DEL', KEYS[6])
+    redis.call('DEL', idem)
   end
+end
+if KEYS[6] then
+  forget(KEYS[6])
+end
+if key and ARGV[2] == 'FAILED' then
+  forget(ARGV[4] .. #user .. ':' .. user .. ':' .. key)
 end
 return 1

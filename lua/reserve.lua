@@ -1,10 +1,23 @@
--- reserve: ONE atomic step of the purchase path for one item (all keys share the item's hash tag).
+-- reserve: ONE atomic step of the purchase path on one shard of an item (all keys share the shard's
+-- hash tag; the buyer's home shard holds everything about the buyer for the item).
 -- KEYS: 1 meta (hash), 2 stock (int), 3 buyers (hash user -> slot bitmask), 4 holds (zset order -> expiry ms),
---       5 orders (hash order -> "user\nslot"), 6 idempotency record of (user, Idempotency-Key)
--- ARGV: 1 user id, 2 candidate order id, 3 idempotency record TTL in ms
+--       5 orders (hash order -> "user\nslot\nidemKey"), 6 idempotency record of (user, Idempotency-Key),
+--       7 applied (set of the transfer ids moved into this shard)
+-- ARGV: 1 user id, 2 candidate order id, 3 idempotency record TTL in ms, 4 sharded (0/1),
+--       5 Idempotency-Key, 6 incoming transfer id ('' for none), 7 units of the incoming transfer
 -- Returns {code, orderId, expiresAtMs, slot, replay} as strings; codes: RESERVED, SOLD_OUT,
--- ALREADY_PURCHASED, NOT_STARTED, PAUSED, NOT_FOUND. Only final answers are remembered under the
--- idempotency key; NOT_STARTED and PAUSED are transient, so a retry with the same key may still buy.
+-- ALREADY_PURCHASED, NOT_STARTED, PAUSED, NOT_FOUND, and EMPTY (only when sharded: this shard has no
+-- stock, the caller may borrow from another shard and call again; nothing is remembered). Only final
+-- answers are remembered under the idempotency key; NOT_STARTED and PAUSED are transient, so a retry
+-- with the same key may still buy.
+
+-- The incoming transfer is applied first and whatever the answer: its units left their shard in the
+-- same step that wrote the ledger entry, and the caller deletes that entry after this call, so they
+-- must be in this counter by then. SADD makes the move exactly once (a repair may have applied it).
+if ARGV[6] ~= '' and redis.call('SADD', KEYS[7], ARGV[6]) == 1 then
+  redis.call('INCRBY', KEYS[2], ARGV[7])
+end
+
 local prior = redis.call('GET', KEYS[6])
 if prior then
   local code, oid, exp, slot = string.match(prior, '^([%u_]+)|([^|]*)|([^|]*)|([^|]*)$')
@@ -42,6 +55,9 @@ end
 
 local stock = tonumber(redis.call('GET', KEYS[2]) or '0')
 if stock <= 0 then
+  if ARGV[4] == '1' then
+    return {'EMPTY', '', '', '', '0'}
+  end
   redis.call('SET', KEYS[6], 'SOLD_OUT|||', 'PX', ARGV[3])
   return {'SOLD_OUT', '', '', '', '0'}
 end
@@ -50,6 +66,6 @@ redis.call('DECR', KEYS[2])
 redis.call('HSET', KEYS[3], ARGV[1], bit.bor(mask, bit.lshift(1, slot)))
 local exp = now + tonumber(meta[4])
 redis.call('ZADD', KEYS[4], exp, ARGV[2])
-redis.call('HSET', KEYS[5], ARGV[2], ARGV[1] .. '\n' .. slot)
+redis.call('HSET', KEYS[5], ARGV[2], ARGV[1] .. '\n' .. slot .. '\n' .. ARGV[5])
 redis.call('SET', KEYS[6], 'RESERVED|' .. ARGV[2] .. '|' .. exp .. '|' .. slot, 'PX', ARGV[3])
 return {'RESERVED', ARGV[2], tostring(exp), tostring(slot), '0'}

@@ -70,7 +70,7 @@ func Sale(ctx context.Context, db *orders.Store, st *stock.Store, sl sale.Sale, 
 	if err != nil {
 		return Report{}, err
 	}
-	snap, err := st.Snapshot(ctx, sl.ID, sl.ItemIDs())
+	snap, err := st.Snapshot(ctx, sl.ID, sl.Items)
 	if err != nil {
 		return Report{}, err
 	}

@@ -76,7 +76,7 @@ func TestReserveContention(t *testing.T) {
 		t.Errorf("orders hash has %d entries, want %d", len(orders), quantity)
 	}
 	for id, rec := range orders {
-		if want := orderUser[id] + "\n0"; rec != want {
+		if want := orderUser[id] + "\n0\nkey"; rec != want {
 			t.Errorf("orders[%s] = %q, want %q", id, rec, want)
 		}
 	}
@@ -205,9 +205,13 @@ func TestRandomInterleaving(t *testing.T) {
 	slots := map[string]int64{} // user -> bitmask of the slots of the user's live orders
 	live := map[string]int{}
 	for id, rec := range records {
-		user, slot, ok := strings.Cut(rec, "\n")
-		n, err := strconv.Atoi(slot)
-		if !ok || err != nil || n < 0 || n >= limit {
+		fields := strings.Split(rec, "\n")
+		if len(fields) != 3 {
+			t.Fatalf("orders[%s] = %q, want user, slot and key", id, rec)
+		}
+		user := fields[0]
+		n, err := strconv.Atoi(fields[1])
+		if err != nil || n < 0 || n >= limit {
 			t.Fatalf("orders[%s] = %q", id, rec)
 		}
 		if slots[user]&(1<<n) != 0 {

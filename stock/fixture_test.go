@@ -53,7 +53,8 @@ func newFixture(t *testing.T, quantity int64, limit int, edit ...func(*sale.Sale
 }
 
 func (f *fixture) request(user, key string) stock.Request {
-	return stock.Request{SaleID: f.sale.ID, ItemID: f.item, UserID: user, IdemKey: key, OrderID: uuid.Must(uuid.NewV7())}
+	return stock.Request{SaleID: f.sale.ID, ItemID: f.item, UserID: user, IdemKey: key, OrderID: uuid.Must(uuid.NewV7()),
+		Shards: f.sale.Items[0].ShardCount()}
 }
 
 // reserve runs one reserve and fails the test on a Redis error.

@@ -6,43 +6,80 @@ import (
 	"github.com/google/uuid"
 )
 
-// Keys names the Redis keys of one item of one sale. Every key carries the same hash tag
-// {fs:<sale>:<item>}, so one Lua script can touch them all on a Redis Cluster.
+// Keys names the Redis keys of one shard of one item of one sale. Every key carries the same hash
+// tag, so one Lua script can touch them all on a Redis Cluster: {fs:<sale>:<item>} for shard 0 (so
+// an unsharded item is just its shard 0) and {fs:<sale>:<item>:<k>} for shard k ≥ 1.
 type Keys struct{ tag string }
 
-// ItemKeys returns the key set of an item. Sale and item ids are slugs, so they cannot contain
-// the braces that would change the hash tag.
-func ItemKeys(saleID, itemID string) Keys {
-	return Keys{tag: "{fs:" + saleID + ":" + itemID + "}"}
+// ItemKeys returns the key set of an item, which is its shard 0. Sale and item ids are slugs, so
+// they cannot contain the braces or colons that would change the hash tag.
+func ItemKeys(saleID, itemID string) Keys { return ShardKeys(saleID, itemID, 0) }
+
+// ShardKeys returns the key set of one shard of an item.
+func ShardKeys(saleID, itemID string, shard int) Keys {
+	if shard <= 0 {
+		return Keys{tag: "{fs:" + saleID + ":" + itemID + "}"}
+	}
+	return Keys{tag: "{fs:" + saleID + ":" + itemID + ":" + strconv.Itoa(shard) + "}"}
+}
+
+// HomeShard is the shard that holds everything about a buyer for an item (buyer record, holds,
+// orders, idempotency records): FNV-1a 32 of the user id modulo shards, 0 when shards ≤ 1.
+func HomeShard(userID string, shards int) int {
+	if shards <= 1 {
+		return 0
+	}
+	h := uint32(2166136261)
+	for i := 0; i < len(userID); i++ {
+		h ^= uint32(userID[i])
+		h *= 16777619
+	}
+	return int(h % uint32(shards))
 }
 
 // Meta is a hash of the sale settings the reserve script enforces (opening time, pause flag,
-// per-user limit, hold TTL), copied per item so they share the item's slot.
+// per-user limit, hold TTL) plus the shard's quantity and the item's shard count, copied per shard
+// so they share the shard's slot.
 func (k Keys) Meta() string { return k.tag + ":meta" }
 
-// Stock is the remaining-units counter.
+// Stock is the remaining-units counter of the shard.
 func (k Keys) Stock() string { return k.tag + ":stock" }
 
 // Buyers is a hash from user id to the bitmask of the per-user-limit slots the user holds.
 func (k Keys) Buyers() string { return k.tag + ":buyers" }
 
-// Holds is a sorted set of live (unreleased) order ids scored by hold expiry in Unix milliseconds,
-// so a sweeper can scan it by time.
+// Holds is a sorted set of live (unreleased, unpaid) order ids scored by hold expiry in Unix
+// milliseconds, so a sweeper can scan it by time.
 func (k Keys) Holds() string { return k.tag + ":holds" }
 
-// Orders is a hash from live order id to "user\nslot", what a release needs to undo a reserve.
+// Orders is a hash from order id to "user\nslot\nidemKey" for every held or paid order: what a
+// release needs to undo a reserve, and what a sweeper needs to re-publish it.
 func (k Keys) Orders() string { return k.tag + ":orders" }
 
 // Idem is the record of the first final answer given to (user, Idempotency-Key). The user id is
 // length-prefixed so that no (user, key) pair can collide with another one.
 func (k Keys) Idem(userID, key string) string {
-	return k.tag + ":idem:" + strconv.Itoa(len(userID)) + ":" + userID + ":" + key
+	return k.idemPrefix() + strconv.Itoa(len(userID)) + ":" + userID + ":" + key
 }
 
-// Released marks an order whose unit went back to stock, with the order's final status, so a buyer
-// polling an order that never reached PostgreSQL learns what became of it.
+func (k Keys) idemPrefix() string { return k.tag + ":idem:" }
+
+// Released marks an order that left its hold, with the order's final status (PAID, or the status a
+// release recorded), so a buyer polling an order that never reached PostgreSQL learns what became of it.
 func (k Keys) Released(orderID uuid.UUID) string { return k.tag + ":released:" + orderID.String() }
 
-// OrderRefKey points from an order id to its sale and item, so GET /orders/{id} can find the hold
-// of an order that PostgreSQL does not have yet.
+// Ledger is a hash from transfer id to "toShard\ncount\nms": units taken out of this shard on their
+// way to another one, until the target has applied them and the entry is deleted.
+func (k Keys) Ledger() string { return k.tag + ":ledger" }
+
+// Applied is the set of transfer ids applied into this shard, so a transfer moves its units once
+// however many times reserve and repair see it.
+func (k Keys) Applied() string { return k.tag + ":applied" }
+
+// TransferSeq numbers the transfers out of this shard, so transfer ids are unique without a clock or
+// a random source.
+func (k Keys) TransferSeq() string { return k.tag + ":xferseq" }
+
+// OrderRefKey points from an order id to its sale, item, user and shard, so GET /orders/{id} can find
+// the hold of an order that PostgreSQL does not have yet.
 func OrderRefKey(orderID uuid.UUID) string { return "fs:order:" + orderID.String() }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -291,14 +292,19 @@ func TestReleaseForget(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name       string
+		status     string
 		releaseKey string // key whose order is released
 		forgetKey  string // key named in the release; "" releases without forgetting
 		wantFresh  bool
 	}{
-		{name: "forget the key", releaseKey: "k", forgetKey: "k", wantFresh: true},
-		{name: "keep the key", releaseKey: "k"},
+		{name: "forget the key", status: "EXPIRED", releaseKey: "k", forgetKey: "k", wantFresh: true},
+		{name: "keep the key", status: "EXPIRED", releaseKey: "k"},
+		{name: "keep the key of a cancelled order", status: "CANCELLED", releaseKey: "k"},
+		// A failed order was never the buyer's: its own key is forgotten without being named.
+		{name: "failed order forgets its key", status: "FAILED", releaseKey: "k", wantFresh: true},
 		// A record is forgotten only while it names the released order.
-		{name: "forget a key of another order", releaseKey: "other", forgetKey: "k"},
+		{name: "forget a key of another order", status: "EXPIRED", releaseKey: "other", forgetKey: "k"},
+		{name: "failed order keeps another order's key", status: "FAILED", releaseKey: "other", forgetKey: "k"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -309,7 +315,7 @@ func TestReleaseForget(t *testing.T) {
 				released = f.mustReserve("alice", tc.releaseKey)
 			}
 			ok, err := f.store.Release(f.ctx, stock.Release{
-				SaleID: f.sale.ID, ItemID: f.item, OrderID: released.OrderID, Status: "FAILED",
+				SaleID: f.sale.ID, ItemID: f.item, OrderID: released.OrderID, Status: tc.status,
 				ForgetUser: "alice", ForgetKey: tc.forgetKey,
 			})
 			if err != nil || !ok {
@@ -336,7 +342,7 @@ func TestLookupOrder(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 5, 1)
 	r := f.mustReserve("alice", "k")
-	if err := f.store.SetOrderRef(f.ctx, r.OrderID, f.sale.ID, f.item, "alice"); err != nil {
+	if err := f.store.SetOrderRef(f.ctx, r.OrderID, f.sale.ID, f.item, "alice", 0); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.rdb.Del(context.Background(), stock.OrderRefKey(r.OrderID)) })
@@ -394,7 +400,7 @@ func TestPreload(t *testing.T) {
 		if err != nil || actions["x"] != stock.Loaded || actions["y"] != stock.Loaded {
 			t.Fatalf("preload did %v, %v; want x and y loaded", actions, err)
 		}
-		got, err := s.Snapshot(context.Background(), sl.ID, []string{"x", "y"})
+		got, err := s.Snapshot(context.Background(), sl.ID, sl.Items)
 		if err != nil || got[0].Stock != 4 || got[1].Stock != 6 {
 			t.Fatalf("snapshot %+v, %v; want stock 4 and 6", got, err)
 		}
@@ -462,9 +468,12 @@ func TestPreload(t *testing.T) {
 		f.mustReserve("alice", "k1")
 		f.mustReserve("alice", "k2")
 		f.mustReserve("bob", "k1")
-		got, err := f.store.Snapshot(f.ctx, f.sale.ID, []string{f.item, "never-loaded"})
-		want := []stock.ItemState{{ItemID: f.item, Stock: 7, Holds: 3, Buyers: 2}, {ItemID: "never-loaded"}}
-		if err != nil || len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		got, err := f.store.Snapshot(f.ctx, f.sale.ID, []sale.Item{{ID: f.item}, {ID: "never-loaded"}})
+		want := []stock.ItemState{
+			{ItemID: f.item, Stock: 7, Holds: 3, Buyers: 2, Shards: []stock.ShardState{{Stock: 7, Holds: 3, Buyers: 2}}},
+			{ItemID: "never-loaded", Shards: []stock.ShardState{{}}},
+		}
+		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("snapshot = %+v, %v; want %+v", got, err, want)
 		}
 	})

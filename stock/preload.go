@@ -1,0 +1,187 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fsctl/fsctl/sale"
+)
+
+// PreloadAction says what Preload did to an item's stock counters.
+type PreloadAction string
+
+// What Preload can do to a counter.
+const (
+	// Loaded: the counters did not exist and were created.
+	Loaded PreloadAction = "loaded"
+	// Kept: the counters existed and the quantity is unchanged; they were left alone.
+	Kept PreloadAction = "kept"
+	// Adjusted: the quantity changed and the counters moved by the same delta.
+	Adjusted PreloadAction = "adjusted"
+)
+
+// split is shard k's share of q units over n shards: q/n, plus one for the first q%n shards.
+func split(q int64, n, k int) int64 {
+	share := q / int64(n)
+	if int64(k) < q%int64(n) {
+		share++
+	}
+	return share
+}
+
+// Preload writes a sale's settings to every shard of every item and makes each stock counter match
+// its share of the item's quantity without ever overwriting a live counter (that would lose or
+// invent units): a missing counter is loaded with its share of remaining[item] (quantity minus what
+// PostgreSQL already counts as sold; the full quantity when absent), and an existing one moves by
+// exactly the change in its share. Lowering a quantity below the units already held or sold is
+// refused, and so is changing the shard count of an item whose counters exist (reset it first).
+func (s *Store) Preload(ctx context.Context, sl sale.Sale, remaining map[string]int64) (map[string]PreloadAction, error) {
+	paused := "0"
+	if sl.Paused {
+		paused = "1"
+	}
+	out := make(map[string]PreloadAction, len(sl.Items))
+	for _, it := range sl.Items {
+		n := it.ShardCount()
+		if err := s.checkPreload(ctx, sl.ID, it); err != nil {
+			return out, fmt.Errorf("preload item %s: %w", it.ID, err)
+		}
+		left, ok := remaining[it.ID]
+		if !ok {
+			left = it.Quantity
+		}
+		action := Kept
+		for k := range n {
+			keys := ShardKeys(sl.ID, it.ID, k)
+			res, err := s.preload.Run(ctx, s.rdb, []string{keys.Meta(), keys.Stock()},
+				sl.OpensAt.UnixMilli(), paused, sl.PerUserLimit, sl.HoldTTL.Milliseconds(),
+				split(it.Quantity, n, k), split(left, n, k), n).Text()
+			if err != nil {
+				return out, fmt.Errorf("preload item %s shard %d: %w", it.ID, k, err)
+			}
+			switch a, _, _ := strings.Cut(res, ":"); PreloadAction(a) {
+			case Adjusted:
+				action = Adjusted
+			case Loaded:
+				if action == Kept {
+					action = Loaded
+				}
+			}
+		}
+		out[it.ID] = action
+	}
+	return out, nil
+}
+
+// checkPreload refuses, before anything is written, a preload the scripts would refuse part-way
+// through a sharded item: a changed shard count, or a lowered quantity some shard cannot give up.
+// The scripts check again atomically; this only keeps a refusal from leaving some shards adjusted.
+func (s *Store) checkPreload(ctx context.Context, saleID string, it sale.Item) error {
+	n := it.ShardCount()
+	pipe := s.rdb.Pipeline()
+	metas := make([]*redis.SliceCmd, n)
+	stocks := make([]*redis.StringCmd, n)
+	for k := range n {
+		keys := ShardKeys(saleID, it.ID, k)
+		metas[k] = pipe.HMGet(ctx, keys.Meta(), "quantity", "shards")
+		stocks[k] = pipe.Get(ctx, keys.Stock())
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	var oldTotal, left int64
+	short := -1
+	for k := range n {
+		cur, err := stocks[k].Int64()
+		if err != nil {
+			continue // no counter: this shard will be loaded
+		}
+		vals := metas[k].Val()
+		if olds := metaInt(vals[1], 1); olds != int64(n) {
+			return fmt.Errorf("SHARDS_CHANGED the item has %d shards in Redis and %d in the sale; reset the item first", olds, n)
+		}
+		oldq := metaInt(vals[0], -1)
+		if oldq < 0 {
+			continue
+		}
+		oldTotal, left = oldTotal+oldq, left+cur
+		if cur+split(it.Quantity, n, k)-oldq < 0 && short < 0 {
+			short = k
+		}
+	}
+	switch taken := oldTotal - left; {
+	case short < 0:
+		return nil
+	case it.Quantity < taken:
+		return fmt.Errorf("QUANTITY_BELOW_TAKEN quantity %d is below the %d units already held or sold", it.Quantity, taken)
+	default:
+		return fmt.Errorf("QUANTITY_BELOW_TAKEN shard %d has fewer units left than its share of quantity %d would take away; lower the quantity less, or reset the item", short, it.Quantity)
+	}
+}
+
+// metaInt reads an HMGET field as an integer, def when it is missing or not a number.
+func metaInt(v any, def int64) int64 {
+	str, ok := v.(string)
+	if !ok {
+		return def
+	}
+	n, err := strconv.ParseInt(str, 10, 64)
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+// Reset deletes every Redis key of every shard of a sale's items: stock, holds, buyers,
+// idempotency records, ledgers. Only for tests, demos and a sale that has not opened.
+func (s *Store) Reset(ctx context.Context, sl sale.Sale) error {
+	for _, it := range sl.Items {
+		// One scan per item finds every shard: "{fs:<sale>:<item>}:..." and "{fs:<sale>:<item>:<k>}:...".
+		// Ids are slugs, so "[}:]" after the item id cannot match another item's keys.
+		pattern := "{fs:" + sl.ID + ":" + it.ID + "[}:]*"
+		iter := s.rdb.Scan(ctx, 0, pattern, 1000).Iterator()
+		var batch []string
+		for iter.Next(ctx) {
+			batch = append(batch, iter.Val())
+		}
+		if err := iter.Err(); err != nil {
+			return fmt.Errorf("reset item %s: %w", it.ID, err)
+		}
+		for i := 0; i < len(batch); i += 500 {
+			end := min(i+500, len(batch))
+			// One DEL per key: on a Redis Cluster the shards' keys live in different slots.
+			pipe := s.rdb.Pipeline()
+			for _, key := range batch[i:end] {
+				pipe.Del(ctx, key)
+			}
+			if _, err := pipe.Exec(ctx); err != nil {
+				return fmt.Errorf("reset item %s: %w", it.ID, err)
+			}
+		}
+	}
+	return nil
+}
+
+// SetPaused sets the pause flag in the meta of every shard of every item of a sale; the reserve
+// script reads it on every call, so every server instance honours it at once.
+func (s *Store) SetPaused(ctx context.Context, sl sale.Sale, paused bool) error {
+	flag := "0"
+	if paused {
+		flag = "1"
+	}
+	pipe := s.rdb.Pipeline()
+	for _, it := range sl.Items {
+		for k := range it.ShardCount() {
+			pipe.HSet(ctx, ShardKeys(sl.ID, it.ID, k).Meta(), "paused", flag)
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("set paused=%v on sale %s: %w", paused, sl.ID, err)
+	}
+	return nil
+}

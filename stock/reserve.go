@@ -1,0 +1,278 @@
+package stock
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/sale"
+)
+
+// empty is the reserve script's answer when a sharded home shard has no stock: the caller borrows
+// and asks again. It never leaves this package.
+const empty outcome.Code = "EMPTY"
+
+// Request is one purchase attempt as the reserve script sees it.
+type Request struct {
+	SaleID, ItemID string
+	UserID         string
+	IdemKey        string
+	// OrderID is the id the order gets if this attempt reserves a unit.
+	OrderID uuid.UUID
+	// Shards is the item's shard count (sale.Item.ShardCount()); 0 and 1 mean unsharded.
+	Shards int
+	// WaitReplicas, when above zero, makes a fresh reservation wait (Redis WAIT) until that many
+	// replicas acknowledged it or WaitTimeout (sale.DefaultWaitTimeout when zero) passed.
+	WaitReplicas int
+	WaitTimeout  time.Duration
+}
+
+// Reservation is the answer to a Request.
+type Reservation struct {
+	Outcome   outcome.Code
+	OrderID   uuid.UUID
+	ExpiresAt time.Time
+	Slot      int
+	// Replay is true when the answer was remembered from an earlier request with the same key.
+	Replay bool
+	// Shard is where the buyer's records and hold live: always the buyer's home shard.
+	Shard int
+	// Borrowed is how many units were moved into the home shard from other shards for this request.
+	Borrowed int
+	// Replicas is how many replicas acknowledged the reservation when WaitReplicas asked for it
+	// (fewer than asked is not an error), -1 when no WAIT was issued.
+	Replicas int
+}
+
+// Reserve runs one purchase attempt. An unsharded item takes one script call. A sharded one first
+// reserves in the buyer's home shard; when that shard is empty it moves units in from the other
+// shards (starting at one the order id picks) and reserves again, every check repeated in the step
+// that reserves, so borrowing can never break the per-user limit. When no shard has a unit left, a
+// last call remembers SOLD_OUT under the idempotency key.
+func (s *Store) Reserve(ctx context.Context, r Request) (Reservation, error) {
+	home := HomeShard(r.UserID, r.Shards)
+	k := ShardKeys(r.SaleID, r.ItemID, home)
+	call, done, err := s.homeCaller(ctx, r, k)
+	if err != nil {
+		return Reservation{}, fmt.Errorf("reserve %s/%s: %w", r.SaleID, r.ItemID, err)
+	}
+	defer done()
+	rv, err := s.reserveSharded(ctx, call, r, home)
+	if err != nil {
+		return Reservation{}, fmt.Errorf("reserve %s/%s: %w", r.SaleID, r.ItemID, err)
+	}
+	return rv, nil
+}
+
+func (s *Store) reserveSharded(ctx context.Context, call homeCall, r Request, home int) (Reservation, error) {
+	rv, err := s.reserveOnce(ctx, call, r, home, r.Shards > 1, "", 0)
+	if err != nil || rv.Outcome != empty {
+		return rv, err
+	}
+	n := r.Shards
+	first := int(binary.BigEndian.Uint32(r.OrderID[12:]) % uint32(n-1))
+	borrowed := 0
+	for i := range n - 1 {
+		from := (home + 1 + (first+i)%(n-1)) % n
+		id, got, err := s.moveOut(ctx, r.SaleID, r.ItemID, from, home)
+		if err != nil {
+			return Reservation{}, err
+		}
+		if got == 0 {
+			continue
+		}
+		borrowed += int(got)
+		// On an error the ledger entry stays, and RepairTransfers applies it unless this call did.
+		rv, err = s.reserveOnce(ctx, call, r, home, true, id, got)
+		if err != nil {
+			return Reservation{}, err
+		}
+		// The units are in the home shard now. An entry this fails to delete is harmless: Snapshot
+		// sees it applied, and RepairTransfers deletes it.
+		_ = s.rdb.HDel(ctx, ShardKeys(r.SaleID, r.ItemID, from).Ledger(), id).Err()
+		if rv.Outcome != empty {
+			rv.Borrowed = borrowed
+			return rv, nil
+		}
+	}
+	rv, err = s.reserveOnce(ctx, call, r, home, false, "", 0)
+	rv.Borrowed = borrowed
+	return rv, err
+}
+
+// reserveOnce runs the reserve script on the home shard, applying an incoming transfer when id is set.
+func (s *Store) reserveOnce(ctx context.Context, call homeCall, r Request, home int, sharded bool, id string, units int64) (Reservation, error) {
+	k := ShardKeys(r.SaleID, r.ItemID, home)
+	keys := []string{k.Meta(), k.Stock(), k.Buyers(), k.Holds(), k.Orders(), k.Idem(r.UserID, r.IdemKey), k.Applied()}
+	flag := "0"
+	if sharded {
+		flag = "1"
+	}
+	res, replicas, err := call(ctx, keys, r.UserID, r.OrderID.String(), s.idemTTL.Milliseconds(), flag, r.IdemKey, id, units)
+	if err != nil {
+		return Reservation{}, err
+	}
+	rv, err := parseReservation(res)
+	rv.Shard, rv.Replicas = home, replicas
+	return rv, err
+}
+
+// moveOut takes up to the store's transfer batch out of shard from, on its way to shard to.
+func (s *Store) moveOut(ctx context.Context, saleID, itemID string, from, to int) (string, int64, error) {
+	k := ShardKeys(saleID, itemID, from)
+	res, err := s.transferOut.Run(ctx, s.rdb, []string{k.Stock(), k.Ledger(), k.TransferSeq()},
+		s.transferBatch, to, from).StringSlice()
+	if err != nil {
+		return "", 0, fmt.Errorf("transfer out of shard %d: %w", from, err)
+	}
+	if len(res) != 2 {
+		return "", 0, fmt.Errorf("transfer_out script answered %d fields, want 2", len(res))
+	}
+	n, err := strconv.ParseInt(res[0], 10, 64)
+	if err != nil {
+		return "", 0, fmt.Errorf("transfer_out script answered count %q: %w", res[0], err)
+	}
+	return res[1], n, nil
+}
+
+// homeCall runs the reserve script on the buyer's home shard and says how many replicas
+// acknowledged a fresh reservation (-1 when it did not wait).
+type homeCall func(ctx context.Context, keys []string, args ...any) ([]string, int, error)
+
+// homeCaller picks how the home shard's reserve calls run. Without replica waits they go through
+// the store's client. With them, WAIT must follow the script on the same connection, since it
+// counts the acknowledgements of that connection's writes: a *redis.Client (or the master of the
+// home shard's slot on a *redis.ClusterClient) lends one connection for the whole request. Any other
+// UniversalClient gets EVALSHA and WAIT in one pipeline, which only keeps them on one connection
+// where the client does (a Ring routes the keyless WAIT by its own rules).
+func (s *Store) homeCaller(ctx context.Context, r Request, k Keys) (homeCall, func(), error) {
+	if r.WaitReplicas <= 0 {
+		return func(ctx context.Context, keys []string, args ...any) ([]string, int, error) {
+			res, err := s.reserve.Run(ctx, s.rdb, keys, args...).StringSlice()
+			return res, -1, err
+		}, func() {}, nil
+	}
+	timeout := r.WaitTimeout
+	if timeout <= 0 {
+		timeout = sale.DefaultWaitTimeout // WAIT 0 would block forever
+	}
+	var node *redis.Client
+	switch c := s.rdb.(type) {
+	case *redis.Client:
+		node = c
+	case *redis.ClusterClient:
+		m, err := c.MasterForKey(ctx, k.Stock())
+		if err != nil {
+			return nil, nil, fmt.Errorf("find the master of shard %s: %w", k.tag, err)
+		}
+		node = m
+	}
+	if node == nil {
+		return func(ctx context.Context, keys []string, args ...any) ([]string, int, error) {
+			return s.reservePipelinedWait(ctx, keys, args, r.WaitReplicas, timeout)
+		}, func() {}, nil
+	}
+	conn := node.Conn()
+	return func(ctx context.Context, keys []string, args ...any) ([]string, int, error) {
+		res, err := s.reserve.Run(ctx, conn, keys, args...).StringSlice()
+		if err != nil || !freshReserved(res) {
+			return res, -1, err
+		}
+		// The unit is reserved whatever WAIT says; a WAIT that fails confirms no replica.
+		n, err := conn.Wait(ctx, r.WaitReplicas, timeout).Result()
+		if err != nil {
+			return res, 0, nil
+		}
+		return res, int(n), nil
+	}, func() { _ = conn.Close() }, nil
+}
+
+func (s *Store) reservePipelinedWait(ctx context.Context, keys []string, args []any, replicas int, timeout time.Duration) ([]string, int, error) {
+	for attempt := 0; ; attempt++ {
+		pipe := s.rdb.Pipeline()
+		ev := pipe.EvalSha(ctx, s.reserve.Hash(), keys, args...)
+		// Pipeliner has no Wait; as a plain command WAIT gets the client's read timeout, not its own.
+		wait := pipe.Do(ctx, "wait", replicas, timeout.Milliseconds())
+		_, _ = pipe.Exec(ctx)
+		if redis.HasErrorPrefix(ev.Err(), "NOSCRIPT") && attempt == 0 {
+			if err := s.reserve.Load(ctx, s.rdb).Err(); err != nil {
+				return nil, -1, fmt.Errorf("load reserve script: %w", err)
+			}
+			continue
+		}
+		res, err := ev.StringSlice()
+		if err != nil || !freshReserved(res) {
+			return res, -1, err
+		}
+		n, _ := wait.Int() // a failed WAIT confirms no replica
+		return res, n, nil
+	}
+}
+
+func freshReserved(res []string) bool {
+	return len(res) == 5 && res[0] == string(outcome.Reserved) && res[4] == "0"
+}
+
+func parseReservation(res []string) (Reservation, error) {
+	if len(res) != 5 {
+		return Reservation{}, fmt.Errorf("reserve script answered %d fields, want 5", len(res))
+	}
+	rv := Reservation{Replay: res[4] == "1", Replicas: -1}
+	switch c := outcome.Code(res[0]); c {
+	case outcome.Reserved:
+		rv.Outcome = c
+	case outcome.SoldOut, outcome.AlreadyPurchased, outcome.NotStarted, outcome.Paused, empty:
+		rv.Outcome = c
+		return rv, nil
+	case outcome.NotFound:
+		return rv, outcome.Errorf(outcome.NotFound, "item is not on sale (not preloaded)")
+	default:
+		return Reservation{}, fmt.Errorf("reserve script answered unknown code %q", res[0])
+	}
+	id, err := uuid.Parse(res[1])
+	if err != nil {
+		return Reservation{}, fmt.Errorf("reserve script answered order id %q: %w", res[1], err)
+	}
+	ms, err := strconv.ParseInt(res[2], 10, 64)
+	if err != nil {
+		return Reservation{}, fmt.Errorf("reserve script answered expiry %q: %w", res[2], err)
+	}
+	slot, err := strconv.Atoi(res[3])
+	if err != nil {
+		return Reservation{}, fmt.Errorf("reserve script answered slot %q: %w", res[3], err)
+	}
+	rv.OrderID, rv.ExpiresAt, rv.Slot = id, time.UnixMilli(ms).UTC(), slot
+	return rv, nil
+}
+
+// Remembered reads the answer remembered for (user, Idempotency-Key) at the buyer's home shard,
+// parsed as a replay, without reserving anything: a server that knows an item is sold out can still
+// give a retry the answer its key already got. ok is false when nothing is remembered.
+func (s *Store) Remembered(ctx context.Context, saleID, itemID string, shards int, userID, idemKey string) (Reservation, bool, error) {
+	home := HomeShard(userID, shards)
+	rec, err := s.rdb.Get(ctx, ShardKeys(saleID, itemID, home).Idem(userID, idemKey)).Result()
+	if errors.Is(err, redis.Nil) {
+		return Reservation{}, false, nil
+	}
+	if err != nil {
+		return Reservation{}, false, fmt.Errorf("read idempotency record of %s/%s: %w", saleID, itemID, err)
+	}
+	fields := strings.Split(rec, "|")
+	if len(fields) != 4 {
+		return Reservation{}, false, fmt.Errorf("idempotency record of %s/%s: malformed %q", saleID, itemID, rec)
+	}
+	rv, err := parseReservation(append(fields, "1"))
+	if err != nil {
+		return Reservation{}, false, fmt.Errorf("idempotency record of %s/%s: %w", saleID, itemID, err)
+	}
+	rv.Shard = home
+	return rv, true, nil
+}
