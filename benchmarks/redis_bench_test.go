@@ -21,10 +21,16 @@ import (
 // neverSellsOut is stock no benchmark run can exhaust, so every reserve really takes a unit.
 const neverSellsOut = 1 << 40
 
-// redisHotItem preloads one open item with the given stock and a per-user limit of 1 under a
-// fresh sale id (the Redis server is shared), on a client with a connection for every contender,
-// and resets the sale's keys when the benchmark ends.
+// redisHotItem preloads one open, unsharded item with the given stock and a per-user limit of 1.
 func redisHotItem(b *testing.B, quantity int64) (*stock.Store, sale.Sale) {
+	b.Helper()
+	return redisItem(b, sale.Item{ID: hotItem, Quantity: quantity})
+}
+
+// redisItem preloads one open item with a per-user limit of 1 under a fresh sale id (the Redis
+// server is shared), on a client with a connection for every contender, and resets the sale's keys
+// when the benchmark ends.
+func redisItem(b *testing.B, item sale.Item) (*stock.Store, sale.Sale) {
 	b.Helper()
 	testenv.Redis(b) // skips under -short, fails fast when the stack is down
 	opts, err := redis.ParseURL(stack.EndpointsFromEnv().RedisURL)
@@ -43,7 +49,7 @@ func redisHotItem(b *testing.B, quantity int64) (*stock.Store, sale.Sale) {
 	}
 	sl := sale.Sale{
 		ID: testenv.ID(b, "bench"), OpensAt: time.Now().Add(-time.Minute), PerUserLimit: 1, HoldTTL: time.Minute,
-		Items: []sale.Item{{ID: hotItem, Quantity: quantity}},
+		Items: []sale.Item{item},
 	}
 	b.Cleanup(func() {
 		if err := s.Reset(context.Background(), sl); err != nil {
