@@ -86,9 +86,19 @@ func TestReserveContention(t *testing.T) {
 }
 
 // TestRandomInterleaving runs reserves (fresh keys and retries) and releases (double releases and
-// forgetting ones included) of many users from many goroutines, then checks the invariants.
+// forgetting ones included) of many users from many goroutines, on an unsharded item and on one
+// split over 4 shards (borrowing included), then checks the invariants.
 func TestRandomInterleaving(t *testing.T) {
 	t.Parallel()
+	for _, shards := range []int{1, 4} {
+		t.Run("shards "+strconv.Itoa(shards), func(t *testing.T) {
+			t.Parallel()
+			testRandomInterleaving(t, shards)
+		})
+	}
+}
+
+func testRandomInterleaving(t *testing.T, shards int) {
 	const (
 		seed       = 20240601
 		goroutines = 20
@@ -98,16 +108,18 @@ func TestRandomInterleaving(t *testing.T) {
 		opsEach    = 150
 	)
 	t.Logf("seed %d", seed)
-	f := newFixture(t, quantity, limit)
+	f := newFixture(t, quantity, limit, sharded(shards))
 
 	type held struct {
 		id        uuid.UUID
 		user, key string
+		shard     int
 	}
 	var (
 		mu                 sync.Mutex
 		orders             []held
 		reserved, released atomic.Int64
+		borrowed           atomic.Int64
 	)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -130,10 +142,11 @@ func TestRandomInterleaving(t *testing.T) {
 						t.Error(err)
 						return
 					}
+					borrowed.Add(int64(r.Borrowed))
 					if r.Outcome == outcome.Reserved && !r.Replay {
 						reserved.Add(1)
 						mu.Lock()
-						orders = append(orders, held{r.OrderID, user, key})
+						orders = append(orders, held{r.OrderID, user, key, r.Shard})
 						mu.Unlock()
 					}
 					continue
@@ -145,7 +158,7 @@ func TestRandomInterleaving(t *testing.T) {
 				}
 				h := orders[rng.IntN(len(orders))] // may be released already: double releases
 				mu.Unlock()
-				rel := stock.Release{SaleID: f.sale.ID, ItemID: f.item, OrderID: h.id, Status: "EXPIRED"}
+				rel := stock.Release{SaleID: f.sale.ID, ItemID: f.item, Shard: h.shard, OrderID: h.id, Status: "EXPIRED"}
 				if rng.IntN(2) == 0 {
 					rel.ForgetUser, rel.ForgetKey = h.user, h.key
 				}
@@ -185,13 +198,20 @@ func TestRandomInterleaving(t *testing.T) {
 	}
 
 	f.checkInvariant("the run")
-	stockN, holds, _, _ := f.counts()
+	st := f.checkShards("the run")
+	stockN, holds := st.Stock, st.Holds
 	if want := reserved.Load() - released.Load(); holds != want {
 		t.Errorf("holds = %d, want %d reserved - %d released", holds, reserved.Load(), released.Load())
 	}
-	t.Logf("%d reserved, %d released, stock %d, holds %d", reserved.Load(), released.Load(), stockN, holds)
+	t.Logf("%d reserved, %d released, %d borrowed, stock %d, holds %d", reserved.Load(), released.Load(), borrowed.Load(), stockN, holds)
 	if reserved.Load() < quantity || released.Load() == 0 {
 		t.Errorf("run too tame to test anything: %d reserved, %d released", reserved.Load(), released.Load())
+	}
+	if shards > 1 && borrowed.Load() == 0 {
+		t.Error("no unit was borrowed: the run did not exercise the transfers")
+	}
+	if shards > 1 {
+		return // checkShards did the per-shard buyer checks below
 	}
 
 	masks, err := f.rdb.HGetAll(f.ctx, f.keys.Buyers()).Result()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,8 +102,8 @@ func (f *fixture) counts() (stockN, holds, orders int64, err error) {
 	return stockN, h.Val(), o.Val(), err
 }
 
-// checkInvariant asserts no unit was lost or invented: stock + holds == quantity, stock >= 0, and
-// every hold has its order record.
+// checkInvariant asserts no unit was lost or invented: over every shard, stock + units in transit +
+// holds == quantity, no counter below zero, and every hold has its order record.
 func (f *fixture) checkInvariant(step string) {
 	f.t.Helper()
 	if err := f.invariant(); err != nil {
@@ -109,13 +111,51 @@ func (f *fixture) checkInvariant(step string) {
 	}
 }
 
+// invariant reads every shard's counters, ledger and applied set in one MULTI (one Redis node), so
+// it sees a state between two scripts even while other goroutines run them and borrow.
 func (f *fixture) invariant() error {
-	s, h, o, err := f.counts()
-	if err != nil {
+	type shard struct {
+		stock         *redis.StringCmd
+		holds, orders *redis.IntCmd
+		ledger        *redis.MapStringStringCmd
+		appliedInto   *redis.StringSliceCmd
+	}
+	pipe := f.rdb.TxPipeline()
+	cs := make([]shard, f.shards())
+	for k := range cs {
+		keys := f.shardKeys(k)
+		cs[k] = shard{pipe.Get(f.ctx, keys.Stock()), pipe.ZCard(f.ctx, keys.Holds()), pipe.HLen(f.ctx, keys.Orders()),
+			pipe.HGetAll(f.ctx, keys.Ledger()), pipe.SMembers(f.ctx, keys.Applied())}
+	}
+	if _, err := pipe.Exec(f.ctx); err != nil {
 		return err
 	}
-	if q := f.sale.Items[0].Quantity; s+h != q || s < 0 || h != o {
-		return fmt.Errorf("stock %d + holds %d != quantity %d (orders %d)", s, h, q, o)
+	applied := map[string]bool{} // "to/transferId"
+	for k, c := range cs {
+		for _, id := range c.appliedInto.Val() {
+			applied[strconv.Itoa(k)+"/"+id] = true
+		}
+	}
+	var total int64
+	for k, c := range cs {
+		s, err := c.stock.Int64()
+		if err != nil {
+			return fmt.Errorf("shard %d stock: %w", k, err)
+		}
+		if s < 0 || c.holds.Val() != c.orders.Val() {
+			return fmt.Errorf("shard %d: stock %d, holds %d, orders %d", k, s, c.holds.Val(), c.orders.Val())
+		}
+		total += s + c.holds.Val()
+		for id, v := range c.ledger.Val() {
+			to, units, _ := strings.Cut(v, "\n")
+			units, _, _ = strings.Cut(units, "\n")
+			if n, err := strconv.ParseInt(units, 10, 64); err == nil && !applied[to+"/"+id] {
+				total += n
+			}
+		}
+	}
+	if q := f.sale.Items[0].Quantity; total != q {
+		return fmt.Errorf("stock + in transit + holds = %d over %d shards, quantity %d", total, len(cs), q)
 	}
 	return nil
 }

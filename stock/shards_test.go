@@ -440,3 +440,24 @@ func TestRemaining(t *testing.T) {
 		t.Fatalf("Remaining = %v, %v; want [9 0]", got, err)
 	}
 }
+
+// TestTransferBatch borrows several units at once: the ones beyond the buyer's stay in the home shard.
+func TestTransferBatch(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 8, 1, sharded(2)) // 4 units per shard
+	f.store = stock.New(f.rdb, stock.TransferBatch(3))
+	if err := f.rdb.DecrBy(f.ctx, f.shardKeys(1).Stock(), 4).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.rdb.IncrBy(f.ctx, f.shardKeys(0).Stock(), 4).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := f.mustReserve(userAt("batch", 2, 1), "k")
+	if r.Borrowed != 3 || r.Shard != 1 {
+		t.Fatalf("reserve = %+v, want 3 units borrowed into shard 1", r)
+	}
+	if got, want := f.shardStocks(), []int64{5, 2}; !equal(got, want) {
+		t.Errorf("stocks %v, want %v", got, want)
+	}
+	f.checkShards("a batch transfer")
+}
