@@ -17,14 +17,17 @@ import (
 	"github.com/fsctl/fsctl/stock"
 )
 
-// Placer records orders; *orders.Store implements it.
+// Placer records orders and their payments; *orders.Store implements it.
 type Placer interface {
 	PlaceBatch(ctx context.Context, ps []orders.Placement) ([]orders.PlaceResult, error)
+	MarkPaidBatch(ctx context.Context, marks []orders.PaidMark) ([]orders.PaidResult, error)
 }
 
-// Releaser returns a refused order's unit to stock; *stock.Store implements it.
+// Releaser returns a refused order's unit to stock and takes a paid order's hold off the expiry
+// clock; *stock.Store implements it.
 type Releaser interface {
 	Release(ctx context.Context, r stock.Release) (bool, error)
+	Settle(ctx context.Context, s stock.Settle) (bool, error)
 }
 
 // DeadLetters receives messages the consumer cannot record; *events.Publisher implements it.
@@ -36,6 +39,7 @@ type DeadLetters interface {
 type Metrics struct {
 	Persisted    func(n int)
 	Duplicates   func(n int)
+	Paid         func(n int)
 	DeadLettered func(reason string)
 	BatchSize    func(n int)
 	DBErrors     func()
@@ -157,7 +161,8 @@ func (c *Consumer) retry(ctx context.Context, fn func() error) error {
 }
 
 // handle records one batch. It is idempotent, so a retry after a partial failure is safe: orders
-// already placed come back as duplicates and releases happen at most once.
+// already placed come back as duplicates, payments already recorded as unchanged, and releases
+// and settles happen at most once.
 func (c *Consumer) handle(ctx context.Context, batch []kafka.Message) error {
 	if c.metrics.BatchSize != nil {
 		c.metrics.BatchSize(len(batch))
@@ -166,21 +171,31 @@ func (c *Consumer) handle(ctx context.Context, batch []kafka.Message) error {
 		placements []orders.Placement
 		placed     []events.OrderPlaced
 		sources    []kafka.Message
+		marks      []orders.PaidMark
+		markSrc    []kafka.Message
 		dead       []kafka.Message
 	)
 	for _, m := range batch {
-		e, err := events.DecodeOrderPlaced(m.Value)
+		ev, err := events.Decode(m.Value)
 		if err != nil {
 			dead = append(dead, deadLetter(m, "undecodable", err.Error()))
 			continue
 		}
-		placed = append(placed, e)
-		sources = append(sources, m)
-		placements = append(placements, orders.Placement{
-			OrderID: e.OrderID, SaleID: e.SaleID, ItemID: e.ItemID, UserID: e.UserID,
-			Slot: e.Slot, CreatedAt: e.CreatedAt, ExpiresAt: e.ExpiresAt,
-		})
+		switch e := ev.(type) {
+		case *events.OrderPlaced:
+			placed = append(placed, *e)
+			sources = append(sources, m)
+			placements = append(placements, orders.Placement{
+				OrderID: e.OrderID, SaleID: e.SaleID, ItemID: e.ItemID, UserID: e.UserID,
+				Slot: e.Slot, Shard: e.Shard, CreatedAt: e.CreatedAt, ExpiresAt: e.ExpiresAt,
+			})
+		case *events.OrderPaid:
+			marks = append(marks, orders.PaidMark{OrderID: e.OrderID, PaymentRef: e.PaymentRef})
+			markSrc = append(markSrc, m)
+		}
 	}
+	// Placements first: an order's OrderPaid follows its OrderPlaced in the partition, possibly in
+	// the same batch.
 	var results []orders.PlaceResult
 	if len(placements) > 0 {
 		var err error
@@ -201,20 +216,67 @@ func (c *Consumer) handle(ctx context.Context, batch []kafka.Message) error {
 			dead = append(dead, deadLetter(sources[i], r.Reason, "refused by PostgreSQL"))
 		}
 	}
+	settle, deadPaid, err := c.markPaid(ctx, marks, markSrc)
+	if err != nil {
+		return err
+	}
+	dead = append(dead, deadPaid...)
 	if len(dead) > 0 {
 		if err := c.dlq.Publish(ctx, dead...); err != nil {
 			return err
 		}
 	}
 	for _, e := range refused {
-		if _, err := c.release.Release(ctx, stock.Release{SaleID: e.SaleID, ItemID: e.ItemID, OrderID: e.OrderID, Status: "FAILED"}); err != nil {
+		// The buyer may have been told "reserved" by a replay; forgetting the key makes their
+		// retry a fresh attempt instead of a reservation that will never exist.
+		if _, err := c.release.Release(ctx, stock.Release{SaleID: e.SaleID, ItemID: e.ItemID, Shard: e.Shard,
+			OrderID: e.OrderID, Status: "FAILED", ForgetUser: e.UserID, ForgetKey: e.IdemKey}); err != nil {
 			return err
 		}
 		c.log.Error("database refused an order; unit released", "order", e.OrderID, "sale", e.SaleID, "item", e.ItemID)
 	}
-	c.count(persisted, dups, dead)
+	for _, st := range settle {
+		if _, err := c.release.Settle(ctx, st); err != nil {
+			return err
+		}
+	}
+	c.count(persisted, dups, len(settle), dead)
 	return nil
 }
+
+// markPaid records the batch's payments and returns the paid holds to settle in Redis, and dead
+// letters for payments of orders that are missing or no longer live: a buyer was charged for
+// them, so they are counted loudly for a refund.
+func (c *Consumer) markPaid(ctx context.Context, marks []orders.PaidMark, src []kafka.Message) ([]stock.Settle, []kafka.Message, error) {
+	if len(marks) == 0 {
+		return nil, nil, nil
+	}
+	res, err := c.placer.MarkPaidBatch(ctx, marks)
+	if err != nil {
+		return nil, nil, fmt.Errorf("record %d payments: %w", len(marks), err)
+	}
+	var settle []stock.Settle
+	var dead []kafka.Message
+	for i, r := range res {
+		switch {
+		case r.Missing:
+			c.log.Error("payment for an order PostgreSQL does not have; refund it", "order", r.OrderID)
+			dead = append(dead, deadLetter(src[i], ReasonPaidUnknown, "no such order"))
+		case r.Status != orders.StatusPaid:
+			c.log.Error("payment for an order that is no longer live; refund it", "order", r.OrderID, "status", r.Status)
+			dead = append(dead, deadLetter(src[i], ReasonPaidClosed, "order is "+r.Status))
+		default:
+			settle = append(settle, stock.Settle{SaleID: r.SaleID, ItemID: r.ItemID, Shard: r.Shard, OrderID: r.OrderID})
+		}
+	}
+	return settle, dead, nil
+}
+
+// Dead-letter reasons of payments that could not be recorded.
+const (
+	ReasonPaidUnknown = "paid_unknown_order"
+	ReasonPaidClosed  = "paid_closed_order"
+)
 
 // ReasonRejected is the dead-letter reason of an order PostgreSQL refused to store at all.
 const ReasonRejected = "rejected"
@@ -242,9 +304,12 @@ func (c *Consumer) place(ctx context.Context, ps []orders.Placement) ([]orders.P
 	return append(left, right...), nil
 }
 
-func (c *Consumer) count(persisted, dups int, dead []kafka.Message) {
+func (c *Consumer) count(persisted, dups, paid int, dead []kafka.Message) {
 	if c.metrics.Persisted != nil {
 		c.metrics.Persisted(persisted)
+	}
+	if c.metrics.Paid != nil {
+		c.metrics.Paid(paid)
 	}
 	if c.metrics.Duplicates != nil {
 		c.metrics.Duplicates(dups)

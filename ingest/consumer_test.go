@@ -36,6 +36,10 @@ func (p *poisonPlacer) PlaceBatch(_ context.Context, ps []orders.Placement) ([]o
 	return out, nil
 }
 
+func (p *poisonPlacer) MarkPaidBatch(context.Context, []orders.PaidMark) ([]orders.PaidResult, error) {
+	return nil, errors.New("not used")
+}
+
 func TestPlaceIsolatesPoisonMessages(t *testing.T) {
 	ps := make([]orders.Placement, 37)
 	for i := range ps {

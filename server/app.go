@@ -6,15 +6,20 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/fsctl/fsctl/auth"
+	"github.com/fsctl/fsctl/control"
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/ingest"
+	"github.com/fsctl/fsctl/lifecycle"
 	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/payment"
+	"github.com/fsctl/fsctl/payment/fake"
 	"github.com/fsctl/fsctl/stock"
 )
 
@@ -37,17 +42,36 @@ type AppConfig struct {
 	PublishLinger time.Duration
 	// Migrate applies database migrations at start.
 	Migrate bool
+	// PaymentURL is the payment provider's base URL; empty runs the bundled fake provider
+	// in-process (for demos and tests — it charges nothing real).
+	PaymentURL string
+	// Breaker guards the payment provider.
+	Breaker payment.BreakerConfig
+	// Lifecycle tunes the payment saga and the background jobs (expiry, sweeper, claim resolver).
+	Lifecycle lifecycle.Config
+	// Workers runs the background jobs in this process (every instance may run them).
+	Workers bool
+	// SwitchesKey is the Redis key of the kill switches (control.Key when empty).
+	SwitchesKey string
+	// ControlPoll is how often the kill switches are re-read.
+	ControlPoll time.Duration
 }
 
 // App is the assembled checkout: HTTP API and order consumer over Redis, Kafka and PostgreSQL.
 type App struct {
-	cfg      AppConfig
-	Server   *Server
-	Stock    *stock.Store
-	Orders   *orders.Store
+	cfg    AppConfig
+	Server *Server
+	Stock  *stock.Store
+	Orders *orders.Store
+	// Lifecycle is the payment saga and the background jobs.
+	Lifecycle *lifecycle.Service
+	// Switches are the operator's kill switches.
+	Switches *control.Store
 	consumer *ingest.Consumer
 	pub, dlq *events.Publisher
 	rdb      *redis.Client
+	watcher  *control.Watcher
+	fakePay  *http.Server
 	log      *slog.Logger
 }
 
@@ -65,6 +89,12 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 	}
 	if cfg.PublishLinger == 0 {
 		cfg.PublishLinger = time.Millisecond
+	}
+	if cfg.Lifecycle == (lifecycle.Config{}) {
+		cfg.Lifecycle = lifecycle.DefaultConfig()
+	}
+	if cfg.ControlPoll == 0 {
+		cfg.ControlPoll = 250 * time.Millisecond
 	}
 	a := &App{cfg: cfg, log: log}
 	ok := false
@@ -107,14 +137,30 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	payments, err := a.openPayments(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a.Switches = control.NewStore(a.rdb, cfg.SwitchesKey)
+	a.watcher = control.NewWatcher(a.Switches, cfg.ControlPoll, log)
+	if err := a.watcher.Refresh(ctx); err != nil {
+		return nil, err
+	}
 	a.Server = New(cfg.Server, Deps{
 		Auth: verifier, Stock: a.Stock, Publisher: a.pub, Orders: a.Orders, Log: log,
+		Switches: a.watcher, SwitchStore: a.Switches,
 		Probes: map[string]Probe{
 			"redis":    a.probeRedis,
 			"postgres": func(ctx context.Context) error { return a.Orders.Pool().Ping(ctx) },
 			"kafka":    func(ctx context.Context) error { return events.Ping(ctx, cfg.Brokers) },
 		},
 	})
+	a.Lifecycle = lifecycle.New(cfg.Lifecycle, lifecycle.Deps{
+		Orders: a.Orders, Stock: a.Stock, Payments: payments, Publisher: a.pub, Log: log,
+		Metrics: a.Server.LifecycleMetrics(),
+		Enabled: func(job string) bool { return !a.watcher.Off(job) },
+	})
+	a.Server.life = a.Lifecycle
 	if cfg.Consumer {
 		icfg := ingest.DefaultConfig(cfg.Brokers)
 		icfg.Topic = cfg.OrdersTopic
@@ -125,6 +171,29 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 	}
 	ok = true
 	return a, nil
+}
+
+// openPayments builds the payment client behind its circuit breaker; with no provider URL it starts
+// the bundled fake provider on a loopback port.
+func (a *App) openPayments(cfg AppConfig) (*payment.Breaker, error) {
+	url := cfg.PaymentURL
+	if url == "" {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("start the bundled payment provider: %w", err)
+		}
+		a.fakePay = &http.Server{Handler: fake.New(fake.Config{}, nil).Handler(), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = a.fakePay.Serve(ln) }()
+		url = "http://" + ln.Addr().String()
+		a.log.Warn("no --payment-url: using the bundled fake payment provider (tok_ok pays, tok_decline declines)", "url", url)
+	}
+	client := payment.NewHTTPClient(url, cfg.Lifecycle.PaymentTimeout)
+	return payment.NewBreaker(client, cfg.Breaker, func(name string, from, to payment.State) {
+		a.log.Warn("payment circuit breaker changed state", "breaker", name, "from", from.String(), "to", to.String())
+		if a.Server != nil {
+			a.Server.SetBreakerState(int(to))
+		}
+	}), nil
 }
 
 func (a *App) probeRedis(ctx context.Context) error {
@@ -144,6 +213,16 @@ func (a *App) probeRedis(ctx context.Context) error {
 // Run serves the roles until ctx ends. ready receives the API's address once it listens.
 func (a *App) Run(ctx context.Context, ready func(net.Addr)) error {
 	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { a.watcher.Run(ctx); return nil })
+	if a.cfg.Workers {
+		a.log.Info("lifecycle jobs started", "expiry_every", a.cfg.Lifecycle.ExpiryInterval, "sweep_every", a.cfg.Lifecycle.SweepInterval)
+		g.Go(func() error {
+			if err := a.Lifecycle.Run(ctx); !errors.Is(err, context.Canceled) {
+				return err
+			}
+			return nil
+		})
+	}
 	if a.cfg.API {
 		g.Go(func() error { return a.Server.Serve(ctx, ready) })
 	}
@@ -189,6 +268,9 @@ func (a *App) Close() {
 	}
 	if a.Orders != nil {
 		a.Orders.Close()
+	}
+	if a.fakePay != nil {
+		_ = a.fakePay.Close()
 	}
 	if a.rdb != nil {
 		_ = a.rdb.Close()

@@ -13,7 +13,9 @@ import (
 
 	"github.com/fsctl/fsctl/auth"
 	"github.com/fsctl/fsctl/demo"
+	"github.com/fsctl/fsctl/lifecycle"
 	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/payment"
 	"github.com/fsctl/fsctl/provision"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/server"
@@ -25,51 +27,100 @@ var testSecret = []byte("server-test-secret-0123456789abcdef")
 
 // env is one checkout running on the real services, with its own database, topics and sale.
 type env struct {
-	t       *testing.T
-	app     *server.App
-	base    string
-	sale    sale.Sale
-	topic   string
-	dlq     string
-	brokers []string
-	client  *http.Client
+	t        *testing.T
+	app      *server.App
+	base     string
+	sale     sale.Sale
+	pgURL    string
+	topic    string
+	dlq      string
+	brokers  []string
+	switches string
+	opts     envOptions
+	client   *http.Client
+}
+
+// envOptions shape a test checkout; zero values take the defaults of newEnv.
+type envOptions struct {
+	Quantity int64
+	Limit    int
+	HoldTTL  time.Duration
+	Shards   int
+	// OpensAt and ClosesAt default to "opened a minute ago" and "never closes".
+	OpensAt, ClosesAt time.Time
+	WaitReplicas      int
+	// PaymentURL empty runs the bundled fake provider in-process.
+	PaymentURL string
+	Breaker    payment.BreakerConfig
+	AdminToken string
+	SoldOut    server.SoldOutMode
+	// ReadModelTTL of GET /sales/{sale}; zero in tests so every read is fresh.
+	ReadModelTTL time.Duration
+	// Workers runs the lifecycle jobs with fast test intervals.
+	Workers bool
 }
 
 // newEnv starts the API and the order consumer on a fresh database and fresh topics, and opens
 // a sale with one item of the given quantity.
 func newEnv(t *testing.T, quantity int64, limit int) *env {
 	t.Helper()
+	return newEnvWith(t, envOptions{Quantity: quantity, Limit: limit})
+}
+
+func newEnvWith(t *testing.T, o envOptions) *env {
+	t.Helper()
 	testenv.Redis(t) // skip under -short, fail with a hint when the stack is down
-	pgURL := testenv.Postgres(t)
-	topic := testenv.KafkaTopic(t, 3)
-	dlq := testenv.KafkaTopic(t, 1)
-	brokers := testenv.KafkaBrokers(t)
+	e := &env{t: t, pgURL: testenv.Postgres(t), topic: testenv.KafkaTopic(t, 3), dlq: testenv.KafkaTopic(t, 1),
+		brokers: testenv.KafkaBrokers(t), switches: testenv.ID(t, "switches"), opts: o,
+		client: &http.Client{Timeout: 10 * time.Second}}
+	if o.HoldTTL == 0 {
+		o.HoldTTL = time.Minute
+	}
+	if o.OpensAt.IsZero() {
+		o.OpensAt = time.Now().Add(-time.Minute)
+	}
+	e.sale = sale.Sale{
+		ID: testenv.ID(t, "sale"), OpensAt: o.OpensAt, ClosesAt: o.ClosesAt, PerUserLimit: o.Limit,
+		HoldTTL: o.HoldTTL, WaitReplicas: o.WaitReplicas, Items: []sale.Item{{ID: "hot", Quantity: o.Quantity, Shards: o.Shards, PriceCents: 4999}},
+	}
+	e.sale.Normalize()
+	e.app, e.base = e.start(true)
+	if _, err := provision.Sale(context.Background(), e.app.Orders, e.app.Stock, e.sale, provision.Options{}); err != nil {
+		t.Fatalf("provision: %v", err)
+	}
+	t.Cleanup(func() { _ = e.app.Stock.Reset(context.Background(), e.sale) })
+	return e
+}
+
+// start runs one more checkout instance (API, consumer and, when asked, the lifecycle jobs) on
+// the env's database, topics and Redis, and returns it with its base URL.
+func (e *env) start(api bool) (*server.App, string) {
+	t := e.t
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := server.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
-	cfg.ReadModelTTL = 0
+	cfg.ReadModelTTL = e.opts.ReadModelTTL
+	cfg.AdminToken = e.opts.AdminToken
+	cfg.SoldOutPoll = 20 * time.Millisecond
+	if e.opts.SoldOut != "" {
+		cfg.SoldOut = e.opts.SoldOut
+	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
+	lc := lifecycle.DefaultConfig()
+	lc.ExpiryInterval, lc.SweepInterval, lc.RecordWait = 50*time.Millisecond, 200*time.Millisecond, 5*time.Second
+	lc.OrphanAge = time.Millisecond // in-flight orders get re-published too: a harmless duplicate
 	app, err := server.Open(ctx, server.AppConfig{
-		Server: cfg, RedisURL: stack.EndpointsFromEnv().RedisURL, PostgresURL: pgURL, Brokers: brokers,
-		OrdersTopic: topic, DeadLetterTopic: dlq, JWTSecret: testSecret, API: true, Consumer: true,
-		ConsumerGroup: "g-" + topic, Migrate: true,
+		Server: cfg, RedisURL: stack.EndpointsFromEnv().RedisURL, PostgresURL: e.pgURL, Brokers: e.brokers,
+		OrdersTopic: e.topic, DeadLetterTopic: e.dlq, JWTSecret: testSecret, API: api, Consumer: true,
+		ConsumerGroup: "g-" + e.topic, Migrate: true, PaymentURL: e.opts.PaymentURL, Breaker: e.opts.Breaker,
+		Lifecycle: lc, Workers: e.opts.Workers, SwitchesKey: e.switches, ControlPoll: 20 * time.Millisecond,
 	}, log)
 	if err != nil {
 		cancel()
 		t.Fatalf("open app: %v", err)
-	}
-	sl := sale.Sale{
-		ID: testenv.ID(t, "sale"), OpensAt: time.Now().Add(-time.Minute), PerUserLimit: limit,
-		HoldTTL: time.Minute, Items: []sale.Item{{ID: "hot", Quantity: quantity}},
-	}
-	sl.Normalize()
-	if _, err := provision.Sale(ctx, app.Orders, app.Stock, sl, provision.Options{}); err != nil {
-		cancel()
-		app.Close()
-		t.Fatalf("provision: %v", err)
 	}
 	addr, done, err := app.Start(ctx)
 	if err != nil {
@@ -78,13 +129,14 @@ func newEnv(t *testing.T, quantity int64, limit int) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = app.Stock.Reset(context.Background(), sl)
 		cancel()
 		<-done
 		app.Close()
 	})
-	return &env{t: t, app: app, base: "http://" + addr.String(), sale: sl, topic: topic, dlq: dlq, brokers: brokers,
-		client: &http.Client{Timeout: 10 * time.Second}}
+	if addr == nil {
+		return app, ""
+	}
+	return app, "http://" + addr.String()
 }
 
 type testWriter struct{ t *testing.T }
@@ -106,7 +158,13 @@ func (e *env) token(user string) string {
 // status and body.
 func (e *env) do(method, path, user string, headers map[string]string, body io.Reader) (int, string) {
 	e.t.Helper()
-	req, err := http.NewRequest(method, e.base+path, body)
+	return e.doAt(e.base, method, path, user, headers, body)
+}
+
+// doAt is do against another instance.
+func (e *env) doAt(base, method, path, user string, headers map[string]string, body io.Reader) (int, string) {
+	e.t.Helper()
+	req, err := http.NewRequest(method, base+path, body)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -147,7 +205,7 @@ func (e *env) counts(want int64) orders.ItemCounts {
 // redisState returns the item's stock counter and live holds.
 func (e *env) redisState() (stock, holds int64) {
 	e.t.Helper()
-	s, err := e.app.Stock.Snapshot(context.Background(), e.sale.ID, []string{"hot"})
+	s, err := e.app.Stock.Snapshot(context.Background(), e.sale.ID, e.sale.Items)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ func TestFailedHandOffIsNeverAFalseYes(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	remaining := func() int64 {
-		s, err := st.Snapshot(ctx, sl.ID, []string{"hot"})
+		s, err := st.Snapshot(ctx, sl.ID, sl.Items)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/fsctl/fsctl/ingest"
+	"github.com/fsctl/fsctl/lifecycle"
 )
 
 // metrics are the server's Prometheus instruments, on a registry of its own so that several
@@ -21,6 +22,14 @@ type metrics struct {
 	deadLettered   *prometheus.CounterVec
 	consumerBatch  prometheus.Histogram
 	consumerErrors prometheus.Counter
+	payments       *prometheus.CounterVec
+	breakerState   prometheus.Gauge
+	soldOutFlag    prometheus.Counter
+	borrowed       prometheus.Counter
+	waitShort      prometheus.Counter
+	republished    prometheus.Counter
+	repaired       prometheus.Counter
+	paidRecorded   prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -57,9 +66,34 @@ func newMetrics() *metrics {
 		consumerErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fsctl_consumer_retries_total", Help: "Consumer steps that failed and were retried.",
 		}),
+		payments: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fsctl_payments_total", Help: "Answers of the pay endpoint, by outcome code.",
+		}, []string{"outcome"}),
+		breakerState: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "fsctl_payment_breaker_state", Help: "Payment circuit breaker: 0 closed, 1 half-open, 2 open.",
+		}),
+		soldOutFlag: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fsctl_sold_out_flag_answers_total", Help: "Purchases answered by this instance's local sold-out flag instead of the reserve script.",
+		}),
+		borrowed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fsctl_shard_units_borrowed_total", Help: "Units moved into a buyer's home shard from other shards.",
+		}),
+		waitShort: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fsctl_redis_wait_short_total", Help: "Reserves that fewer replicas acknowledged than the sale's waitReplicas.",
+		}),
+		republished: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fsctl_orphans_republished_total", Help: "Holds with no order in PostgreSQL whose OrderPlaced the sweeper published again.",
+		}),
+		paidRecorded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fsctl_orders_paid_recorded_total", Help: "Payments the consumer recorded in PostgreSQL (OrderPaid events).",
+		}),
+		repaired: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fsctl_holds_repaired_total", Help: "Holds of closed or paid orders the sweeper released or settled.",
+		}),
 	}
 	m.reg.MustRegister(m.outcomes, m.requests, m.reserve, m.publish, m.released, m.persisted, m.duplicates,
-		m.deadLettered, m.consumerBatch, m.consumerErrors,
+		m.deadLettered, m.consumerBatch, m.consumerErrors, m.payments, m.breakerState, m.soldOutFlag,
+		m.borrowed, m.waitShort, m.republished, m.repaired, m.paidRecorded,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -69,6 +103,7 @@ func (m *metrics) consumerMetrics() ingest.Metrics {
 	return ingest.Metrics{
 		Persisted:  func(n int) { m.persisted.Add(float64(n)) },
 		Duplicates: func(n int) { m.duplicates.Add(float64(n)) },
+		Paid:       func(n int) { m.paidRecorded.Add(float64(n)) },
 		DeadLettered: func(reason string) {
 			m.deadLettered.WithLabelValues(reason).Inc()
 			if reason != "undecodable" {
@@ -79,3 +114,16 @@ func (m *metrics) consumerMetrics() ingest.Metrics {
 		DBErrors:  func() { m.consumerErrors.Inc() },
 	}
 }
+
+// LifecycleMetrics returns callbacks that feed the lifecycle jobs' numbers into /metrics.
+func (s *Server) LifecycleMetrics() lifecycle.Metrics {
+	m := s.metrics
+	return lifecycle.Metrics{
+		Released:    func(reason string) { m.released.WithLabelValues(reason).Inc() },
+		Republished: func(n int) { m.republished.Add(float64(n)) },
+		Repaired:    func(n int) { m.repaired.Add(float64(n)) },
+	}
+}
+
+// SetBreakerState records the payment circuit breaker's state (0 closed, 1 half-open, 2 open).
+func (s *Server) SetBreakerState(v int) { s.metrics.breakerState.Set(float64(v)) }

@@ -5,8 +5,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/fsctl/fsctl/control"
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
 )
 
@@ -35,6 +37,29 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 		s.countAndWriteError(w, r, err)
 		return
 	}
+	if s.sw.Off(control.Purchase) {
+		s.countAndWriteError(w, r, outcome.Errorf(outcome.Disabled, "purchases are switched off by the operator; retry later"))
+		return
+	}
+	sl, it, err := s.saleItem(r.Context(), req.SaleID, req.ItemID)
+	if err != nil {
+		s.countAndWriteError(w, r, err)
+		return
+	}
+	if now := s.now(); !sl.OpenAt(now) {
+		code := outcome.NotStarted
+		if sl.Ended(now) {
+			code = outcome.SaleEnded
+		}
+		s.metrics.outcomes.WithLabelValues(string(code)).Inc()
+		s.writeCode(w, code, outcomeMessage(code, req))
+		return
+	}
+	ref := stock.ItemRef{SaleID: sl.ID, ItemID: it.ID, Shards: it.ShardCount()}
+	if s.cfg.SoldOut != SoldOutOff && s.soldOut.has(ref) {
+		s.answerSoldOut(w, r, req, user, ref)
+		return
+	}
 	orderID, err := s.newID()
 	if err != nil {
 		s.countAndWriteError(w, r, err)
@@ -47,6 +72,7 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rv, err := s.stock.Reserve(ctx, stock.Request{
 		SaleID: req.SaleID, ItemID: req.ItemID, UserID: user, IdemKey: req.IdemKey, OrderID: orderID,
+		Shards: ref.Shards, WaitReplicas: sl.WaitReplicas, WaitTimeout: sl.WaitTimeout,
 	})
 	s.metrics.reserve.Observe(time.Since(start).Seconds())
 	if err != nil {
@@ -57,6 +83,21 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 		s.countAndWriteError(w, r, err)
 		return
 	}
+	if rv.Borrowed > 0 {
+		s.metrics.borrowed.Add(float64(rv.Borrowed))
+	}
+	if sl.WaitReplicas > 0 && !rv.Replay && rv.Outcome == outcome.Reserved && rv.Replicas < sl.WaitReplicas {
+		s.metrics.waitShort.Inc()
+	}
+	if rv.Outcome == outcome.SoldOut && !rv.Replay {
+		s.soldOut.set(ref)
+	}
+	s.answerReservation(ctx, w, r, req, user, rv)
+}
+
+// answerReservation turns the reserve script's answer into the HTTP answer; a fresh reservation
+// is handed to Kafka first.
+func (s *Server) answerReservation(ctx context.Context, w http.ResponseWriter, r *http.Request, req purchaseRequest, user string, rv stock.Reservation) {
 	if rv.Outcome != outcome.Reserved {
 		s.metrics.outcomes.WithLabelValues(string(rv.Outcome)).Inc()
 		s.writeCode(w, rv.Outcome, outcomeMessage(rv.Outcome, req))
@@ -67,7 +108,7 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 			s.countAndWriteError(w, r, err)
 			return
 		}
-	} else if err := s.stock.SetOrderRef(ctx, rv.OrderID, req.SaleID, req.ItemID, user); err != nil {
+	} else if err := s.stock.SetOrderRef(ctx, rv.OrderID, req.SaleID, req.ItemID, user, rv.Shard); err != nil {
 		// The first request wrote the reference; this only repairs it, so a failure is not fatal.
 		s.log.Warn("refresh order reference", "order", rv.OrderID, "err", err)
 	}
@@ -75,17 +116,56 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, reservedBody{OrderID: rv.OrderID.String(), Status: "PENDING", ExpiresAt: rv.ExpiresAt})
 }
 
+// answerSoldOut answers a purchase of an item this instance knows is sold out, without the
+// reserve script. In verify mode the buyer's idempotency record is read first, so a retried
+// purchase that had succeeded still gets its reservation back.
+func (s *Server) answerSoldOut(w http.ResponseWriter, r *http.Request, req purchaseRequest, user string, ref stock.ItemRef) {
+	s.metrics.soldOutFlag.Inc()
+	if s.cfg.SoldOut == SoldOutVerify {
+		rv, ok, err := s.stock.Remembered(r.Context(), ref.SaleID, ref.ItemID, ref.Shards, user, req.IdemKey)
+		if err != nil {
+			s.log.Error("read idempotency record", "sale", req.SaleID, "item", req.ItemID, "err", err)
+			s.countAndWriteError(w, r, outcome.Errorf(outcome.Unavailable, "stock store unavailable; retry with the same Idempotency-Key"))
+			return
+		}
+		if ok {
+			s.answerReservation(r.Context(), w, r, req, user, rv)
+			return
+		}
+	}
+	s.metrics.outcomes.WithLabelValues(string(outcome.SoldOut)).Inc()
+	s.writeCode(w, outcome.SoldOut, outcomeMessage(outcome.SoldOut, req))
+}
+
+// saleItem finds the sale and item of a purchase in the read model; the sale's schedule, shard
+// counts and replica waits come from there, never from a per-request database query.
+func (s *Server) saleItem(ctx context.Context, saleID, itemID string) (sale.Sale, sale.Item, error) {
+	e, err := s.catalog.get(ctx, saleID)
+	if err != nil {
+		if outcome.CodeOf(err) == outcome.NotFound {
+			return sale.Sale{}, sale.Item{}, outcome.Errorf(outcome.NotFound, "no sale %s", saleID)
+		}
+		s.log.Error("load sale", "sale", saleID, "err", err)
+		return sale.Sale{}, sale.Item{}, outcome.Errorf(outcome.Unavailable, "sale data unavailable; nothing was reserved; retry")
+	}
+	it, ok := e.sale.Item(itemID)
+	if !ok {
+		return sale.Sale{}, sale.Item{}, outcome.Errorf(outcome.NotFound, "sale %s has no item %s", saleID, itemID)
+	}
+	return e.sale, it, nil
+}
+
 // handOff makes a fresh reservation durable: the order reference for lookups, then OrderPlaced to
 // Kafka with acks=all. On failure the hold is released at once and its idempotency record
 // forgotten, so the buyer's retry with the same key is a fresh attempt, never a false "reserved".
 func (s *Server) handOff(ctx context.Context, req purchaseRequest, user string, rv stock.Reservation) error {
-	err := s.stock.SetOrderRef(ctx, rv.OrderID, req.SaleID, req.ItemID, user)
+	err := s.stock.SetOrderRef(ctx, rv.OrderID, req.SaleID, req.ItemID, user, rv.Shard)
 	if err == nil {
 		pctx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
 		start := time.Now()
 		err = s.pub.PublishOrderPlaced(pctx, events.OrderPlaced{
 			OrderID: rv.OrderID, SaleID: req.SaleID, ItemID: req.ItemID, UserID: user, Slot: rv.Slot,
-			CreatedAt: s.now().UTC(), ExpiresAt: rv.ExpiresAt,
+			Shard: rv.Shard, CreatedAt: s.now().UTC(), ExpiresAt: rv.ExpiresAt, IdemKey: req.IdemKey,
 		})
 		s.metrics.publish.Observe(time.Since(start).Seconds())
 		cancel()
@@ -98,7 +178,7 @@ func (s *Server) handOff(ctx context.Context, req purchaseRequest, user string, 
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	released, rerr := s.stock.Release(rctx, stock.Release{
-		SaleID: req.SaleID, ItemID: req.ItemID, OrderID: rv.OrderID, Status: "FAILED",
+		SaleID: req.SaleID, ItemID: req.ItemID, Shard: rv.Shard, OrderID: rv.OrderID, Status: "FAILED",
 		ForgetUser: user, ForgetKey: req.IdemKey,
 	})
 	if rerr != nil {
@@ -122,6 +202,8 @@ func outcomeMessage(c outcome.Code, req purchaseRequest) string {
 		return "you already hold the most units of item " + req.ItemID + " this sale allows"
 	case outcome.NotStarted:
 		return "sale " + req.SaleID + " has not opened yet"
+	case outcome.SaleEnded:
+		return "sale " + req.SaleID + " has ended"
 	case outcome.Paused:
 		return "sale " + req.SaleID + " is paused; retry later"
 	}

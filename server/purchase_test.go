@@ -16,6 +16,7 @@ import (
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/server"
 	"github.com/fsctl/fsctl/stock"
 )
 
@@ -23,7 +24,8 @@ import (
 // the HTTP API on real Redis, Kafka and PostgreSQL.
 func TestContention(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, 100, 1)
+	// The script's own answers, without the local sold-out flag (TestLocalSoldOutFlag covers it).
+	e := newEnvWith(t, envOptions{Quantity: 100, Limit: 1, SoldOut: server.SoldOutOff})
 	res, err := loadgen.Burst(context.Background(), loadgen.BurstConfig{
 		BaseURL: e.base, SaleID: e.sale.ID, ItemID: "hot", Buyers: 1000, UserPrefix: "buyer-",
 		Secret: testSecret, Conns: 128,

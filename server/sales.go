@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -23,6 +25,7 @@ type catalog struct {
 	stock  Reserver
 	ttl    time.Duration
 	now    func() time.Time
+	log    *slog.Logger
 
 	mu      sync.Mutex
 	entries map[string]catalogEntry
@@ -35,8 +38,8 @@ type catalogEntry struct {
 	asOf      time.Time
 }
 
-func newCatalog(o OrderStore, st Reserver, ttl time.Duration, now func() time.Time) *catalog {
-	return &catalog{orders: o, stock: st, ttl: ttl, now: now, entries: map[string]catalogEntry{}}
+func newCatalog(o OrderStore, st Reserver, ttl time.Duration, now func() time.Time, log *slog.Logger) *catalog {
+	return &catalog{orders: o, stock: st, ttl: ttl, now: now, log: log, entries: map[string]catalogEntry{}}
 }
 
 func (c *catalog) get(ctx context.Context, saleID string) (catalogEntry, error) {
@@ -48,9 +51,22 @@ func (c *catalog) get(ctx context.Context, saleID string) (catalogEntry, error) 
 	}
 	v, err, _ := c.group.Do(saleID, func() (any, error) { return c.refresh(context.WithoutCancel(ctx), saleID) })
 	if err != nil {
+		// A stale entry beats no answer: purchases keep flowing while PostgreSQL is briefly away
+		// (Kafka buffers the orders), and the schedule and shard counts rarely change.
+		if ok && outcome.CodeOf(err) != outcome.NotFound {
+			c.log.Warn("sale read model not refreshed; serving the last one", "sale", saleID, "age", c.now().Sub(e.asOf), "err", err)
+			return e, nil
+		}
 		return catalogEntry{}, err
 	}
 	return v.(catalogEntry), nil
+}
+
+// forget drops a sale's entry so the next read sees an operator's change at once.
+func (c *catalog) forget(saleID string) {
+	c.mu.Lock()
+	delete(c.entries, saleID)
+	c.mu.Unlock()
 }
 
 func (c *catalog) refresh(ctx context.Context, saleID string) (catalogEntry, error) {
@@ -60,7 +76,7 @@ func (c *catalog) refresh(ctx context.Context, saleID string) (catalogEntry, err
 	if err != nil {
 		return catalogEntry{}, err
 	}
-	states, err := c.stock.Snapshot(ctx, saleID, sl.ItemIDs())
+	states, err := c.stock.Snapshot(ctx, saleID, sl.Items)
 	if err != nil {
 		return catalogEntry{}, err
 	}
@@ -81,6 +97,7 @@ type saleBody struct {
 	ID           string     `json:"id"`
 	Name         string     `json:"name"`
 	OpensAt      time.Time  `json:"opensAt"`
+	ClosesAt     *time.Time `json:"closesAt,omitempty"`
 	Open         bool       `json:"open"`
 	Paused       bool       `json:"paused"`
 	PerUserLimit int        `json:"perUserLimit"`
@@ -117,11 +134,30 @@ func (s *Server) handleGetSale(w http.ResponseWriter, r *http.Request) {
 	now := s.now().UTC()
 	b := saleBody{
 		ID: e.sale.ID, Name: e.sale.Name, OpensAt: e.sale.OpensAt.UTC(), Paused: e.sale.Paused,
-		Open: !now.Before(e.sale.OpensAt) && !e.sale.Paused, PerUserLimit: e.sale.PerUserLimit,
+		Open: e.sale.OpenAt(now) && !e.sale.Paused, PerUserLimit: e.sale.PerUserLimit,
 		HoldTTL: e.sale.HoldTTL.String(), ServerTime: now, StockAsOf: e.asOf.UTC(),
 	}
+	if !e.sale.ClosesAt.IsZero() {
+		c := e.sale.ClosesAt.UTC()
+		b.ClosesAt = &c
+	}
 	for _, it := range e.sale.Items {
-		b.Items = append(b.Items, itemBody{ID: it.ID, Name: it.Name, Quantity: it.Quantity, Remaining: e.remaining[it.ID], PriceCents: it.PriceCents})
+		b.Items = append(b.Items, itemBody{ID: it.ID, Name: it.Name, Quantity: it.Quantity, Remaining: max(e.remaining[it.ID], 0), PriceCents: it.PriceCents})
+	}
+	// A CDN may serve this page for a second and keep serving a stale copy while it revalidates:
+	// the stock numbers are a read model anyway, never the live counter. The ETag names the
+	// read-model version, so a revalidation that finds nothing new costs a 304 and no body.
+	etag := fmt.Sprintf(`W/"%s-%d"`, e.sale.ID, e.asOf.UnixMilli())
+	w.Header().Set("Cache-Control", fmt.Sprintf("public, max-age=%d, s-maxage=%d, stale-while-revalidate=5", cacheSeconds(s.cfg.ReadModelTTL), cacheSeconds(s.cfg.ReadModelTTL)))
+	w.Header().Set("ETag", etag)
+	if r.Header.Get("If-None-Match") == etag {
+		w.WriteHeader(http.StatusNotModified)
+		return
 	}
 	writeJSON(w, http.StatusOK, b)
+}
+
+// cacheSeconds rounds the read model's TTL up to whole seconds, at least one.
+func cacheSeconds(ttl time.Duration) int {
+	return max(1, int((ttl+time.Second-1)/time.Second))
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/fsctl/fsctl/auth"
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/ingest"
+	"github.com/fsctl/fsctl/lifecycle"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
@@ -31,9 +32,29 @@ import (
 type Reserver interface {
 	Reserve(ctx context.Context, r stock.Request) (stock.Reservation, error)
 	Release(ctx context.Context, r stock.Release) (bool, error)
-	SetOrderRef(ctx context.Context, orderID uuid.UUID, saleID, itemID, userID string) error
+	SetOrderRef(ctx context.Context, orderID uuid.UUID, saleID, itemID, userID string, shard int) error
 	LookupOrder(ctx context.Context, orderID uuid.UUID) (stock.OrderState, bool, error)
-	Snapshot(ctx context.Context, saleID string, itemIDs []string) ([]stock.ItemState, error)
+	Remembered(ctx context.Context, saleID, itemID string, shards int, userID, idemKey string) (stock.Reservation, bool, error)
+	Snapshot(ctx context.Context, saleID string, items []sale.Item) ([]stock.ItemState, error)
+	Remaining(ctx context.Context, refs []stock.ItemRef) ([]int64, error)
+	SetPaused(ctx context.Context, sl sale.Sale, paused bool) error
+}
+
+// Lifecycle ends reservations: payment and cancellation; *lifecycle.Service implements it.
+type Lifecycle interface {
+	Pay(ctx context.Context, req lifecycle.PayRequest) (lifecycle.PayResult, error)
+	Cancel(ctx context.Context, id uuid.UUID, userID string) (orders.Order, error)
+}
+
+// Switches answers whether an operator's kill switch is thrown; *control.Watcher implements it.
+type Switches interface {
+	Off(name string) bool
+}
+
+// SwitchStore reads and throws the kill switches for the admin API; *control.Store implements it.
+type SwitchStore interface {
+	Get(ctx context.Context) (map[string]bool, error)
+	Set(ctx context.Context, name string, off bool) error
 }
 
 // OrderPublisher hands a reserved order to the pipeline that records it.
@@ -45,6 +66,7 @@ type OrderPublisher interface {
 type OrderStore interface {
 	GetOrder(ctx context.Context, id uuid.UUID) (orders.Order, error)
 	LoadSale(ctx context.Context, id string) (sale.Sale, error)
+	SetPaused(ctx context.Context, saleID string, paused bool) error
 }
 
 // Probe checks one dependency for /readyz.
@@ -62,6 +84,12 @@ type Config struct {
 	ReadModelTTL time.Duration
 	// Version is reported by /readyz.
 	Version string
+	// AdminToken guards /admin/v1; empty turns the admin API off.
+	AdminToken string
+	// SoldOut is how the instance's local sold-out flag answers (SoldOutVerify by default).
+	SoldOut SoldOutMode
+	// SoldOutPoll is how often flagged items are checked for stock that came back.
+	SoldOutPoll time.Duration
 }
 
 // DefaultConfig returns production-minded defaults.
@@ -72,6 +100,8 @@ func DefaultConfig() Config {
 		PublishTimeout: 5 * time.Second,
 		ReadModelTTL:   500 * time.Millisecond,
 		Version:        "dev",
+		SoldOut:        SoldOutVerify,
+		SoldOutPoll:    100 * time.Millisecond,
 	}
 }
 
@@ -82,6 +112,10 @@ type Server struct {
 	stock   Reserver
 	pub     OrderPublisher
 	store   OrderStore
+	life    Lifecycle
+	sw      Switches
+	swStore SwitchStore
+	soldOut *soldOutFlags
 	probes  map[string]Probe
 	metrics *metrics
 	log     *slog.Logger
@@ -96,6 +130,10 @@ type Deps struct {
 	Stock     Reserver
 	Publisher OrderPublisher
 	Orders    OrderStore
+	Lifecycle Lifecycle
+	// Switches (read on the hot path) and SwitchStore (for the admin API) may be nil: no switches.
+	Switches    Switches
+	SwitchStore SwitchStore
 	// Probes are checked by /readyz, by name (e.g. "redis", "postgres", "kafka").
 	Probes map[string]Probe
 	Log    *slog.Logger
@@ -108,7 +146,7 @@ type Deps struct {
 func New(cfg Config, d Deps) *Server {
 	s := &Server{
 		cfg: cfg, auth: d.Auth, stock: d.Stock, pub: d.Publisher, store: d.Orders,
-		probes: d.Probes, metrics: newMetrics(), log: d.Log, now: d.Now, newID: d.NewID,
+		life: d.Lifecycle, sw: d.Switches, swStore: d.SwitchStore, probes: d.Probes, metrics: newMetrics(), log: d.Log, now: d.Now, newID: d.NewID,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -119,7 +157,11 @@ func New(cfg Config, d Deps) *Server {
 	if s.newID == nil {
 		s.newID = uuid.NewV7
 	}
-	s.catalog = newCatalog(d.Orders, d.Stock, cfg.ReadModelTTL, s.now)
+	if s.sw == nil {
+		s.sw = noSwitches{}
+	}
+	s.catalog = newCatalog(d.Orders, d.Stock, cfg.ReadModelTTL, s.now, s.log)
+	s.soldOut = newSoldOutFlags(d.Stock, s.log)
 	return s
 }
 
@@ -131,7 +173,10 @@ func (s *Server) Handler() http.Handler {
 	}
 	route("POST /api/v1/sales/{sale}/items/{item}/purchase", s.handlePurchase)
 	route("GET /api/v1/orders/{id}", s.handleGetOrder)
+	route("POST /api/v1/orders/{id}/pay", s.handlePay)
+	route("DELETE /api/v1/orders/{id}", s.handleCancel)
 	route("GET /api/v1/sales/{sale}", s.handleGetSale)
+	s.adminRoutes(route)
 	route("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -173,6 +218,9 @@ func (s *Server) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	if s.cfg.SoldOut != SoldOutOff {
+		go s.soldOut.run(ctx, s.cfg.SoldOutPoll)
+	}
 	select {
 	case err := <-errc:
 		return err
@@ -188,6 +236,10 @@ func (s *Server) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 	}
 	return nil
 }
+
+type noSwitches struct{}
+
+func (noSwitches) Off(string) bool { return false }
 
 // acceptBacklog is the listen backlog Go asks the kernel for: net.core.somaxconn.
 func acceptBacklog() int {

@@ -29,6 +29,12 @@ func (e *endpointFlags) bind(fs *pflag.FlagSet, kafka bool) {
 // envJWTSecret names the variable holding the HS256 secret buyers' tokens are signed with.
 const envJWTSecret = "FSCTL_JWT_SECRET"
 
+// Variables of the server's operator token and payment provider.
+const (
+	envAdminToken = "FSCTL_ADMIN_TOKEN"
+	envPaymentURL = "FSCTL_PAYMENT_URL"
+)
+
 // devJWTSecret is the secret of the local stack and the demo; serve warns when it is used.
 const devJWTSecret = "fsctl-local-dev-secret-do-not-use-in-production"
 

@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fsctl/fsctl/lifecycle"
+	"github.com/fsctl/fsctl/payment"
 	"github.com/fsctl/fsctl/server"
 )
 
@@ -21,6 +23,12 @@ type serveOptions struct {
 	publishLinger time.Duration
 	partitions    int
 	migrate       bool
+	adminToken    string
+	paymentURL    string
+	soldOut       string
+	workers       bool
+	lifecycle     lifecycle.Config
+	breaker       payment.BreakerConfig
 }
 
 func newServeCmd() *cobra.Command {
@@ -31,11 +39,21 @@ func newServeCmd() *cobra.Command {
 		Long: `Run the reference flash-sale checkout server against Redis, Kafka and PostgreSQL.
 
 The api role answers purchases: one atomic Redis Lua reserve, then OrderPlaced to Kafka with
-acks=all before the buyer hears 202. The consumer role records orders in PostgreSQL in batches
-and dead-letters what the database refuses. Run both in one process (the default) or split them.
-Migrations are applied at start.`,
+acks=all before the buyer hears 202; payments (POST /api/v1/orders/{id}/pay) go through a circuit
+breaker to the payment provider, and DELETE /api/v1/orders/{id} cancels. The consumer role records
+orders and payments in PostgreSQL in batches and dead-letters what the database refuses. Run both
+in one process (the default) or split them; migrations are applied at start.
+
+Every instance also runs the lifecycle jobs unless --workers=false: the expiry job (EXPIRED in
+PostgreSQL first, then the unit back to Redis, exactly once across instances), the orphaned-hold
+sweeper (re-publishes holds whose order never reached PostgreSQL) and the payment claim resolver.
+
+With --admin-token, /admin/v1 lets an operator pause and resume a sale and throw kill switches
+(purchase, payment, expiry, sweeper); every instance honours them within a quarter second.
+Without --payment-url the bundled fake provider runs in-process (see fsctl payments serve).`,
 		Example: `  fsctl serve                          # both roles on :8080 against the local stack
   fsctl serve --role api --addr :9090  # a second API instance
+  fsctl serve --admin-token "$OPS_TOKEN" --payment-url http://127.0.0.1:8090
   FSCTL_JWT_SECRET=... fsctl serve --redis-url redis://cache:6379/0 --kafka-brokers k1:9092,k2:9092`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd, o) },
 	}
@@ -49,6 +67,18 @@ Migrations are applied at start.`,
 	fs.DurationVar(&o.publishLinger, "publish-linger", time.Millisecond, "how long a Kafka publish waits to share a produce request")
 	fs.IntVar(&o.partitions, "partitions", 6, "partitions of the orders topic when the server creates it")
 	fs.BoolVar(&o.migrate, "migrate", true, "apply database migrations at start")
+	fs.StringVar(&o.adminToken, "admin-token", os.Getenv(envAdminToken), "operator token of /admin/v1; empty turns the admin API off (env "+envAdminToken+")")
+	fs.StringVar(&o.paymentURL, "payment-url", os.Getenv(envPaymentURL), "payment provider base URL; empty runs the bundled fake in-process (env "+envPaymentURL+")")
+	fs.StringVar(&o.soldOut, "sold-out-flag", string(d.SoldOut), "local sold-out flag: off, verify (skip the script, read the buyer's idempotency record) or trust (answer from memory)")
+	fs.BoolVar(&o.workers, "workers", true, "run the expiry job, orphaned-hold sweeper and payment claim resolver in this process")
+	lc := lifecycle.DefaultConfig()
+	fs.DurationVar(&o.lifecycle.PaymentTimeout, "payment-timeout", lc.PaymentTimeout, "timeout of one payment provider call; keep it well below the sale's hold TTL")
+	fs.DurationVar(&o.lifecycle.ExpiryInterval, "expiry-interval", lc.ExpiryInterval, "how often the expiry job looks for holds past their TTL")
+	fs.DurationVar(&o.lifecycle.SweepInterval, "sweep-interval", lc.SweepInterval, "how often the orphaned-hold sweeper runs")
+	fs.DurationVar(&o.lifecycle.OrphanAge, "orphan-age", lc.OrphanAge, "age after which a hold with no order in PostgreSQL is re-published")
+	fs.DurationVar(&o.lifecycle.ClaimTimeout, "claim-timeout", lc.ClaimTimeout, "age after which an unfinished payment is settled with the provider")
+	fs.Uint32Var(&o.breaker.ConsecutiveFailures, "breaker-failures", 5, "consecutive payment failures that open the circuit breaker")
+	fs.DurationVar(&o.breaker.OpenTimeout, "breaker-open", 5*time.Second, "how long the open breaker refuses payments before trying one")
 	return cmd
 }
 
@@ -58,17 +88,32 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 			return fmt.Errorf("--role %q: must be api or consumer", r)
 		}
 	}
+	soldOut, err := server.ParseSoldOutMode(o.soldOut)
+	if err != nil {
+		return fmt.Errorf("--sold-out-flag: %w", err)
+	}
+	if o.lifecycle.PaymentTimeout <= 0 || o.lifecycle.ExpiryInterval <= 0 || o.lifecycle.SweepInterval <= 0 {
+		return fmt.Errorf("--payment-timeout, --expiry-interval and --sweep-interval must be positive")
+	}
+	if o.adminToken != "" && len(o.adminToken) < 16 {
+		return fmt.Errorf("--admin-token is %d characters; use at least 16 (e.g. openssl rand -hex 16)", len(o.adminToken))
+	}
+	lc := lifecycle.DefaultConfig()
+	lc.PaymentTimeout, lc.ExpiryInterval, lc.SweepInterval = o.lifecycle.PaymentTimeout, o.lifecycle.ExpiryInterval, o.lifecycle.SweepInterval
+	lc.OrphanAge, lc.ClaimTimeout = o.lifecycle.OrphanAge, o.lifecycle.ClaimTimeout
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if o.jwtSecret == devJWTSecret {
 		log.Warn("using the built-in development JWT secret; set " + envJWTSecret + " for anything real")
 	}
 	cfg := server.DefaultConfig()
 	cfg.Addr, cfg.MaxConns, cfg.Version = o.addr, o.maxConns, version
+	cfg.AdminToken, cfg.SoldOut = o.adminToken, soldOut
 	app, err := server.Open(cmd.Context(), server.AppConfig{
 		Server: cfg, RedisURL: o.endpoints.redisURL, PostgresURL: o.endpoints.postgresURL,
 		Brokers: o.endpoints.brokers, JWTSecret: []byte(o.jwtSecret), Partitions: o.partitions,
 		API: slices.Contains(o.roles, "api"), Consumer: slices.Contains(o.roles, "consumer"),
 		PublishLinger: o.publishLinger, Migrate: o.migrate,
+		PaymentURL: o.paymentURL, Breaker: o.breaker, Lifecycle: lc, Workers: o.workers,
 	}, log)
 	if err != nil {
 		return err

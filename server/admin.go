@@ -1,0 +1,174 @@
+package server
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/fsctl/fsctl/control"
+	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/sale"
+)
+
+// adminRoutes registers the operator API: sale pause/resume, the live state of a sale and the
+// kill switches. Every route needs the operator token.
+func (s *Server) adminRoutes(route func(string, http.HandlerFunc)) {
+	route("GET /admin/v1/sales/{sale}", s.admin(s.handleAdminSale))
+	route("POST /admin/v1/sales/{sale}/pause", s.admin(s.handlePause(true)))
+	route("POST /admin/v1/sales/{sale}/resume", s.admin(s.handlePause(false)))
+	route("GET /admin/v1/switches", s.admin(s.handleSwitches))
+	route("PUT /admin/v1/switches/{name}", s.admin(s.handleSetSwitch))
+}
+
+// admin checks the operator token before h runs.
+func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.AdminToken == "" {
+			s.writeCode(w, outcome.Forbidden, "the admin API is off; start the server with --admin-token (or FSCTL_ADMIN_TOKEN)")
+			return
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.AdminToken)) != 1 {
+			s.writeCode(w, outcome.Unauthorized, "admin calls need Authorization: Bearer <operator token>")
+			return
+		}
+		h(w, r)
+	}
+}
+
+type adminSaleBody struct {
+	Sale     sale.Sale       `json:"sale"`
+	Switches map[string]bool `json:"switches,omitempty"`
+	Items    []adminItemBody `json:"items"`
+}
+
+type adminItemBody struct {
+	ID        string           `json:"id"`
+	Quantity  int64            `json:"quantity"`
+	Remaining int64            `json:"remaining"`
+	Holds     int64            `json:"holds"`
+	Buyers    int64            `json:"buyers"`
+	Shards    []adminShardBody `json:"shards"`
+}
+
+type adminShardBody struct {
+	Shard     int   `json:"shard"`
+	Stock     int64 `json:"stock"`
+	Holds     int64 `json:"holds"`
+	Buyers    int64 `json:"buyers"`
+	InTransit int64 `json:"inTransit"`
+}
+
+// handleAdminSale shows a sale with its live counters per shard: the operator's view, which reads
+// the live keys (the public sale page never does).
+func (s *Server) handleAdminSale(w http.ResponseWriter, r *http.Request) {
+	sl, ok := s.adminLoadSale(w, r)
+	if !ok {
+		return
+	}
+	states, err := s.stock.Snapshot(r.Context(), sl.ID, sl.Items)
+	if err != nil {
+		s.log.Error("admin snapshot", "sale", sl.ID, "err", err)
+		s.writeCode(w, outcome.Unavailable, "stock store unavailable")
+		return
+	}
+	b := adminSaleBody{Sale: sl}
+	if s.swStore != nil {
+		b.Switches, _ = s.swStore.Get(r.Context())
+	}
+	for i, it := range sl.Items {
+		st := states[i]
+		ib := adminItemBody{ID: it.ID, Quantity: it.Quantity, Remaining: st.Stock, Holds: st.Holds, Buyers: st.Buyers}
+		for _, sh := range st.Shards {
+			ib.Shards = append(ib.Shards, adminShardBody{Shard: sh.Shard, Stock: sh.Stock, Holds: sh.Holds, Buyers: sh.Buyers, InTransit: sh.InTransit})
+		}
+		b.Items = append(b.Items, ib)
+	}
+	writeJSON(w, http.StatusOK, b)
+}
+
+// handlePause pauses or resumes a sale: the flag goes to PostgreSQL (so a later preload keeps it)
+// and to every shard's meta in Redis, which the reserve script reads on every call — so every
+// instance honours it at once.
+func (s *Server) handlePause(paused bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sl, ok := s.adminLoadSale(w, r)
+		if !ok {
+			return
+		}
+		if err := s.store.SetPaused(r.Context(), sl.ID, paused); err != nil {
+			s.log.Error("set paused in postgres", "sale", sl.ID, "err", err)
+			s.writeCode(w, outcome.Unavailable, "order store unavailable; nothing changed")
+			return
+		}
+		if err := s.stock.SetPaused(r.Context(), sl, paused); err != nil {
+			s.log.Error("set paused in redis", "sale", sl.ID, "err", err)
+			s.writeCode(w, outcome.Unavailable, "stock store unavailable; the flag is saved in PostgreSQL but not live yet — retry")
+			return
+		}
+		s.catalog.forget(sl.ID)
+		s.log.Warn("operator changed a sale", "sale", sl.ID, "paused", paused)
+		writeJSON(w, http.StatusOK, map[string]any{"sale": sl.ID, "paused": paused})
+	}
+}
+
+func (s *Server) adminLoadSale(w http.ResponseWriter, r *http.Request) (sale.Sale, bool) {
+	id := r.PathValue("sale")
+	if !sale.ValidSlug(id) {
+		s.writeCode(w, outcome.InvalidRequest, "sale id must match [A-Za-z0-9_-]{1,64}")
+		return sale.Sale{}, false
+	}
+	sl, err := s.store.LoadSale(r.Context(), id)
+	if err != nil {
+		if outcome.CodeOf(err) == outcome.NotFound {
+			s.writeCode(w, outcome.NotFound, "no sale "+id)
+		} else {
+			s.log.Error("admin load sale", "sale", id, "err", err)
+			s.writeCode(w, outcome.Unavailable, "order store unavailable")
+		}
+		return sale.Sale{}, false
+	}
+	return sl, true
+}
+
+func (s *Server) handleSwitches(w http.ResponseWriter, r *http.Request) {
+	if s.swStore == nil {
+		s.writeCode(w, outcome.NotFound, "this server has no kill switches")
+		return
+	}
+	st, err := s.swStore.Get(r.Context())
+	if err != nil {
+		s.log.Error("read switches", "err", err)
+		s.writeCode(w, outcome.Unavailable, "switch store unavailable")
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// switchBody is the request of PUT /admin/v1/switches/{name}: off=true throws the switch.
+type switchBody struct {
+	Off *bool `json:"off"`
+}
+
+func (s *Server) handleSetSwitch(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if s.swStore == nil || !control.Valid(name) {
+		s.writeCode(w, outcome.NotFound, "no kill switch "+name+"; known: "+strings.Join(control.Names, ", "))
+		return
+	}
+	var b switchBody
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 256))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&b); err != nil || b.Off == nil {
+		s.writeCode(w, outcome.InvalidRequest, `body must be {"off": true} to throw the switch or {"off": false} to reset it`)
+		return
+	}
+	if err := s.swStore.Set(r.Context(), name, *b.Off); err != nil {
+		s.log.Error("set switch", "name", name, "err", err)
+		s.writeCode(w, outcome.Unavailable, "switch store unavailable; nothing changed")
+		return
+	}
+	s.log.Warn("operator set a kill switch", "switch", name, "off", *b.Off)
+	writeJSON(w, http.StatusOK, map[string]any{"switch": name, "off": *b.Off})
+}

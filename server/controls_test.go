@@ -1,0 +1,184 @@
+package server_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+const opToken = "operator-token-0123456789"
+
+func (e *env) admin(base, method, path, body string) (int, string) {
+	e.t.Helper()
+	return e.doAt(base, method, path, "", map[string]string{"Authorization": "Bearer " + opToken}, strings.NewReader(body))
+}
+
+// eventually retries buy on base until it answers want (kill switches travel by polling).
+func (e *env) eventually(base, user, key string, want int) string {
+	e.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code, body := e.doAt(base, http.MethodPost, e.purchasePath(), user, map[string]string{"Idempotency-Key": key}, nil)
+		if code == want {
+			return body
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("purchase on %s kept answering %d %s, want %d", base, code, body, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestOperatorControls pauses and resumes a sale and throws kill switches through /admin/v1, and
+// checks that every instance honours them.
+func TestOperatorControls(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, envOptions{Quantity: 5, Limit: 1, AdminToken: opToken})
+	_, base2 := e.start(true)
+	salePath := "/admin/v1/sales/" + e.sale.ID
+
+	if code, _ := e.do(http.MethodPost, salePath+"/pause", "", nil, nil); code != http.StatusUnauthorized {
+		t.Fatalf("pause without the operator token: %d, want 401", code)
+	}
+	if code, body := e.admin(e.base, http.MethodPost, salePath+"/pause", ""); code != http.StatusOK {
+		t.Fatalf("pause: %d %s", code, body)
+	}
+	for _, base := range []string{e.base, base2} {
+		if body := e.eventually(base, "p1", "k-paused", http.StatusServiceUnavailable); !strings.Contains(body, "PAUSED") {
+			t.Fatalf("paused sale answered %s", body)
+		}
+	}
+	if code, body := e.admin(base2, http.MethodPost, salePath+"/resume", ""); code != http.StatusOK {
+		t.Fatalf("resume: %d %s", code, body)
+	}
+	e.eventually(e.base, "p1", "k-resumed", http.StatusAccepted)
+
+	if code, body := e.admin(e.base, http.MethodPut, "/admin/v1/switches/purchase", `{"off":true}`); code != http.StatusOK {
+		t.Fatalf("throw purchase switch: %d %s", code, body)
+	}
+	time.Sleep(100 * time.Millisecond) // > the 20 ms poll of the test instances
+	for _, base := range []string{e.base, base2} {
+		code, body := e.doAt(base, http.MethodPost, e.purchasePath(), "p2", map[string]string{"Idempotency-Key": "k-off"}, nil)
+		if code != http.StatusServiceUnavailable || !strings.Contains(body, "DISABLED") {
+			t.Fatalf("switched-off purchase on %s answered %d %s, want 503 DISABLED", base, code, body)
+		}
+	}
+	if code, _ := e.admin(e.base, http.MethodPut, "/admin/v1/switches/purchase", `{"off":false}`); code != http.StatusOK {
+		t.Fatal("reset purchase switch")
+	}
+	id := orderIDOf(t, e.eventually(base2, "p2", "k-on", http.StatusAccepted))
+
+	if code, _ := e.admin(e.base, http.MethodPut, "/admin/v1/switches/payment", `{"off":true}`); code != http.StatusOK {
+		t.Fatal("throw payment switch")
+	}
+	time.Sleep(100 * time.Millisecond) // > the 20 ms poll of the test instances
+	if code, body := e.pay("p2", id, "tok_ok"); code != http.StatusServiceUnavailable || !strings.Contains(body, "DISABLED") {
+		t.Fatalf("pay with payments off: %d %s, want 503 DISABLED", code, body)
+	}
+	e.counts(2)
+	if st := e.status(id); st != "PENDING" {
+		t.Fatalf("order is %s with payments off, want PENDING (the hold is kept)", st)
+	}
+	for name, tc := range map[string]struct {
+		method, path, body string
+		want               int
+	}{
+		"unknown switch": {http.MethodPut, "/admin/v1/switches/nope", `{"off":true}`, http.StatusNotFound},
+		"bad body":       {http.MethodPut, "/admin/v1/switches/expiry", `{"of":true}`, http.StatusBadRequest},
+		"unknown sale":   {http.MethodPost, "/admin/v1/sales/nope/pause", "", http.StatusNotFound},
+		"bad sale id":    {http.MethodGet, "/admin/v1/sales/no%20pe", "", http.StatusBadRequest},
+		"sale state":     {http.MethodGet, salePath, "", http.StatusOK},
+		"switches":       {http.MethodGet, "/admin/v1/switches", "", http.StatusOK},
+	} {
+		if code, body := e.admin(e.base, tc.method, tc.path, tc.body); code != tc.want {
+			t.Errorf("%s: %d %s, want %d", name, code, body, tc.want)
+		}
+	}
+	if _, body := e.admin(e.base, http.MethodGet, "/admin/v1/switches", ""); !strings.Contains(body, `"payment":true`) {
+		t.Fatalf("switches: %s", body)
+	}
+}
+
+func TestAdminAPIOffWithoutToken(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 1, 1)
+	if code, body := e.do(http.MethodGet, "/admin/v1/switches", "", nil, nil); code != http.StatusForbidden || !strings.Contains(body, "--admin-token") {
+		t.Fatalf("admin API without a configured token: %d %s, want 403 naming --admin-token", code, body)
+	}
+}
+
+func TestSaleSchedule(t *testing.T) {
+	t.Parallel()
+	early := newEnvWith(t, envOptions{Quantity: 1, Limit: 1, OpensAt: time.Now().Add(time.Hour)})
+	if code, body := early.buy("b", "k"); code != http.StatusTooEarly || !strings.Contains(body, "NOT_STARTED") {
+		t.Fatalf("before the opening: %d %s, want 425 NOT_STARTED", code, body)
+	}
+	late := newEnvWith(t, envOptions{Quantity: 1, Limit: 1, OpensAt: time.Now().Add(-time.Hour), ClosesAt: time.Now().Add(-time.Minute)})
+	if code, body := late.buy("b", "k"); code != http.StatusGone || !strings.Contains(body, "SALE_ENDED") {
+		t.Fatalf("after the close: %d %s, want 410 SALE_ENDED", code, body)
+	}
+}
+
+func TestSalePageIsCacheable(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, envOptions{Quantity: 3, Limit: 1, ReadModelTTL: time.Minute})
+	req, _ := http.NewRequest(http.MethodGet, e.base+"/api/v1/sales/"+e.sale.ID, nil)
+	resp, err := e.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cc, etag := resp.Header.Get("Cache-Control"), resp.Header.Get("ETag")
+	if !strings.Contains(cc, "s-maxage=60") || etag == "" {
+		t.Fatalf("Cache-Control %q ETag %q, want a CDN-cacheable answer with an ETag", cc, etag)
+	}
+	req.Header.Set("If-None-Match", etag)
+	resp, err = e.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotModified {
+		t.Fatalf("revalidation: %d, want 304", resp.StatusCode)
+	}
+}
+
+func TestLocalSoldOutFlag(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 1, 1)
+	id := e.mustBuy("first", "k1")
+	if code, _ := e.buy("second", "k1"); code != http.StatusGone {
+		t.Fatalf("second buyer: %d, want 410", code)
+	}
+	// The flag now answers; the winner's retry still gets its reservation (verify mode). The
+	// flag reads no buyer record, so the winner with a new key hears SOLD_OUT where the script
+	// would say ALREADY_PURCHASED: both are a final no.
+	for _, u := range []string{"third", "third", "first"} {
+		if code, _ := e.buy(u, "k-new"); code != http.StatusGone {
+			t.Fatalf("flagged sold-out for %s: %d, want 410", u, code)
+		}
+	}
+	if code, body := e.buy("first", "k1"); code != http.StatusAccepted || orderIDOf(t, body) != id {
+		t.Fatalf("winner's retry under the flag: %d %s, want 202 with order %s", code, body, id)
+	}
+	if _, body := e.do(http.MethodGet, "/metrics", "", nil, nil); !strings.Contains(body, "fsctl_sold_out_flag_answers_total 4") {
+		t.Fatal("the flag did not answer the last four purchases")
+	}
+	// A release puts the unit back; the instance learns it within its poll interval.
+	if code, _ := e.cancel("first", id); code != http.StatusOK {
+		t.Fatal("cancel")
+	}
+	e.eventually(e.base, "fourth", "k1", http.StatusAccepted)
+	e.settled()
+}
+
+func TestWaitForReplicas(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, envOptions{Quantity: 2, Limit: 1, WaitReplicas: 1})
+	e.mustBuy("w", "k")
+	if _, body := e.do(http.MethodGet, "/metrics", "", nil, nil); !strings.Contains(body, "fsctl_redis_wait_short_total 1") {
+		t.Fatal("a reserve no replica acknowledged was not counted")
+	}
+	e.settled()
+}

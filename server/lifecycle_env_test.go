@@ -1,0 +1,77 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/fsctl/fsctl/reconcile"
+)
+
+// pay pays for an order with a payment token of the fake provider (tok_ok, tok_decline, tok_error).
+func (e *env) pay(user string, id uuid.UUID, token string) (int, string) {
+	e.t.Helper()
+	return e.do(http.MethodPost, "/api/v1/orders/"+id.String()+"/pay", user, nil,
+		strings.NewReader(fmt.Sprintf(`{"paymentToken":%q}`, token)))
+}
+
+func (e *env) cancel(user string, id uuid.UUID) (int, string) {
+	e.t.Helper()
+	return e.do(http.MethodDelete, "/api/v1/orders/"+id.String(), user, nil, nil)
+}
+
+// mustBuy buys one unit and returns the order id.
+func (e *env) mustBuy(user, key string) uuid.UUID {
+	e.t.Helper()
+	code, body := e.buy(user, key)
+	if code != http.StatusAccepted {
+		e.t.Fatalf("buy %s/%s: %d %s, want 202", user, key, code, body)
+	}
+	return orderIDOf(e.t, body)
+}
+
+// status reads an order's status from PostgreSQL ("" when it is not there).
+func (e *env) status(id uuid.UUID) string {
+	e.t.Helper()
+	o, err := e.app.Orders.GetOrder(context.Background(), id)
+	if err != nil {
+		return ""
+	}
+	return o.Status
+}
+
+// waitStatus waits until PostgreSQL shows the order in status.
+func (e *env) waitStatus(id uuid.UUID, status string) {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for e.status(id) != status {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("order %s is %q after 20s, want %s", id, e.status(id), status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// settled waits until Redis and PostgreSQL agree on every invariant (the consumer and the jobs
+// work asynchronously) and fails the test with the problems if they never do.
+func (e *env) settled() reconcile.ItemReport {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		reps, err := reconcile.Sale(context.Background(), e.app.Stock, e.app.Orders, e.sale)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(reps[0].Problems) == 0 {
+			return reps[0]
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("Redis and PostgreSQL never agreed: %v", reps[0].Problems)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,90 @@
+package server_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fsctl/fsctl/auth"
+	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/provision"
+	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/server"
+	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/testenv"
+)
+
+// BenchmarkSoldOutPurchase measures the purchase path of an item that is sold out — the path
+// almost every buyer of a flash sale takes — with the instance's local sold-out flag off (the
+// reserve script runs), in verify mode (one GET of the buyer's idempotency record) and in trust
+// mode (no Redis call). Requests go straight to the handler, so the numbers are the server's own
+// cost plus its Redis round trips; every request is a new buyer with a new key.
+func BenchmarkSoldOutPurchase(b *testing.B) {
+	rdb := testenv.Redis(b)
+	pgURL := testenv.Postgres(b)
+	ctx := context.Background()
+	if _, err := orders.Migrate(ctx, pgURL); err != nil {
+		b.Fatal(err)
+	}
+	db, err := orders.Open(ctx, pgURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(db.Close)
+	st := stock.New(rdb)
+	sl := sale.Sale{ID: testenv.ID(b, "soldout"), OpensAt: time.Now().Add(-time.Minute), Items: []sale.Item{{ID: "hot", Quantity: 0}}}
+	sl.Normalize()
+	if _, err := provision.Sale(ctx, db, st, sl, provision.Options{}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Reset(context.Background(), sl) })
+	verifier, err := auth.NewVerifier(testSecret, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const users = 4096
+	tokens := make([]string, users)
+	for i := range tokens {
+		if tokens[i], err = auth.Mint(testSecret, "bench-"+strconv.Itoa(i), time.Now(), time.Hour); err != nil {
+			b.Fatal(err)
+		}
+	}
+	path := "/api/v1/sales/" + sl.ID + "/items/hot/purchase"
+	for _, mode := range []server.SoldOutMode{server.SoldOutOff, server.SoldOutVerify, server.SoldOutTrust} {
+		b.Run("flag="+string(mode), func(b *testing.B) {
+			cfg := server.DefaultConfig()
+			cfg.SoldOut = mode
+			cfg.ReadModelTTL = time.Minute
+			srv := server.New(cfg, server.Deps{Auth: verifier, Stock: st, Orders: db,
+				Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			h := srv.Handler()
+			// The first answer sets the flag (when on); it is part of setup, not of the measure.
+			warm := httptest.NewRequest(http.MethodPost, path, nil)
+			warm.Header.Set("Authorization", "Bearer "+tokens[0])
+			warm.Header.Set("Idempotency-Key", "warm-"+string(mode))
+			h.ServeHTTP(httptest.NewRecorder(), warm)
+			var seq atomic.Int64
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					n := seq.Add(1)
+					req := httptest.NewRequest(http.MethodPost, path, nil)
+					req.Header.Set("Authorization", "Bearer "+tokens[n%users])
+					req.Header.Set("Idempotency-Key", string(mode)+"-"+strconv.FormatInt(n, 10))
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, req)
+					if rec.Code != http.StatusGone {
+						b.Fatalf("answer %d %s, want 410", rec.Code, rec.Body)
+					}
+				}
+			})
+		})
+	}
+}
