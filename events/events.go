@@ -34,12 +34,12 @@ type Event interface {
 
 // OrderPlaced says that a unit was reserved in Redis for a buyer and must become an order row.
 type OrderPlaced struct {
-	Type      string    `json:"type"`
-	OrderID   uuid.UUID `json:"orderId"`
-	SaleID    string    `json:"saleId"`
-	ItemID    string    `json:"itemId"`
-	UserID    string    `json:"userId"`
-	Slot      int       `json:"slot"`
+	Type    string    `json:"type"`
+	OrderID uuid.UUID `json:"orderId"`
+	SaleID  string    `json:"saleId"`
+	ItemID  string    `json:"itemId"`
+	UserID  string    `json:"userId"`
+	Slot    int       `json:"slot"`
 	// Shard is the stock shard that holds the unit (the buyer's home shard).
 	Shard     int       `json:"shard,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
