@@ -34,6 +34,13 @@ func HomeShard(userID string, shards int) int {
 		h ^= uint32(userID[i])
 		h *= 16777619
 	}
+	// FNV-1a's low bits depend only on the low bits of each byte, so "user1" and "user5" would
+	// always share a shard modulo a power of two; murmur3's finalizer spreads every bit first.
+	h ^= h >> 16
+	h *= 0x85ebca6b
+	h ^= h >> 13
+	h *= 0xc2b2ae35
+	h ^= h >> 16
 	return int(h % uint32(shards))
 }
 

@@ -3,7 +3,6 @@ package stock_test
 import (
 	"context"
 	"errors"
-	"hash/fnv"
 	"math/bits"
 	"math/rand/v2"
 	"strconv"
@@ -116,14 +115,23 @@ func TestShardKeys(t *testing.T) {
 	if got := stock.ShardKeys("s", "i", 3).Ledger(); got != "{fs:s:i:3}:ledger" {
 		t.Errorf("shard 3 ledger key = %q", got)
 	}
-	for _, u := range []string{"", "alice", "42", "user@example.com"} {
-		h := fnv.New32a()
-		h.Write([]byte(u))
-		if got, want := stock.HomeShard(u, 7), int(h.Sum32()%7); got != want {
-			t.Errorf("HomeShard(%q, 7) = %d, want FNV-1a %d", u, got, want)
+	// The placement of a user is part of the data format: a change strands live buyer records.
+	for u, want := range map[string][2]int{"": {4, 3}, "alice": {5, 2}, "42": {2, 1}, "user@example.com": {3, 0}} {
+		if got := [2]int{stock.HomeShard(u, 7), stock.HomeShard(u, 4)}; got != want {
+			t.Errorf("HomeShard(%q, 7 and 4) = %v, want %v", u, got, want)
 		}
 		if got := stock.HomeShard(u, 1); got != 0 {
 			t.Errorf("HomeShard(%q, 1) = %d, want 0", u, got)
+		}
+	}
+	// Sequential ids spread evenly, even over a power-of-two shard count.
+	per := make([]int, 4)
+	for i := range 4096 {
+		per[stock.HomeShard("user"+strconv.Itoa(i), 4)]++
+	}
+	for k, n := range per {
+		if n < 900 || n > 1150 {
+			t.Errorf("shard %d got %d of 4096 sequential users, want about 1024", k, n)
 		}
 	}
 }
