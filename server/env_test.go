@@ -52,6 +52,8 @@ type envOptions struct {
 	// PaymentURL empty runs the bundled fake provider in-process.
 	PaymentURL string
 	Breaker    payment.BreakerConfig
+	// PaymentTimeout and ClaimTimeout override the lifecycle defaults when set.
+	PaymentTimeout, ClaimTimeout time.Duration
 	AdminToken string
 	SoldOut    server.SoldOutMode
 	// ReadModelTTL of GET /sales/{sale}; zero in tests so every read is fresh.
@@ -112,6 +114,12 @@ func (e *env) start(api bool) (*server.App, string) {
 	lc := lifecycle.DefaultConfig()
 	lc.ExpiryInterval, lc.SweepInterval, lc.RecordWait = 50*time.Millisecond, 200*time.Millisecond, 5*time.Second
 	lc.OrphanAge = time.Millisecond // in-flight orders get re-published too: a harmless duplicate
+	if e.opts.PaymentTimeout > 0 {
+		lc.PaymentTimeout = e.opts.PaymentTimeout
+	}
+	if e.opts.ClaimTimeout > 0 {
+		lc.ClaimTimeout = e.opts.ClaimTimeout
+	}
 	app, err := server.Open(ctx, server.AppConfig{
 		Server: cfg, RedisURL: stack.EndpointsFromEnv().RedisURL, PostgresURL: e.pgURL, Brokers: e.brokers,
 		OrdersTopic: e.topic, DeadLetterTopic: e.dlq, JWTSecret: testSecret, API: api, Consumer: true,

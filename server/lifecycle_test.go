@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/fsctl/fsctl/payment"
 	"github.com/fsctl/fsctl/payment/fake"
 	"github.com/fsctl/fsctl/stock"
@@ -177,5 +179,74 @@ func TestOrphanedHoldIsRepublished(t *testing.T) {
 	}
 	if rep := e.settled(); rep.Stock != 3 {
 		t.Fatalf("stock %d after cancel, want 3", rep.Stock)
+	}
+}
+
+// TestStuckClaimsAreSettled covers a server that died mid-payment: its claims block expiry until
+// the claim resolver voids them with the provider — which confirms a charge that did land (the
+// order is paid) and guarantees one that did not never will (the order fails and is released).
+func TestStuckClaimsAreSettled(t *testing.T) {
+	t.Parallel()
+	provider := fake.New(fake.Config{}, nil)
+	ps := httptest.NewServer(provider.Handler())
+	defer ps.Close()
+	e := newEnvWith(t, envOptions{Quantity: 3, Limit: 1, PaymentURL: ps.URL, ClaimTimeout: 100 * time.Millisecond})
+	charged, abandoned := e.mustBuy("charged", "k"), e.mustBuy("abandoned", "k")
+	e.counts(2)
+	ctx := context.Background()
+	for id, user := range map[uuid.UUID]string{charged: "charged", abandoned: "abandoned"} {
+		if _, claim, err := e.app.Orders.ClaimPayment(ctx, id, user); err != nil || claim.String() != "ok" {
+			t.Fatalf("claim %s: %v %v", id, claim, err)
+		}
+	}
+	// The dead server's charge of the first order reached the provider.
+	if rc, err := payment.NewHTTPClient(ps.URL, time.Second).Charge(ctx, payment.Charge{OrderID: charged, AmountCents: 4999, Currency: "USD", Token: "tok_ok"}); err != nil || rc.Status != payment.Succeeded {
+		t.Fatalf("charge: %+v %v", rc, err)
+	}
+	if n, _ := e.app.Lifecycle.ExpireOnce(ctx); n != 0 {
+		t.Fatalf("expiry took %d claimed orders", n)
+	}
+	time.Sleep(300 * time.Millisecond) // past the claim timeout (measured by PostgreSQL's clock)
+	if n, err := e.app.Lifecycle.ResolveClaimsOnce(ctx); err != nil || n != 2 {
+		t.Fatalf("resolved %d claims (%v), want 2", n, err)
+	}
+	if got := [2]string{e.status(charged), e.status(abandoned)}; got != [2]string{"PAID", "FAILED"} {
+		t.Fatalf("statuses %v, want [PAID FAILED]", got)
+	}
+	if rep := e.settled(); rep.Stock != 2 || rep.Counts.Paid != 1 {
+		t.Fatalf("after resolving: stock %d paid %d, want 2 1", rep.Stock, rep.Counts.Paid)
+	}
+}
+
+// TestUnknownPaymentOutcome: the provider answers too late, so nobody knows whether it charged.
+// The order is not released on a guess: it stays claimed until the provider can be asked, then
+// the claim resolver settles it.
+func TestUnknownPaymentOutcome(t *testing.T) {
+	t.Parallel()
+	provider := fake.New(fake.Config{Latency: 2 * time.Second}, nil)
+	ps := httptest.NewServer(provider.Handler())
+	defer ps.Close()
+	e := newEnvWith(t, envOptions{Quantity: 1, Limit: 1, PaymentURL: ps.URL,
+		PaymentTimeout: 100 * time.Millisecond, ClaimTimeout: 100 * time.Millisecond})
+	id := e.mustBuy("slow", "k")
+	e.counts(1)
+	if code, body := e.pay("slow", id, "tok_ok"); code != http.StatusServiceUnavailable || !strings.Contains(body, "PAYMENT_UNAVAILABLE") {
+		t.Fatalf("pay against a slow provider: %d %s, want 503 PAYMENT_UNAVAILABLE", code, body)
+	}
+	if code, body := e.pay("slow", id, "tok_ok"); code != http.StatusConflict || !strings.Contains(body, "PAYMENT_IN_PROGRESS") {
+		t.Fatalf("paying again while the outcome is unknown: %d %s, want 409 PAYMENT_IN_PROGRESS", code, body)
+	}
+	if err := provider.Configure(fake.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n, err := e.app.Lifecycle.ResolveClaimsOnce(context.Background()); err != nil || n != 1 {
+		t.Fatalf("resolved %d claims (%v), want 1", n, err)
+	}
+	if st := e.status(id); st != "FAILED" {
+		t.Fatalf("order is %s, want FAILED (the provider never charged it)", st)
+	}
+	if rep := e.settled(); rep.Stock != 1 {
+		t.Fatalf("stock %d, want 1", rep.Stock)
 	}
 }
