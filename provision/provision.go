@@ -29,6 +29,8 @@ type ItemReport struct {
 	Quantity int64
 	Sold     int64
 	Stock    int64
+	// Shards is how many Redis counters the stock is split over.
+	Shards int
 	// Action is what happened to the Redis counter: loaded, kept, or adjusted by a quantity change.
 	Action stock.PreloadAction
 }
@@ -78,7 +80,7 @@ func Sale(ctx context.Context, db *orders.Store, st *stock.Store, sl sale.Sale, 
 	for i, it := range sl.Items {
 		rep.Items = append(rep.Items, ItemReport{
 			ItemID: it.ID, Quantity: it.Quantity, Sold: sold[it.ID], Stock: snap[i].Stock,
-			Action: actions[it.ID],
+			Shards: it.ShardCount(), Action: actions[it.ID],
 		})
 	}
 	return rep, nil

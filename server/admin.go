@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/fsctl/fsctl/control"
 	"github.com/fsctl/fsctl/outcome"
@@ -38,9 +39,15 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 }
 
 type adminSaleBody struct {
-	Sale     sale.Sale       `json:"sale"`
-	Switches map[string]bool `json:"switches,omitempty"`
-	Items    []adminItemBody `json:"items"`
+	ID           string          `json:"id"`
+	OpensAt      time.Time       `json:"opensAt"`
+	ClosesAt     *time.Time      `json:"closesAt,omitempty"`
+	Paused       bool            `json:"paused"`
+	PerUserLimit int             `json:"perUserLimit"`
+	HoldTTL      string          `json:"holdTTL"`
+	WaitReplicas int             `json:"waitReplicas,omitempty"`
+	Switches     map[string]bool `json:"switches,omitempty"`
+	Items        []adminItemBody `json:"items"`
 }
 
 type adminItemBody struct {
@@ -73,7 +80,11 @@ func (s *Server) handleAdminSale(w http.ResponseWriter, r *http.Request) {
 		s.writeCode(w, outcome.Unavailable, "stock store unavailable")
 		return
 	}
-	b := adminSaleBody{Sale: sl}
+	b := adminSaleBody{ID: sl.ID, OpensAt: sl.OpensAt, Paused: sl.Paused, PerUserLimit: sl.PerUserLimit,
+		HoldTTL: sl.HoldTTL.String(), WaitReplicas: sl.WaitReplicas}
+	if !sl.ClosesAt.IsZero() {
+		b.ClosesAt = &sl.ClosesAt
+	}
 	if s.swStore != nil {
 		b.Switches, _ = s.swStore.Get(r.Context())
 	}

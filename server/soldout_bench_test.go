@@ -71,6 +71,7 @@ func BenchmarkSoldOutPurchase(b *testing.B) {
 			h.ServeHTTP(httptest.NewRecorder(), warm)
 			var seq atomic.Int64
 			b.ReportAllocs()
+			b.SetParallelism(32) // many buyers in flight, as in a burst (32 × GOMAXPROCS goroutines)
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {

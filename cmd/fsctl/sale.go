@@ -85,10 +85,10 @@ func printProvision(w io.Writer, sl sale.Sale, rep provision.Report) error {
 	fmt.Fprintf(w, "sale %s (%s): opens %s, per-user limit %d, hold %s\n",
 		sl.ID, sl.Name, sl.OpensAt.UTC().Format("2006-01-02T15:04:05Z"), sl.PerUserLimit, sl.HoldTTL)
 	t := tablewriter.NewWriter(w)
-	t.Header("item", "quantity", "pg sold", "redis stock", "preload")
+	t.Header("item", "quantity", "pg sold", "redis stock", "shards", "preload")
 	for _, it := range rep.Items {
 		if err := t.Append(it.ItemID, strconv.FormatInt(it.Quantity, 10), strconv.FormatInt(it.Sold, 10),
-			strconv.FormatInt(it.Stock, 10), string(it.Action)); err != nil {
+			strconv.FormatInt(it.Stock, 10), strconv.Itoa(it.Shards), string(it.Action)); err != nil {
 			return err
 		}
 	}
