@@ -54,19 +54,12 @@ func (e OrderPlaced) Key() []byte { return []byte(e.SaleID + "/" + e.ItemID) }
 
 // Validate reports whether the event can become an order row.
 func (e OrderPlaced) Validate() error {
+	if err := validateOrder(e.Type, TypeOrderPlaced, e.OrderID, e.SaleID, e.ItemID, e.UserID, e.Shard); err != nil {
+		return err
+	}
 	switch {
-	case e.Type != TypeOrderPlaced:
-		return fmt.Errorf("event type %q, want %s", e.Type, TypeOrderPlaced)
-	case e.OrderID == uuid.Nil:
-		return errors.New("orderId missing")
-	case !sale.ValidSlug(e.SaleID) || !sale.ValidSlug(e.ItemID):
-		return fmt.Errorf("invalid sale/item %q/%q", e.SaleID, e.ItemID)
-	case !sale.ValidUserID(e.UserID):
-		return errors.New("invalid userId")
 	case e.Slot < 0 || e.Slot >= sale.MaxPerUserLimit:
 		return fmt.Errorf("slot %d out of range", e.Slot)
-	case e.Shard < 0 || e.Shard >= sale.MaxShards:
-		return fmt.Errorf("shard %d out of range", e.Shard)
 	case len(e.IdemKey) > 128:
 		return errors.New("idemKey longer than 128 bytes")
 	case e.CreatedAt.IsZero() || e.ExpiresAt.IsZero():
@@ -92,21 +85,31 @@ func (e OrderPaid) Key() []byte { return []byte(e.SaleID + "/" + e.ItemID) }
 
 // Validate reports whether the event can mark an order paid.
 func (e OrderPaid) Validate() error {
+	if err := validateOrder(e.Type, TypeOrderPaid, e.OrderID, e.SaleID, e.ItemID, e.UserID, e.Shard); err != nil {
+		return err
+	}
 	switch {
-	case e.Type != TypeOrderPaid:
-		return fmt.Errorf("event type %q, want %s", e.Type, TypeOrderPaid)
-	case e.OrderID == uuid.Nil:
-		return errors.New("orderId missing")
-	case !sale.ValidSlug(e.SaleID) || !sale.ValidSlug(e.ItemID):
-		return fmt.Errorf("invalid sale/item %q/%q", e.SaleID, e.ItemID)
-	case !sale.ValidUserID(e.UserID):
-		return errors.New("invalid userId")
-	case e.Shard < 0 || e.Shard >= sale.MaxShards:
-		return fmt.Errorf("shard %d out of range", e.Shard)
 	case len(e.PaymentRef) > 128:
 		return errors.New("paymentRef longer than 128 bytes")
 	case e.PaidAt.IsZero():
 		return errors.New("paidAt is required")
+	}
+	return nil
+}
+
+// validateOrder checks what every order event carries: its type tag and which order it is about.
+func validateOrder(typ, want string, id uuid.UUID, saleID, itemID, userID string, shard int) error {
+	switch {
+	case typ != want:
+		return fmt.Errorf("event type %q, want %s", typ, want)
+	case id == uuid.Nil:
+		return errors.New("orderId missing")
+	case !sale.ValidSlug(saleID) || !sale.ValidSlug(itemID):
+		return fmt.Errorf("invalid sale/item %q/%q", saleID, itemID)
+	case !sale.ValidUserID(userID):
+		return errors.New("invalid userId")
+	case shard < 0 || shard >= sale.MaxShards:
+		return fmt.Errorf("shard %d out of range", shard)
 	}
 	return nil
 }

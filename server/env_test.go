@@ -20,6 +20,7 @@ import (
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/server"
 	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/testenv"
 )
 
@@ -54,8 +55,8 @@ type envOptions struct {
 	Breaker    payment.BreakerConfig
 	// PaymentTimeout and ClaimTimeout override the lifecycle defaults when set.
 	PaymentTimeout, ClaimTimeout time.Duration
-	AdminToken string
-	SoldOut    server.SoldOutMode
+	AdminToken                   string
+	SoldOut                      server.SoldOutMode
 	// ReadModelTTL of GET /sales/{sale}; zero in tests so every read is fresh.
 	ReadModelTTL time.Duration
 	// Workers runs the lifecycle jobs with fast test intervals.
@@ -231,4 +232,28 @@ func orderIDOf(t *testing.T, body string) uuid.UUID {
 		t.Fatalf("orderId in %s: %v", body, err)
 	}
 	return id
+}
+
+// stores opens the real stores on a fresh database and provisions sl (normalized) on them, for
+// tests and benchmarks that build a Server by hand; the sale's Redis keys go when tb ends.
+func stores(tb testing.TB, sl sale.Sale) (*stock.Store, *orders.Store, sale.Sale) {
+	tb.Helper()
+	rdb := testenv.Redis(tb)
+	pgURL := testenv.Postgres(tb)
+	ctx := context.Background()
+	if _, err := orders.Migrate(ctx, pgURL); err != nil {
+		tb.Fatal(err)
+	}
+	db, err := orders.Open(ctx, pgURL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(db.Close)
+	st := stock.New(rdb)
+	sl.Normalize()
+	if _, err := provision.Sale(ctx, db, st, sl, provision.Options{}); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = st.Reset(context.Background(), sl) })
+	return st, db, sl
 }

@@ -13,11 +13,8 @@ import (
 
 	"github.com/fsctl/fsctl/auth"
 	"github.com/fsctl/fsctl/events"
-	"github.com/fsctl/fsctl/orders"
-	"github.com/fsctl/fsctl/provision"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/server"
-	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/testenv"
 )
 
@@ -41,24 +38,8 @@ func (p *switchPublisher) PublishOrderPlaced(context.Context, events.OrderPlaced
 // that an order in flight (not yet in PostgreSQL) reads as PENDING with persisted:false.
 func TestFailedHandOffIsNeverAFalseYes(t *testing.T) {
 	t.Parallel()
-	rdb := testenv.Redis(t)
-	pgURL := testenv.Postgres(t)
 	ctx := context.Background()
-	if _, err := orders.Migrate(ctx, pgURL); err != nil {
-		t.Fatal(err)
-	}
-	db, err := orders.Open(ctx, pgURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	st := stock.New(rdb)
-	sl := sale.Sale{ID: testenv.ID(t, "handoff"), OpensAt: time.Now().Add(-time.Minute), Items: []sale.Item{{ID: "hot", Quantity: 1}}}
-	sl.Normalize()
-	if _, err := provision.Sale(ctx, db, st, sl, provision.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	defer st.Reset(ctx, sl) //nolint:errcheck
+	st, db, sl := stores(t, sale.Sale{ID: testenv.ID(t, "handoff"), OpensAt: time.Now().Add(-time.Minute), Items: []sale.Item{{ID: "hot", Quantity: 1}}})
 	verifier, _ := auth.NewVerifier(testSecret, nil)
 	pub := &switchPublisher{}
 	srv := server.New(server.DefaultConfig(), server.Deps{Auth: verifier, Stock: st, Publisher: pub, Orders: db})

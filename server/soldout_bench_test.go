@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,11 +11,8 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/auth"
-	"github.com/fsctl/fsctl/orders"
-	"github.com/fsctl/fsctl/provision"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/server"
-	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/testenv"
 )
 
@@ -26,24 +22,7 @@ import (
 // mode (no Redis call). Requests go straight to the handler, so the numbers are the server's own
 // cost plus its Redis round trips; every request is a new buyer with a new key.
 func BenchmarkSoldOutPurchase(b *testing.B) {
-	rdb := testenv.Redis(b)
-	pgURL := testenv.Postgres(b)
-	ctx := context.Background()
-	if _, err := orders.Migrate(ctx, pgURL); err != nil {
-		b.Fatal(err)
-	}
-	db, err := orders.Open(ctx, pgURL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(db.Close)
-	st := stock.New(rdb)
-	sl := sale.Sale{ID: testenv.ID(b, "soldout"), OpensAt: time.Now().Add(-time.Minute), Items: []sale.Item{{ID: "hot", Quantity: 0}}}
-	sl.Normalize()
-	if _, err := provision.Sale(ctx, db, st, sl, provision.Options{}); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = st.Reset(context.Background(), sl) })
+	st, db, sl := stores(b, sale.Sale{ID: testenv.ID(b, "soldout"), OpensAt: time.Now().Add(-time.Minute), Items: []sale.Item{{ID: "hot", Quantity: 0}}})
 	verifier, err := auth.NewVerifier(testSecret, nil)
 	if err != nil {
 		b.Fatal(err)
