@@ -1,5 +1,6 @@
 // Package server is the reference flash-sale checkout server: the HTTP purchase path over the Redis
-// reserve script, the Kafka hand-off to PostgreSQL, order and sale reads, health and metrics.
+// reserve script and the Kafka hand-off to PostgreSQL, payment and cancellation through package
+// lifecycle, order and sale reads, the operator's /admin/v1 API, health and metrics.
 package server
 
 import (
