@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -120,6 +121,11 @@ type Deps struct {
 type Service struct {
 	cfg Config
 	Deps
+
+	// republished remembers when this instance last re-published each orphaned hold, so a consumer
+	// that lags for minutes does not get the same order again every sweep.
+	mu          sync.Mutex
+	republished map[uuid.UUID]time.Time
 }
 
 // New returns a Service.
@@ -130,7 +136,7 @@ func New(cfg Config, d Deps) *Service {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	return &Service{cfg: cfg, Deps: d}
+	return &Service{cfg: cfg, Deps: d, republished: map[uuid.UUID]time.Time{}}
 }
 
 // release returns one closed order's unit to Redis. PostgreSQL has already committed the order's

@@ -32,6 +32,7 @@ type SweepReport struct {
 // closed (the release after the commit failed) is released; one whose order is paid is settled.
 func (s *Service) SweepOnce(ctx context.Context) (SweepReport, error) {
 	var rep SweepReport
+	s.forgetRepublished()
 	ids, err := s.Orders.SaleIDs(ctx)
 	if err != nil {
 		return rep, err
@@ -99,6 +100,9 @@ func (s *Service) sweepItem(ctx context.Context, sl sale.Sale, it sale.Item, rep
 func (s *Service) sweepHold(ctx context.Context, saleID, itemID string, h stock.Hold, status string, rep *SweepReport) error {
 	switch status {
 	case "":
+		if s.recentlyRepublished(h.OrderID) {
+			return nil
+		}
 		err := s.Publisher.PublishOrderPlaced(ctx, events.OrderPlaced{
 			OrderID: h.OrderID, SaleID: saleID, ItemID: itemID, UserID: h.UserID, Slot: h.Slot, Shard: h.Shard,
 			CreatedAt: createdAt(h.OrderID), ExpiresAt: h.ExpiresAt, IdemKey: h.IdemKey,
@@ -106,6 +110,7 @@ func (s *Service) sweepHold(ctx context.Context, saleID, itemID string, h stock.
 		if err != nil {
 			return fmt.Errorf("re-publish orphaned order %s: %w", h.OrderID, err)
 		}
+		s.markRepublished(h.OrderID)
 		s.Log.Warn("orphaned hold re-published", "order", h.OrderID, "sale", saleID, "item", itemID)
 		rep.Republished++
 	case orders.StatusPaid:
@@ -129,6 +134,33 @@ func (s *Service) sweepHold(ctx context.Context, saleID, itemID string, h stock.
 		}
 	}
 	return nil
+}
+
+// recentlyRepublished reports whether this instance re-published the order within the last
+// OrphanAge.
+func (s *Service) recentlyRepublished(id uuid.UUID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.republished[id]
+	return ok && s.Now().Sub(at) < s.cfg.OrphanAge
+}
+
+func (s *Service) markRepublished(id uuid.UUID) {
+	s.mu.Lock()
+	s.republished[id] = s.Now()
+	s.mu.Unlock()
+}
+
+// forgetRepublished drops the notes older than OrphanAge, so the map stays as small as the set of
+// holds still waiting for the consumer.
+func (s *Service) forgetRepublished() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, at := range s.republished {
+		if s.Now().Sub(at) >= s.cfg.OrphanAge {
+			delete(s.republished, id)
+		}
+	}
 }
 
 // createdAt reads the creation time a UUIDv7 carries in its first 48 bits.
