@@ -20,16 +20,17 @@ func (s *Store) SaveSale(ctx context.Context, sl sale.Sale) error {
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `
-			INSERT INTO sales (id, name, opens_at, per_user_limit, hold_ttl_ms, paused, closes_at, wait_replicas, wait_timeout_ms)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			INSERT INTO sales (id, name, opens_at, per_user_limit, hold_ttl_ms, paused, closes_at, wait_replicas,
+				wait_timeout_ms, room, rate_limits)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 			ON CONFLICT (id) DO UPDATE SET
 				name = EXCLUDED.name, opens_at = EXCLUDED.opens_at,
 				per_user_limit = EXCLUDED.per_user_limit, hold_ttl_ms = EXCLUDED.hold_ttl_ms,
 				paused = EXCLUDED.paused, closes_at = EXCLUDED.closes_at,
 				wait_replicas = EXCLUDED.wait_replicas, wait_timeout_ms = EXCLUDED.wait_timeout_ms,
-				updated_at = now()`,
+				room = EXCLUDED.room, rate_limits = EXCLUDED.rate_limits, updated_at = now()`,
 			sl.ID, sl.Name, sl.OpensAt, sl.PerUserLimit, sl.HoldTTL.Milliseconds(), sl.Paused,
-			nullTime(sl.ClosesAt), sl.WaitReplicas, sl.WaitTimeout.Milliseconds()); err != nil {
+			nullTime(sl.ClosesAt), sl.WaitReplicas, sl.WaitTimeout.Milliseconds(), sl.Room, sl.RateLimits); err != nil {
 			return fmt.Errorf("upsert sale: %w", err)
 		}
 		sold, err := lockSold(ctx, tx, sl.ID)
@@ -109,9 +110,11 @@ func (s *Store) LoadSale(ctx context.Context, id string) (sale.Sale, error) {
 	var ttlMS, waitMS int64
 	var closes *time.Time
 	err := s.pool.QueryRow(ctx, `
-		SELECT id, name, opens_at, per_user_limit, hold_ttl_ms, paused, closes_at, wait_replicas, wait_timeout_ms
+		SELECT id, name, opens_at, per_user_limit, hold_ttl_ms, paused, closes_at, wait_replicas, wait_timeout_ms,
+			room, rate_limits
 		FROM sales WHERE id = $1`, id).
-		Scan(&sl.ID, &sl.Name, &sl.OpensAt, &sl.PerUserLimit, &ttlMS, &sl.Paused, &closes, &sl.WaitReplicas, &waitMS)
+		Scan(&sl.ID, &sl.Name, &sl.OpensAt, &sl.PerUserLimit, &ttlMS, &sl.Paused, &closes, &sl.WaitReplicas, &waitMS,
+			&sl.Room, &sl.RateLimits)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return sale.Sale{}, outcome.Errorf(outcome.NotFound, "sale %s not found", id)
 	}
@@ -142,4 +145,16 @@ func nullTime(t time.Time) *time.Time {
 		return nil
 	}
 	return &t
+}
+
+// SetRoom records an operator's change of a sale's waiting room (pause, admission rate, cap).
+func (s *Store) SetRoom(ctx context.Context, saleID string, r sale.Room) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE sales SET room = $2, updated_at = now() WHERE id = $1`, saleID, r)
+	if err != nil {
+		return fmt.Errorf("set room of sale %s: %w", saleID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return outcome.Errorf(outcome.NotFound, "sale %s not found", saleID)
+	}
+	return nil
 }

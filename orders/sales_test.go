@@ -33,6 +33,9 @@ func TestSaveLoadSaleRoundTrip(t *testing.T) {
 	)
 	want.ClosesAt = want.OpensAt.Add(time.Hour)
 	want.WaitReplicas, want.WaitTimeout = 1, 20*time.Millisecond
+	want.Room = sale.Room{Enabled: true, AdmissionRate: 12.5, MaxActive: 300, FairStart: sale.FairStartRandom,
+		WaiterTTL: 30 * time.Second, ActiveTTL: time.Minute, PowDifficulty: 8, FailMode: sale.FailOpen}
+	want.RateLimits = sale.RateLimits{PerUser: 5, PerUserBurst: 10, PerAddress: 50, PerAddressBurst: 50}
 	if err := s.SaveSale(ctx, want); err != nil {
 		t.Fatalf("save: %v", err)
 	}

@@ -43,7 +43,67 @@ type Sale struct {
 	// acknowledged it, or WaitTimeout passed, so a failover loses fewer reservations.
 	WaitReplicas int           `yaml:"waitReplicas,omitempty" json:"waitReplicas,omitempty"`
 	WaitTimeout  time.Duration `yaml:"waitTimeout,omitempty" json:"waitTimeout,omitempty"`
-	Items        []Item        `yaml:"items" json:"items"`
+	// Room is the waiting room in front of the purchase path; off unless Room.Enabled.
+	Room Room `yaml:"room,omitempty" json:"room,omitzero"`
+	// RateLimits cap requests per buyer and per client address on the queue and purchase endpoints.
+	RateLimits RateLimits `yaml:"rateLimits,omitempty" json:"rateLimits,omitzero"`
+	Items      []Item     `yaml:"items" json:"items"`
+}
+
+// Fair-start orders of the buyers who join the waiting room before the sale opens.
+const (
+	// FairStartRandom gives every early joiner a random place at the opening instant, so arriving
+	// early (by script) buys nothing; after the opening it is first come, first served.
+	FairStartRandom = "random"
+	// FairStartFIFO keeps joining order from the first joiner on.
+	FairStartFIFO = "fifo"
+)
+
+// Modes of a sale whose waiting room cannot be reached.
+const (
+	// FailClosed admits nobody while the room is down: the purchase path answers NOT_ADMITTED.
+	FailClosed = "closed"
+	// FailOpen lets buyers straight to the (still rate-limited) purchase path.
+	FailOpen = "open"
+)
+
+// Waiting-room defaults applied by Normalize.
+const (
+	DefaultWaiterTTL = 30 * time.Second
+	DefaultActiveTTL = 2 * time.Minute
+	MaxPowDifficulty = 24
+)
+
+// Room configures the waiting room of a sale.
+type Room struct {
+	Enabled bool `yaml:"enabled" json:"enabled"`
+	// AdmissionRate is how many buyers per second leave the queue for the checkout.
+	AdmissionRate float64 `yaml:"admissionRate" json:"admissionRate"`
+	// MaxActive caps the admitted buyers still active (polling, not yet done); 0 = no cap.
+	MaxActive int `yaml:"maxActive,omitempty" json:"maxActive,omitempty"`
+	// FairStart orders the early joiners: random (default) or fifo.
+	FairStart string `yaml:"fairStart,omitempty" json:"fairStart,omitempty"`
+	// WaiterTTL: a waiter who stops polling this long loses the place.
+	WaiterTTL time.Duration `yaml:"waiterTTL,omitempty" json:"waiterTTL,omitempty"`
+	// ActiveTTL: an admitted buyer who stops polling this long loses the slot; also the lifetime of
+	// an admission token.
+	ActiveTTL time.Duration `yaml:"activeTTL,omitempty" json:"activeTTL,omitempty"`
+	// PowDifficulty is the proof of work asked at queue entry, in leading zero bits (0 = none).
+	PowDifficulty int `yaml:"powDifficulty,omitempty" json:"powDifficulty,omitempty"`
+	// FailMode is what the sale does when the room's state is unreachable: closed (default) or open.
+	FailMode string `yaml:"failMode,omitempty" json:"failMode,omitempty"`
+	// Paused stops admissions (the queue keeps its order).
+	Paused bool `yaml:"paused,omitempty" json:"paused,omitempty"`
+}
+
+// RateLimits are per-second request limits of a sale's queue and purchase endpoints; zero means
+// no limit. Each endpoint counts separately.
+type RateLimits struct {
+	PerUser      int `yaml:"perUser,omitempty" json:"perUser,omitempty"`
+	PerUserBurst int `yaml:"perUserBurst,omitempty" json:"perUserBurst,omitempty"`
+	PerAddress   int `yaml:"perAddress,omitempty" json:"perAddress,omitempty"`
+	// PerAddressBurst defaults to PerAddress, PerUserBurst to PerUser.
+	PerAddressBurst int `yaml:"perAddressBurst,omitempty" json:"perAddressBurst,omitempty"`
 }
 
 // Item is one product of a sale with a fixed quantity of units.
@@ -93,6 +153,13 @@ func (s *Sale) Normalize() {
 	if s.WaitReplicas > 0 && s.WaitTimeout == 0 {
 		s.WaitTimeout = DefaultWaitTimeout
 	}
+	s.Room.normalize()
+	if s.RateLimits.PerUserBurst == 0 {
+		s.RateLimits.PerUserBurst = s.RateLimits.PerUser
+	}
+	if s.RateLimits.PerAddressBurst == 0 {
+		s.RateLimits.PerAddressBurst = s.RateLimits.PerAddress
+	}
 	for i := range s.Items {
 		if s.Items[i].Name == "" {
 			s.Items[i].Name = s.Items[i].ID
@@ -125,6 +192,12 @@ func (s Sale) Validate() error {
 	}
 	if s.WaitTimeout < 0 || s.WaitTimeout > 5*time.Second {
 		return fmt.Errorf("sale %s: waitTimeout %s: must be between 0 and 5s", s.ID, s.WaitTimeout)
+	}
+	if err := s.Room.validate(); err != nil {
+		return fmt.Errorf("sale %s: room: %w", s.ID, err)
+	}
+	if r := s.RateLimits; r.PerUser < 0 || r.PerAddress < 0 || r.PerUserBurst < 0 || r.PerAddressBurst < 0 {
+		return fmt.Errorf("sale %s: rateLimits must not be negative", s.ID)
 	}
 	if len(s.Items) == 0 {
 		return fmt.Errorf("sale %s: needs at least one item", s.ID)
@@ -206,4 +279,40 @@ func LoadFile(path string) (Sale, error) {
 		return Sale{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return s, nil
+}
+
+func (r *Room) normalize() {
+	if r.FairStart == "" {
+		r.FairStart = FairStartRandom
+	}
+	if r.FailMode == "" {
+		r.FailMode = FailClosed
+	}
+	if r.WaiterTTL == 0 {
+		r.WaiterTTL = DefaultWaiterTTL
+	}
+	if r.ActiveTTL == 0 {
+		r.ActiveTTL = DefaultActiveTTL
+	}
+}
+
+func (r Room) validate() error {
+	if !r.Enabled {
+		return nil
+	}
+	switch {
+	case r.AdmissionRate <= 0:
+		return fmt.Errorf("admissionRate %g: must be above 0 buyers per second", r.AdmissionRate)
+	case r.MaxActive < 0:
+		return fmt.Errorf("maxActive %d must not be negative", r.MaxActive)
+	case r.FairStart != FairStartRandom && r.FairStart != FairStartFIFO:
+		return fmt.Errorf("fairStart %q: must be random or fifo", r.FairStart)
+	case r.FailMode != FailClosed && r.FailMode != FailOpen:
+		return fmt.Errorf("failMode %q: must be closed or open", r.FailMode)
+	case r.WaiterTTL < time.Second || r.ActiveTTL < time.Second:
+		return fmt.Errorf("waiterTTL %s and activeTTL %s must be at least 1s", r.WaiterTTL, r.ActiveTTL)
+	case r.PowDifficulty < 0 || r.PowDifficulty > MaxPowDifficulty:
+		return fmt.Errorf("powDifficulty %d: must be between 0 and %d leading zero bits", r.PowDifficulty, MaxPowDifficulty)
+	}
+	return nil
 }
