@@ -39,6 +39,13 @@ type BurstConfig struct {
 	// Conns caps the connections to the server; buyers beyond it queue for a connection.
 	Conns   int
 	Timeout time.Duration
+	// Room sends every buyer through the sale's waiting room first: solve the proof of work when
+	// asked, join, poll until admitted, then buy with the admission token.
+	Room bool
+	// MaxPoll caps the wait between polls the server suggests (default 1 s).
+	MaxPoll time.Duration
+	// RoomTimeout bounds one buyer's wait in the room (default 2 minutes).
+	RoomTimeout time.Duration
 }
 
 // Answer is what one buyer got.
@@ -106,7 +113,11 @@ func Burst(ctx context.Context, cfg BurstConfig) (Result, error) {
 	for i := range reqs {
 		wg.Go(func() {
 			<-release
-			answers[i] = Do(client, reqs[i])
+			if cfg.Room {
+				answers[i] = cfg.journey(ctx, client, reqs[i])
+			} else {
+				answers[i] = Do(client, reqs[i])
+			}
 			answers[i].User = users[i]
 		})
 	}

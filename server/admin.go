@@ -18,6 +18,8 @@ func (s *Server) adminRoutes(route func(string, http.HandlerFunc)) {
 	route("GET /admin/v1/sales/{sale}", s.admin(s.handleAdminSale))
 	route("POST /admin/v1/sales/{sale}/pause", s.admin(s.handlePause(true)))
 	route("POST /admin/v1/sales/{sale}/resume", s.admin(s.handlePause(false)))
+	route("GET /admin/v1/sales/{sale}/room", s.admin(s.handleRoomStats))
+	route("PUT /admin/v1/sales/{sale}/room", s.admin(s.handleSetRoom))
 	route("GET /admin/v1/switches", s.admin(s.handleSwitches))
 	route("PUT /admin/v1/switches/{name}", s.admin(s.handleSetSwitch))
 }
@@ -182,4 +184,101 @@ func (s *Server) handleSetSwitch(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Warn("operator set a kill switch", "switch", name, "off", *b.Off)
 	writeJSON(w, http.StatusOK, map[string]any{"switch": name, "off": *b.Off})
+}
+
+// roomBody is the operator's view of a waiting room.
+type roomBody struct {
+	Sale                 string  `json:"sale"`
+	Enabled              bool    `json:"enabled"`
+	Up                   bool    `json:"up"`
+	Paused               bool    `json:"paused"`
+	AdmissionRate        float64 `json:"admissionRate"`
+	MaxActive            int     `json:"maxActive"`
+	QueueDepth           int64   `json:"queueDepth"`
+	Active               int64   `json:"active"`
+	AdmittedTotal        int64   `json:"admittedTotal"`
+	ExpiredTotal         int64   `json:"expiredTotal"`
+	EstimatedWaitSeconds float64 `json:"estimatedWaitSeconds"`
+	FailMode             string  `json:"failMode"`
+}
+
+func (s *Server) handleRoomStats(w http.ResponseWriter, r *http.Request) {
+	sl, ok := s.adminLoadSale(w, r)
+	if !ok {
+		return
+	}
+	s.writeRoom(w, r, sl)
+}
+
+func (s *Server) writeRoom(w http.ResponseWriter, r *http.Request, sl sale.Sale) {
+	b := roomBody{Sale: sl.ID, Enabled: sl.Room.Enabled, Up: s.roomUp.Load(), Paused: sl.Room.Paused,
+		AdmissionRate: sl.Room.AdmissionRate, MaxActive: sl.Room.MaxActive, FailMode: sl.Room.FailMode}
+	if sl.Room.Enabled && s.room != nil {
+		st, err := s.room.Stats(r.Context(), sl.ID)
+		if err != nil {
+			s.log.Error("room stats", "sale", sl.ID, "err", err)
+			s.writeCode(w, outcome.Unavailable, "waiting room unreachable")
+			return
+		}
+		b.Paused, b.AdmissionRate, b.MaxActive = st.Paused, st.Rate, st.MaxActive
+		b.QueueDepth, b.Active, b.AdmittedTotal, b.ExpiredTotal = st.Depth, st.Active, st.AdmittedTotal, st.ExpiredTotal
+		b.EstimatedWaitSeconds = st.EstimatedWait.Seconds()
+	}
+	writeJSON(w, http.StatusOK, b)
+}
+
+// roomChange is the body of PUT /admin/v1/sales/{sale}/room; absent fields stay as they are.
+type roomChange struct {
+	Paused        *bool    `json:"paused"`
+	AdmissionRate *float64 `json:"admissionRate"`
+	MaxActive     *int     `json:"maxActive"`
+}
+
+// handleSetRoom pauses or resumes admission and changes the admission rate and the cap of active
+// buyers: live in Redis for every instance at once, and in PostgreSQL so it outlives a restart.
+func (s *Server) handleSetRoom(w http.ResponseWriter, r *http.Request) {
+	sl, ok := s.adminLoadSale(w, r)
+	if !ok {
+		return
+	}
+	if !sl.Room.Enabled || s.room == nil {
+		s.writeCode(w, outcome.NotFound, "sale "+sl.ID+" has no waiting room")
+		return
+	}
+	var c roomChange
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil || (c.Paused == nil && c.AdmissionRate == nil && c.MaxActive == nil) {
+		s.writeCode(w, outcome.InvalidRequest, `body must be JSON with any of {"paused":bool,"admissionRate":number,"maxActive":int}`)
+		return
+	}
+	next := sl
+	if c.Paused != nil {
+		next.Room.Paused = *c.Paused
+	}
+	if c.AdmissionRate != nil {
+		next.Room.AdmissionRate = *c.AdmissionRate
+	}
+	if c.MaxActive != nil {
+		next.Room.MaxActive = *c.MaxActive
+	}
+	if err := next.Validate(); err != nil {
+		s.writeCode(w, outcome.InvalidRequest, err.Error())
+		return
+	}
+	if err := s.store.SetRoom(r.Context(), sl.ID, next.Room); err != nil {
+		s.log.Error("save room", "sale", sl.ID, "err", err)
+		s.writeCode(w, outcome.Unavailable, "order store unavailable; nothing changed")
+		return
+	}
+	// Configure keeps the queue, the admitted buyers and the counters; only the settings change.
+	if err := s.room.Configure(r.Context(), sl.ID, next.Room, sl.OpensAt); err != nil {
+		s.log.Error("set room live", "sale", sl.ID, "err", err)
+		s.writeCode(w, outcome.Unavailable, "waiting room unreachable; the change is saved and applies when it is back")
+		return
+	}
+	s.catalog.forget(sl.ID)
+	s.metrics.roomRate.WithLabelValues(sl.ID).Set(next.Room.AdmissionRate)
+	s.log.Warn("operator changed a waiting room", "sale", sl.ID, "paused", next.Room.Paused, "rate", next.Room.AdmissionRate, "max_active", next.Room.MaxActive)
+	s.writeRoom(w, r, next)
 }

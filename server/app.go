@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,6 +22,7 @@ import (
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/payment"
 	"github.com/fsctl/fsctl/payment/fake"
+	"github.com/fsctl/fsctl/room"
 	"github.com/fsctl/fsctl/stock"
 )
 
@@ -55,6 +58,14 @@ type AppConfig struct {
 	SwitchesKey string
 	// ControlPoll is how often the kill switches are re-read.
 	ControlPoll time.Duration
+	// RoomRedisURL is where the waiting rooms keep their state; empty means RedisURL. A separate
+	// Redis keeps a queue of millions of waiters off the stock counters.
+	RoomRedisURL string
+	// RoomSecret signs admission tokens and proof-of-work challenges; empty derives one from
+	// JWTSecret. Every instance needs the same one.
+	RoomSecret []byte
+	// RoomTick is how often this instance runs an admission round (100 ms when zero).
+	RoomTick time.Duration
 }
 
 // App is the assembled checkout: HTTP API and order consumer over Redis, Kafka and PostgreSQL.
@@ -70,6 +81,7 @@ type App struct {
 	consumer *ingest.Consumer
 	pub, dlq *events.Publisher
 	rdb      *redis.Client
+	roomRdb  *redis.Client
 	watcher  *control.Watcher
 	fakePay  *http.Server
 	log      *slog.Logger
@@ -95,6 +107,9 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 	}
 	if cfg.ControlPoll == 0 {
 		cfg.ControlPoll = 250 * time.Millisecond
+	}
+	if cfg.RoomTick == 0 {
+		cfg.RoomTick = 100 * time.Millisecond
 	}
 	a := &App{cfg: cfg, log: log}
 	ok := false
@@ -146,9 +161,14 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 	if err := a.watcher.Refresh(ctx); err != nil {
 		return nil, err
 	}
+	rm, tokens, challenges, err := a.openRoom(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 	a.Server = New(cfg.Server, Deps{
 		Auth: verifier, Stock: a.Stock, Publisher: a.pub, Orders: a.Orders, Log: log,
 		Switches: a.watcher, SwitchStore: a.Switches,
+		Room: rm, Tokens: tokens, Challenges: challenges, Limiter: NewRedisLimiter(a.rdb),
 		Probes: map[string]Probe{
 			"redis":    a.probeRedis,
 			"postgres": func(ctx context.Context) error { return a.Orders.Pool().Ping(ctx) },
@@ -171,6 +191,46 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 	}
 	ok = true
 	return a, nil
+}
+
+// openRoom connects the waiting room's Redis (the stock Redis unless RoomRedisURL says otherwise)
+// and builds the admission token signer and the proof-of-work issuer. An unreachable room Redis
+// does not stop the start: the sale's fail mode decides what buyers get while it is away.
+func (a *App) openRoom(ctx context.Context, cfg AppConfig) (*room.Store, *room.Tokens, *room.Challenges, error) {
+	a.roomRdb = a.rdb
+	if cfg.RoomRedisURL != "" && cfg.RoomRedisURL != cfg.RedisURL {
+		opt, err := redis.ParseURL(cfg.RoomRedisURL)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("room redis url: %w", err)
+		}
+		opt.PoolSize = 128
+		a.roomRdb = redis.NewClient(opt)
+	}
+	rm := room.New(a.roomRdb)
+	if err := rm.LoadScripts(ctx); err != nil {
+		a.log.Warn("waiting room Redis unreachable at start; sales with a room follow their fail mode until it is back", "err", err)
+	}
+	secret := cfg.RoomSecret
+	if len(secret) == 0 {
+		secret = derive(cfg.JWTSecret, "fsctl waiting room")
+	}
+	tokens, err := room.NewTokens(derive(secret, "admission tokens"), nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	challenges, err := room.NewChallenges(derive(secret, "proof of work"), nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return rm, tokens, challenges, nil
+}
+
+// derive makes an independent key for one purpose from a secret (HMAC-SHA256 as a KDF), so one
+// configured secret never signs two kinds of thing.
+func derive(secret []byte, purpose string) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
 }
 
 // openPayments builds the payment client behind its circuit breaker; with no provider URL it starts
@@ -224,6 +284,7 @@ func (a *App) Run(ctx context.Context, ready func(net.Addr)) error {
 		})
 	}
 	if a.cfg.API {
+		g.Go(func() error { a.Server.RunRoom(ctx, a.cfg.RoomTick); return nil })
 		g.Go(func() error { return a.Server.Serve(ctx, ready) })
 	}
 	if a.consumer != nil {
@@ -271,6 +332,9 @@ func (a *App) Close() {
 	}
 	if a.fakePay != nil {
 		_ = a.fakePay.Close()
+	}
+	if a.roomRdb != nil && a.roomRdb != a.rdb {
+		_ = a.roomRdb.Close()
 	}
 	if a.rdb != nil {
 		_ = a.rdb.Close()

@@ -61,6 +61,10 @@ type envOptions struct {
 	ReadModelTTL time.Duration
 	// Workers runs the lifecycle jobs with fast test intervals.
 	Workers bool
+	// Room and RateLimits go into the sale; RoomRedisURL moves the room's state elsewhere.
+	Room         sale.Room
+	RateLimits   sale.RateLimits
+	RoomRedisURL string
 }
 
 // newEnv starts the API and the order consumer on a fresh database and fresh topics, and opens
@@ -85,6 +89,7 @@ func newEnvWith(t *testing.T, o envOptions) *env {
 	e.sale = sale.Sale{
 		ID: testenv.ID(t, "sale"), OpensAt: o.OpensAt, ClosesAt: o.ClosesAt, PerUserLimit: o.Limit,
 		HoldTTL: o.HoldTTL, WaitReplicas: o.WaitReplicas, Items: []sale.Item{{ID: "hot", Quantity: o.Quantity, Shards: o.Shards, PriceCents: 4999}},
+		Room: o.Room, RateLimits: o.RateLimits,
 	}
 	e.sale.Normalize()
 	e.app, e.base = e.start(true)
@@ -126,6 +131,7 @@ func (e *env) start(api bool) (*server.App, string) {
 		OrdersTopic: e.topic, DeadLetterTopic: e.dlq, JWTSecret: testSecret, API: api, Consumer: true,
 		ConsumerGroup: "g-" + e.topic, Migrate: true, PaymentURL: e.opts.PaymentURL, Breaker: e.opts.Breaker,
 		Lifecycle: lc, Workers: e.opts.Workers, SwitchesKey: e.switches, ControlPoll: 20 * time.Millisecond,
+		RoomRedisURL: e.opts.RoomRedisURL, RoomTick: 20 * time.Millisecond,
 	}, log)
 	if err != nil {
 		cancel()

@@ -30,6 +30,14 @@ type metrics struct {
 	republished    prometheus.Counter
 	repaired       prometheus.Counter
 	paidRecorded   prometheus.Counter
+	roomDepth      *prometheus.GaugeVec
+	roomActive     *prometheus.GaugeVec
+	roomRate       *prometheus.GaugeVec
+	roomUp         prometheus.GaugeFunc
+	roomAdmitted   *prometheus.CounterVec
+	roomExpired    *prometheus.CounterVec
+	failOpen       prometheus.Counter
+	rateLimited    *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -91,6 +99,28 @@ func newMetrics() *metrics {
 			Name: "fsctl_holds_repaired_total", Help: "Holds of closed or paid orders the sweeper released or settled.",
 		}),
 	}
+	m.roomDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "fsctl_room_queue_depth", Help: "Buyers waiting in the sale's queue.",
+	}, []string{"sale"})
+	m.roomActive = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "fsctl_room_active", Help: "Admitted buyers still active (their slot not yet freed).",
+	}, []string{"sale"})
+	m.roomRate = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "fsctl_room_admission_rate", Help: "Configured admissions per second.",
+	}, []string{"sale"})
+	m.roomAdmitted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fsctl_room_admitted_total", Help: "Buyers this instance's admission rounds let through.",
+	}, []string{"sale"})
+	m.roomExpired = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fsctl_room_expired_total", Help: "Waiters and admitted buyers dropped for not polling, by kind.",
+	}, []string{"sale", "kind"})
+	m.failOpen = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fsctl_room_fail_open_total", Help: "Purchases let through without admission because the room was down and the sale fails open.",
+	})
+	m.rateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fsctl_rate_limited_total", Help: "Requests refused by a sale's rate limits, by endpoint and limit.",
+	}, []string{"endpoint", "by"})
+	m.reg.MustRegister(m.roomDepth, m.roomActive, m.roomRate, m.roomAdmitted, m.roomExpired, m.failOpen, m.rateLimited)
 	m.reg.MustRegister(m.outcomes, m.requests, m.reserve, m.publish, m.released, m.persisted, m.duplicates,
 		m.deadLettered, m.consumerBatch, m.consumerErrors, m.payments, m.breakerState, m.soldOutFlag,
 		m.borrowed, m.waitShort, m.republished, m.repaired, m.paidRecorded,

@@ -46,6 +46,14 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 		s.countAndWriteError(w, r, err)
 		return
 	}
+	if !s.allowRate(w, r, sl, "purchase", user) {
+		return
+	}
+	ticket, err := s.admission(r, sl, user)
+	if err != nil {
+		s.countAndWriteError(w, r, err)
+		return
+	}
 	if now := s.now(); !sl.OpenAt(now) {
 		code := outcome.NotStarted
 		if sl.Ended(now) {
@@ -91,6 +99,10 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 	}
 	if rv.Outcome == outcome.SoldOut && !rv.Replay {
 		s.soldOut.set(ref)
+	}
+	switch rv.Outcome {
+	case outcome.Reserved, outcome.SoldOut, outcome.AlreadyPurchased:
+		s.revoke(sl.ID, ticket) // the checkout has its final answer: the next buyer in line gets the slot
 	}
 	s.answerReservation(ctx, w, r, req, user, rv)
 }

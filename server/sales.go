@@ -62,6 +62,23 @@ func (c *catalog) get(ctx context.Context, saleID string) (catalogEntry, error) 
 	return v.(catalogEntry), nil
 }
 
+// soldOut reports whether the cached read model shows every item of the sale sold out; it never
+// refreshes (the waiting room asks on every poll).
+func (c *catalog) soldOut(saleID string) bool {
+	c.mu.Lock()
+	e, ok := c.entries[saleID]
+	c.mu.Unlock()
+	if !ok || len(e.remaining) == 0 {
+		return false
+	}
+	for _, n := range e.remaining {
+		if n > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // forget drops a sale's entry so the next read sees an operator's change at once.
 func (c *catalog) forget(saleID string) {
 	c.mu.Lock()

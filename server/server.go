@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -24,6 +25,7 @@ import (
 	"github.com/fsctl/fsctl/ingest"
 	"github.com/fsctl/fsctl/lifecycle"
 	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/room"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
 )
@@ -68,6 +70,8 @@ type OrderStore interface {
 	GetOrder(ctx context.Context, id uuid.UUID) (orders.Order, error)
 	LoadSale(ctx context.Context, id string) (sale.Sale, error)
 	SetPaused(ctx context.Context, saleID string, paused bool) error
+	SetRoom(ctx context.Context, saleID string, r sale.Room) error
+	SaleIDs(ctx context.Context) ([]string, error)
 }
 
 // Probe checks one dependency for /readyz.
@@ -91,6 +95,9 @@ type Config struct {
 	SoldOut SoldOutMode
 	// SoldOutPoll is how often flagged items are checked for stock that came back.
 	SoldOutPoll time.Duration
+	// ClientIPHeader, when set (e.g. X-Forwarded-For), names the header a trusted proxy puts the
+	// client's address in, for the per-address rate limits.
+	ClientIPHeader string
 }
 
 // DefaultConfig returns production-minded defaults.
@@ -108,15 +115,21 @@ func DefaultConfig() Config {
 
 // Server serves the checkout API.
 type Server struct {
-	cfg     Config
-	auth    *auth.Verifier
-	stock   Reserver
-	pub     OrderPublisher
-	store   OrderStore
-	life    Lifecycle
-	sw      Switches
-	swStore SwitchStore
-	soldOut *soldOutFlags
+	cfg        Config
+	auth       *auth.Verifier
+	stock      Reserver
+	pub        OrderPublisher
+	store      OrderStore
+	life       Lifecycle
+	sw         Switches
+	swStore    SwitchStore
+	soldOut    *soldOutFlags
+	room       Room
+	tokens     *room.Tokens
+	challenges *room.Challenges
+	limiter    RateLimiter
+	// roomUp is false while the waiting room's state cannot be reached.
+	roomUp  atomic.Bool
 	probes  map[string]Probe
 	metrics *metrics
 	log     *slog.Logger
@@ -135,6 +148,12 @@ type Deps struct {
 	// Switches (read on the hot path) and SwitchStore (for the admin API) may be nil: no switches.
 	Switches    Switches
 	SwitchStore SwitchStore
+	// Room, Tokens and Challenges run the waiting room; nil Room means sales cannot use one.
+	Room       Room
+	Tokens     *room.Tokens
+	Challenges *room.Challenges
+	// Limiter enforces the sales' rate limits; nil means none.
+	Limiter RateLimiter
 	// Probes are checked by /readyz, by name (e.g. "redis", "postgres", "kafka").
 	Probes map[string]Probe
 	Log    *slog.Logger
@@ -147,7 +166,8 @@ type Deps struct {
 func New(cfg Config, d Deps) *Server {
 	s := &Server{
 		cfg: cfg, auth: d.Auth, stock: d.Stock, pub: d.Publisher, store: d.Orders,
-		life: d.Lifecycle, sw: d.Switches, swStore: d.SwitchStore, probes: d.Probes, metrics: newMetrics(), log: d.Log, now: d.Now, newID: d.NewID,
+		life: d.Lifecycle, sw: d.Switches, swStore: d.SwitchStore, probes: d.Probes,
+		room: d.Room, tokens: d.Tokens, challenges: d.Challenges, limiter: d.Limiter, metrics: newMetrics(), log: d.Log, now: d.Now, newID: d.NewID,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -161,6 +181,7 @@ func New(cfg Config, d Deps) *Server {
 	if s.sw == nil {
 		s.sw = noSwitches{}
 	}
+	s.roomUp.Store(true)
 	s.catalog = newCatalog(d.Orders, d.Stock, cfg.ReadModelTTL, s.now, s.log)
 	s.soldOut = newSoldOutFlags(d.Stock, s.log)
 	return s
@@ -177,6 +198,9 @@ func (s *Server) Handler() http.Handler {
 	route("POST /api/v1/orders/{id}/pay", s.handlePay)
 	route("DELETE /api/v1/orders/{id}", s.handleCancel)
 	route("GET /api/v1/sales/{sale}", s.handleGetSale)
+	route("GET /api/v1/sales/{sale}/queue/challenge", s.handleChallenge)
+	route("POST /api/v1/sales/{sale}/queue", s.handleJoin)
+	route("GET /api/v1/sales/{sale}/queue/{ticket}", s.handlePoll)
 	s.adminRoutes(route)
 	route("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -31,8 +31,10 @@ const envJWTSecret = "FSCTL_JWT_SECRET"
 
 // Variables of the server's operator token and payment provider.
 const (
-	envAdminToken = "FSCTL_ADMIN_TOKEN"
-	envPaymentURL = "FSCTL_PAYMENT_URL"
+	envAdminToken   = "FSCTL_ADMIN_TOKEN"
+	envPaymentURL   = "FSCTL_PAYMENT_URL"
+	envRoomRedisURL = "FSCTL_ROOM_REDIS_URL"
+	envRoomSecret   = "FSCTL_ROOM_SECRET"
 )
 
 // devJWTSecret is the secret of the local stack and the demo; serve warns when it is used.

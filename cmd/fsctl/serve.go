@@ -29,6 +29,9 @@ type serveOptions struct {
 	workers       bool
 	lifecycle     lifecycle.Config
 	breaker       payment.BreakerConfig
+	roomRedisURL  string
+	roomSecret    string
+	clientIP      string
 }
 
 func newServeCmd() *cobra.Command {
@@ -47,6 +50,10 @@ in one process (the default) or split them; migrations are applied at start.
 Every instance also runs the lifecycle jobs unless --workers=false: the expiry job (EXPIRED in
 PostgreSQL first, then the unit back to Redis, exactly once across instances), the orphaned-hold
 sweeper (re-publishes holds whose order never reached PostgreSQL) and the payment claim resolver.
+
+Sales with a waiting room (room: in the sale file) are gated here too: buyers join
+POST /api/v1/sales/{sale}/queue, poll it, and buy with the admission token it hands out; every
+instance runs admission rounds against the shared queue in Redis (--room-redis-url).
 
 With --admin-token, /admin/v1 lets an operator pause and resume a sale and throw kill switches
 (purchase, payment, expiry, sweeper); every instance honours them within a quarter second.
@@ -77,6 +84,9 @@ Without --payment-url the bundled fake provider runs in-process (see fsctl payme
 	fs.DurationVar(&o.lifecycle.SweepInterval, "sweep-interval", lc.SweepInterval, "how often the orphaned-hold sweeper runs")
 	fs.DurationVar(&o.lifecycle.OrphanAge, "orphan-age", lc.OrphanAge, "age after which a hold with no order in PostgreSQL is re-published")
 	fs.DurationVar(&o.lifecycle.ClaimTimeout, "claim-timeout", lc.ClaimTimeout, "age after which an unfinished payment is settled with the provider")
+	fs.StringVar(&o.roomRedisURL, "room-redis-url", os.Getenv(envRoomRedisURL), "Redis of the waiting rooms; empty uses --redis-url (env "+envRoomRedisURL+")")
+	fs.StringVar(&o.roomSecret, "room-secret", os.Getenv(envRoomSecret), "secret of admission tokens and proof-of-work challenges, the same on every instance; empty derives one from the JWT secret (env "+envRoomSecret+")")
+	fs.StringVar(&o.clientIP, "client-ip-header", "", "header a trusted proxy puts the client address in (e.g. X-Forwarded-For), for per-address rate limits")
 	fs.Uint32Var(&o.breaker.ConsecutiveFailures, "breaker-failures", 5, "consecutive payment failures that open the circuit breaker")
 	fs.DurationVar(&o.breaker.OpenTimeout, "breaker-open", 5*time.Second, "how long the open breaker refuses payments before trying one")
 	return cmd
@@ -107,13 +117,14 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 	}
 	cfg := server.DefaultConfig()
 	cfg.Addr, cfg.MaxConns, cfg.Version = o.addr, o.maxConns, version
-	cfg.AdminToken, cfg.SoldOut = o.adminToken, soldOut
+	cfg.AdminToken, cfg.SoldOut, cfg.ClientIPHeader = o.adminToken, soldOut, o.clientIP
 	app, err := server.Open(cmd.Context(), server.AppConfig{
 		Server: cfg, RedisURL: o.endpoints.redisURL, PostgresURL: o.endpoints.postgresURL,
 		Brokers: o.endpoints.brokers, JWTSecret: []byte(o.jwtSecret), Partitions: o.partitions,
 		API: slices.Contains(o.roles, "api"), Consumer: slices.Contains(o.roles, "consumer"),
 		PublishLinger: o.publishLinger, Migrate: o.migrate,
 		PaymentURL: o.paymentURL, Breaker: o.breaker, Lifecycle: lc, Workers: o.workers,
+		RoomRedisURL: o.roomRedisURL, RoomSecret: []byte(o.roomSecret),
 	}, log)
 	if err != nil {
 		return err
