@@ -33,7 +33,7 @@ type metrics struct {
 	roomDepth      *prometheus.GaugeVec
 	roomActive     *prometheus.GaugeVec
 	roomRate       *prometheus.GaugeVec
-	roomUp         prometheus.GaugeFunc
+	roomWait       *prometheus.GaugeVec
 	roomAdmitted   *prometheus.CounterVec
 	roomExpired    *prometheus.CounterVec
 	failOpen       prometheus.Counter
@@ -108,6 +108,9 @@ func newMetrics() *metrics {
 	m.roomRate = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "fsctl_room_admission_rate", Help: "Configured admissions per second.",
 	}, []string{"sale"})
+	m.roomWait = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "fsctl_room_estimated_wait_seconds", Help: "Estimated wait of the last buyer in the queue: depth / admission rate.",
+	}, []string{"sale"})
 	m.roomAdmitted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fsctl_room_admitted_total", Help: "Buyers this instance's admission rounds let through.",
 	}, []string{"sale"})
@@ -120,7 +123,7 @@ func newMetrics() *metrics {
 	m.rateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fsctl_rate_limited_total", Help: "Requests refused by a sale's rate limits, by endpoint and limit.",
 	}, []string{"endpoint", "by"})
-	m.reg.MustRegister(m.roomDepth, m.roomActive, m.roomRate, m.roomAdmitted, m.roomExpired, m.failOpen, m.rateLimited)
+	m.reg.MustRegister(m.roomDepth, m.roomActive, m.roomRate, m.roomWait, m.roomAdmitted, m.roomExpired, m.failOpen, m.rateLimited)
 	m.reg.MustRegister(m.outcomes, m.requests, m.reserve, m.publish, m.released, m.persisted, m.duplicates,
 		m.deadLettered, m.consumerBatch, m.consumerErrors, m.payments, m.breakerState, m.soldOutFlag,
 		m.borrowed, m.waitShort, m.republished, m.repaired, m.paidRecorded,
@@ -157,3 +160,15 @@ func (s *Server) LifecycleMetrics() lifecycle.Metrics {
 
 // SetBreakerState records the payment circuit breaker's state (0 closed, 1 half-open, 2 open).
 func (s *Server) SetBreakerState(v int) { s.metrics.breakerState.Set(float64(v)) }
+
+// watchRoom exports whether this instance can reach the waiting room's state.
+func (s *Server) watchRoom() {
+	s.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "fsctl_room_up", Help: "1 while this instance reaches the waiting room's state, 0 while a sale's fail mode applies.",
+	}, func() float64 {
+		if s.roomUp.Load() {
+			return 1
+		}
+		return 0
+	}))
+}

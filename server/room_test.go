@@ -136,7 +136,7 @@ func TestRoomFailModes(t *testing.T) {
 	if code, body := open.buy("b1", "k2"); code != http.StatusTooManyRequests || !strings.Contains(body, "RATE_LIMITED") {
 		t.Fatalf("fail open is still rate limited: %d %s, want 429 RATE_LIMITED", code, body)
 	}
-	if _, body := open.do(http.MethodGet, "/metrics", "", nil, nil); !strings.Contains(body, "fsctl_room_fail_open_total 1") {
+	if _, body := open.do(http.MethodGet, "/metrics", "", nil, nil); !strings.Contains(body, "fsctl_room_fail_open_total 1") || !strings.Contains(body, "fsctl_room_up 0") {
 		t.Fatal("the fail-open purchase was not counted")
 	}
 	open.settled()

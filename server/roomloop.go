@@ -80,6 +80,7 @@ func (s *Server) roomRound(ctx context.Context, sl sale.Sale, configured map[str
 	m := s.metrics
 	m.roomDepth.WithLabelValues(sl.ID).Set(float64(res.Depth))
 	m.roomActive.WithLabelValues(sl.ID).Set(float64(res.Active))
+	m.roomWait.WithLabelValues(sl.ID).Set(float64(res.Depth) / max(sl.Room.AdmissionRate, 1e-9))
 	m.roomAdmitted.WithLabelValues(sl.ID).Add(float64(res.Admitted))
 	m.roomExpired.WithLabelValues(sl.ID, "waiter").Add(float64(res.ExpiredWaiters))
 	m.roomExpired.WithLabelValues(sl.ID, "admitted").Add(float64(res.ExpiredActive))

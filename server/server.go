@@ -182,6 +182,7 @@ func New(cfg Config, d Deps) *Server {
 		s.sw = noSwitches{}
 	}
 	s.roomUp.Store(true)
+	s.watchRoom()
 	s.catalog = newCatalog(d.Orders, d.Stock, cfg.ReadModelTTL, s.now, s.log)
 	s.soldOut = newSoldOutFlags(d.Stock, s.log)
 	return s
