@@ -27,6 +27,9 @@ type Config struct {
 	Conns  int
 	// Settle bounds the wait for the consumer to record every reserved order.
 	Settle time.Duration
+	// Room, when set, puts this waiting room in front of the sale and sends every buyer through
+	// it (proof of work, queue, admission token) before the purchase.
+	Room *sale.Room
 }
 
 // Report is what the demo saw and checked.
@@ -51,12 +54,19 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) (Repo
 	defer app.Close()
 	sl := cfg.Sale
 	sl.OpensAt = time.Now().Add(-time.Second)
+	if cfg.Room != nil {
+		sl.Room = *cfg.Room
+		sl.Normalize()
+	}
 	item, ok := sl.Item(cfg.ItemID)
 	if !ok {
 		return Report{}, fmt.Errorf("sale %s has no item %q", sl.ID, cfg.ItemID)
 	}
 	if _, err := provision.Sale(ctx, app.Orders, app.Stock, sl, provision.Options{Reset: true}); err != nil {
 		return Report{}, err
+	}
+	if err := app.Room.Reset(ctx, sl.ID); err != nil {
+		return Report{}, fmt.Errorf("reset the waiting room: %w", err)
 	}
 	fmt.Fprintf(out, "sale %s reset: item %s has %d units; %d buyers ready\n", sl.ID, item.ID, item.Quantity, cfg.Buyers)
 
@@ -68,10 +78,15 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) (Repo
 	}
 	res, err := loadgen.Burst(ctx, loadgen.BurstConfig{
 		BaseURL: "http://" + addr.String(), SaleID: sl.ID, ItemID: item.ID, Buyers: cfg.Buyers,
-		UserPrefix: "demo-buyer-", Secret: cfg.App.JWTSecret, Conns: cfg.Conns,
+		UserPrefix: "demo-buyer-", Secret: cfg.App.JWTSecret, Conns: cfg.Conns, Room: cfg.Room != nil,
+		MaxPoll: 200 * time.Millisecond,
 	})
 	if err != nil {
 		return Report{}, err
+	}
+	if cfg.Room != nil {
+		fmt.Fprintf(out, "waiting room: %g admissions/s, at most %d active, proof of work %d bits\n",
+			sl.Room.AdmissionRate, sl.Room.MaxActive, sl.Room.PowDifficulty)
 	}
 	fmt.Fprintf(out, "burst: %d buyers answered in %s\n", cfg.Buyers, res.Elapsed.Round(time.Millisecond))
 	rep := Report{Burst: res, Quantity: item.Quantity}

@@ -78,6 +78,8 @@ type App struct {
 	Lifecycle *lifecycle.Service
 	// Switches are the operator's kill switches.
 	Switches *control.Store
+	// Room is the waiting rooms' shared state.
+	Room *room.Store
 	consumer *ingest.Consumer
 	pub, dlq *events.Publisher
 	rdb      *redis.Client
@@ -165,6 +167,7 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.Room = rm
 	a.Server = New(cfg.Server, Deps{
 		Auth: verifier, Stock: a.Stock, Publisher: a.pub, Orders: a.Orders, Log: log,
 		Switches: a.watcher, SwitchStore: a.Switches,

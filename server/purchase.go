@@ -59,12 +59,16 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 		if sl.Ended(now) {
 			code = outcome.SaleEnded
 		}
+		if code == outcome.SaleEnded {
+			s.revoke(sl.ID, ticket)
+		}
 		s.metrics.outcomes.WithLabelValues(string(code)).Inc()
 		s.writeCode(w, code, outcomeMessage(code, req))
 		return
 	}
 	ref := stock.ItemRef{SaleID: sl.ID, ItemID: it.ID, Shards: it.ShardCount()}
 	if s.cfg.SoldOut != SoldOutOff && s.soldOut.has(ref) {
+		s.revoke(sl.ID, ticket) // sold out is a final answer too: free the admitted buyer's slot
 		s.answerSoldOut(w, r, req, user, ref)
 		return
 	}

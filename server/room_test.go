@@ -207,3 +207,24 @@ func TestRoomOperatorControls(t *testing.T) {
 		t.Fatal("metrics do not show the new admission rate")
 	}
 }
+
+// TestCheckoutFreesItsSlot: with room for one active buyer, each final answer (reserved, sold out by
+// the script, sold out by the local flag) must free the slot at once, or the next buyer would wait
+// for the lease to run out.
+func TestCheckoutFreesItsSlot(t *testing.T) {
+	t.Parallel()
+	rm := roomSettings()
+	rm.MaxActive = 1
+	e := newEnvWith(t, envOptions{Quantity: 1, Limit: 1, Room: rm})
+	want := []int{http.StatusAccepted, http.StatusGone, http.StatusGone, http.StatusGone}
+	for i, code := range want {
+		user := "one-at-a-time-" + string(rune('a'+i))
+		tok := e.admitted(e.base, user) // fails after 10 s if the previous slot was never freed
+		if got, body := e.buyWith(e.base, user, "k", tok); got != code {
+			t.Fatalf("buyer %d: %d %s, want %d", i, got, body, code)
+		}
+	}
+	if _, body := e.do(http.MethodGet, "/metrics", "", nil, nil); !strings.Contains(body, "fsctl_sold_out_flag_answers_total 2") {
+		t.Fatal("the last two buyers were not answered by the sold-out flag")
+	}
+}

@@ -25,6 +25,7 @@ type demoOptions struct {
 	buyers    int
 	conns     int
 	verbose   bool
+	roomRate  float64
 }
 
 func newDemoCmd() *cobra.Command {
@@ -38,7 +39,8 @@ wait for the orders to reach PostgreSQL, and print the outcome counts and the in
 Exits non-zero when an invariant is broken. Needs the local stack (` + "`fsctl stack up`" + `) or your own
 services through the --*-url flags.`,
 		Example: `  fsctl demo
-  fsctl demo --buyers 5000 --item controller`,
+  fsctl demo --buyers 5000 --item controller
+  fsctl demo --room 2000            # every buyer queues, solves a proof of work, buys when admitted`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDemo(cmd, o) },
 	}
@@ -48,6 +50,7 @@ services through the --*-url flags.`,
 	cmd.Flags().IntVar(&o.buyers, "buyers", 2000, "buyers released at once")
 	cmd.Flags().IntVar(&o.conns, "conns", 256, "client connections the buyers share")
 	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "show the server's log")
+	cmd.Flags().Float64Var(&o.roomRate, "room", 0, "put a waiting room admitting this many buyers per second in front of the sale (with a 10-bit proof of work); 0 = none")
 	return cmd
 }
 
@@ -62,12 +65,20 @@ func runDemo(cmd *cobra.Command, o demoOptions) error {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	out := cmd.OutOrStdout()
+	var room *sale.Room
+	if o.roomRate < 0 {
+		return fmt.Errorf("--room %g: an admission rate must be positive", o.roomRate)
+	}
+	if o.roomRate > 0 {
+		room = &sale.Room{Enabled: true, AdmissionRate: o.roomRate, MaxActive: max(1, int(o.roomRate/2)),
+			FairStart: sale.FairStartFIFO, PowDifficulty: 10}
+	}
 	rep, err := demo.Run(cmd.Context(), demo.Config{
 		App: server.AppConfig{
 			Server: server.DefaultConfig(), RedisURL: o.endpoints.redisURL, PostgresURL: o.endpoints.postgresURL,
 			Brokers: o.endpoints.brokers, JWTSecret: []byte(defaultJWTSecret()),
 		},
-		Sale: sl, ItemID: o.item, Buyers: o.buyers, Conns: o.conns, Settle: 60 * time.Second,
+		Sale: sl, ItemID: o.item, Buyers: o.buyers, Conns: o.conns, Settle: 60 * time.Second, Room: room,
 	}, out, log)
 	if err != nil {
 		return err
