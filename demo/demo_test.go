@@ -18,8 +18,18 @@ import (
 	"github.com/fsctl/fsctl/testenv"
 )
 
-// TestRun is the main job end to end on the real services, small: 300 buyers for 20 units.
+// TestRun is the main job end to end on the real services, small: 300 buyers for 20 units, once
+// straight at the purchase path and once through a waiting room with a proof of work.
 func TestRun(t *testing.T) {
+	for name, rm := range map[string]*sale.Room{
+		"direct":       nil,
+		"waiting room": {Enabled: true, AdmissionRate: 500, MaxActive: 100, FairStart: sale.FairStartFIFO, PowDifficulty: 6},
+	} {
+		t.Run(name, func(t *testing.T) { testRun(t, rm) })
+	}
+}
+
+func testRun(t *testing.T, rm *sale.Room) {
 	testenv.Redis(t)
 	pg := testenv.Postgres(t)
 	sl := sale.Sale{ID: testenv.ID(t, "demo"), Items: []sale.Item{{ID: "console", Quantity: 20}}, OpensAt: time.Now()}
@@ -31,7 +41,7 @@ func TestRun(t *testing.T) {
 			Brokers: testenv.KafkaBrokers(t), OrdersTopic: testenv.KafkaTopic(t, 2), DeadLetterTopic: testenv.KafkaTopic(t, 1),
 			ConsumerGroup: testenv.ID(t, "g"), JWTSecret: []byte("demo-test-secret-0123456789abcdef"),
 		},
-		Sale: sl, ItemID: "console", Buyers: 300, Conns: 32, Settle: 30 * time.Second,
+		Sale: sl, ItemID: "console", Buyers: 300, Conns: 32, Settle: 30 * time.Second, Room: rm,
 	}, &out, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
