@@ -27,10 +27,9 @@ func redisHotItem(b *testing.B, quantity int64) (*stock.Store, sale.Sale) {
 	return redisItem(b, sale.Item{ID: hotItem, Quantity: quantity})
 }
 
-// redisItem preloads one open item with a per-user limit of 1 under a fresh sale id (the Redis
-// server is shared), on a client with a connection for every contender, and resets the sale's keys
-// when the benchmark ends.
-func redisItem(b *testing.B, item sale.Item) (*stock.Store, sale.Sale) {
+// contenderClient is a client of the local Redis with a warm connection for every contender, so
+// the benchmarks measure round trips, not dials; it is closed when the benchmark ends.
+func contenderClient(b *testing.B) *redis.Client {
 	b.Helper()
 	testenv.Redis(b) // skips under -short, fails fast when the stack is down
 	opts, err := redis.ParseURL(stack.EndpointsFromEnv().RedisURL)
@@ -41,7 +40,15 @@ func redisItem(b *testing.B, item sale.Item) (*stock.Store, sale.Sale) {
 	opts.MinIdleConns = contenders
 	rdb := redis.NewClient(opts)
 	b.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
 
+// redisItem preloads one open item with a per-user limit of 1 under a fresh sale id (the Redis
+// server is shared), on a client with a connection for every contender, and resets the sale's keys
+// when the benchmark ends.
+func redisItem(b *testing.B, item sale.Item) (*stock.Store, sale.Sale) {
+	b.Helper()
+	rdb := contenderClient(b)
 	ctx := context.Background()
 	s := stock.New(rdb)
 	if err := s.LoadScripts(ctx); err != nil {

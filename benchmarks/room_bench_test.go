@@ -8,11 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/fsctl/fsctl/room"
 	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/stack"
 	"github.com/fsctl/fsctl/testenv"
 )
 
@@ -23,16 +20,7 @@ const roomPolled = 10_000
 // client with a connection for every contender, and deletes it when the benchmark ends.
 func benchRoom(b *testing.B, cfg sale.Room) (*room.Store, string) {
 	b.Helper()
-	testenv.Redis(b) // skips under -short, fails fast when the stack is down
-	opts, err := redis.ParseURL(stack.EndpointsFromEnv().RedisURL)
-	if err != nil {
-		b.Fatalf("redis url: %v", err)
-	}
-	opts.PoolSize = contenders + 4
-	opts.MinIdleConns = contenders
-	rdb := redis.NewClient(opts)
-	b.Cleanup(func() { _ = rdb.Close() })
-
+	rdb := contenderClient(b)
 	ctx := context.Background()
 	s := room.New(rdb)
 	if err := s.LoadScripts(ctx); err != nil {
