@@ -54,13 +54,21 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 		s.countAndWriteError(w, r, err)
 		return
 	}
+	if ticket != "" {
+		// Once the checkout has a final answer (reserved, sold out, already purchased, sale ended:
+		// 202, 409 or 410, whichever path gave it) the slot goes to the next buyer in line at once.
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		w = rec
+		defer func() {
+			if rec.status == http.StatusAccepted || rec.status == http.StatusConflict || rec.status == http.StatusGone {
+				s.revoke(sl.ID, ticket)
+			}
+		}()
+	}
 	if now := s.now(); !sl.OpenAt(now) {
 		code := outcome.NotStarted
 		if sl.Ended(now) {
 			code = outcome.SaleEnded
-		}
-		if code == outcome.SaleEnded {
-			s.revoke(sl.ID, ticket)
 		}
 		s.metrics.outcomes.WithLabelValues(string(code)).Inc()
 		s.writeCode(w, code, outcomeMessage(code, req))
@@ -68,7 +76,6 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 	}
 	ref := stock.ItemRef{SaleID: sl.ID, ItemID: it.ID, Shards: it.ShardCount()}
 	if s.cfg.SoldOut != SoldOutOff && s.soldOut.has(ref) {
-		s.revoke(sl.ID, ticket) // sold out is a final answer too: free the admitted buyer's slot
 		s.answerSoldOut(w, r, req, user, ref)
 		return
 	}
@@ -103,10 +110,6 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 	}
 	if rv.Outcome == outcome.SoldOut && !rv.Replay {
 		s.soldOut.set(ref)
-	}
-	switch rv.Outcome {
-	case outcome.Reserved, outcome.SoldOut, outcome.AlreadyPurchased:
-		s.revoke(sl.ID, ticket) // the checkout has its final answer: the next buyer in line gets the slot
 	}
 	s.answerReservation(ctx, w, r, req, user, rv)
 }
