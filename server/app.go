@@ -79,7 +79,7 @@ type App struct {
 	// Switches are the operator's kill switches.
 	Switches *control.Store
 	// Room is the waiting rooms' shared state.
-	Room *room.Store
+	Room     *room.Store
 	consumer *ingest.Consumer
 	pub, dlq *events.Publisher
 	rdb      *redis.Client
