@@ -72,34 +72,27 @@ func TestClaimPayment(t *testing.T) {
 	}
 }
 
-func TestCancel(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name        string
-		state       string
-		asOther     bool
-		wantChanged bool
-		wantCode    outcome.Code
-		wantStatus  string
-		wantClaimed bool
-		wantSold    int64
-	}{
-		{name: "pending", state: statePending, wantChanged: true, wantStatus: orders.StatusCancelled},
-		{name: "cancelled again", state: stateCancelled, wantStatus: orders.StatusCancelled},
-		{name: "claimed", state: stateClaimed, wantCode: outcome.PaymentInProgress, wantStatus: orders.StatusPending, wantClaimed: true, wantSold: 1},
-		{name: "paid", state: statePaid, wantCode: outcome.OrderClosed, wantStatus: orders.StatusPaid, wantSold: 1},
-		{name: "failed", state: stateFailed, wantCode: outcome.OrderClosed, wantStatus: orders.StatusFailed},
-		{name: "expired", state: stateExpired, wantCode: outcome.Expired, wantStatus: orders.StatusExpired},
-		{name: "pending past expiry", state: stateDue, wantCode: outcome.Expired, wantStatus: orders.StatusPending, wantSold: 1},
-		{name: "missing", wantCode: outcome.NotFound},
-		{name: "another user's", state: statePending, asOther: true, wantCode: outcome.NotFound, wantStatus: orders.StatusPending, wantSold: 1},
-	}
+// transition is a case of an operation that closes a live order (cancel, fail payment).
+type transition struct {
+	name        string
+	state       string
+	asOther     bool
+	wantChanged bool
+	wantCode    outcome.Code
+	wantStatus  string
+	wantClaimed bool
+	wantSold    int64
+}
+
+// runTransitions runs op on each case's order and checks its answer, the stored order and sold.
+func runTransitions(t *testing.T, tests []transition, op func(s *orders.Store, id uuid.UUID, user string) (orders.Order, bool, error)) {
+	t.Helper()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			s := lifecycleStore(t)
 			id, user := target(t, s, tc.state, tc.asOther)
-			o, changed, err := s.Cancel(context.Background(), id, user)
+			o, changed, err := op(s, id, user)
 			if tc.wantCode != "" {
 				if outcome.CodeOf(err) != tc.wantCode || changed {
 					t.Fatalf("got %v, %v; want a %s error", changed, err, tc.wantCode)
@@ -115,17 +108,26 @@ func TestCancel(t *testing.T) {
 	}
 }
 
+func TestCancel(t *testing.T) {
+	t.Parallel()
+	runTransitions(t, []transition{
+		{name: "pending", state: statePending, wantChanged: true, wantStatus: orders.StatusCancelled},
+		{name: "cancelled again", state: stateCancelled, wantStatus: orders.StatusCancelled},
+		{name: "claimed", state: stateClaimed, wantCode: outcome.PaymentInProgress, wantStatus: orders.StatusPending, wantClaimed: true, wantSold: 1},
+		{name: "paid", state: statePaid, wantCode: outcome.OrderClosed, wantStatus: orders.StatusPaid, wantSold: 1},
+		{name: "failed", state: stateFailed, wantCode: outcome.OrderClosed, wantStatus: orders.StatusFailed},
+		{name: "expired", state: stateExpired, wantCode: outcome.Expired, wantStatus: orders.StatusExpired},
+		{name: "pending past expiry", state: stateDue, wantCode: outcome.Expired, wantStatus: orders.StatusPending, wantSold: 1},
+		{name: "missing", wantCode: outcome.NotFound},
+		{name: "another user's", state: statePending, asOther: true, wantCode: outcome.NotFound, wantStatus: orders.StatusPending, wantSold: 1},
+	}, func(s *orders.Store, id uuid.UUID, user string) (orders.Order, bool, error) {
+		return s.Cancel(context.Background(), id, user)
+	})
+}
+
 func TestFailPayment(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name        string
-		state       string
-		wantChanged bool
-		wantCode    outcome.Code
-		wantStatus  string
-		wantClaimed bool
-		wantSold    int64
-	}{
+	runTransitions(t, []transition{
 		{name: "claimed", state: stateClaimed, wantChanged: true, wantStatus: orders.StatusFailed},
 		{name: "failed again", state: stateFailed, wantStatus: orders.StatusFailed},
 		{name: "unclaimed pending", state: statePending, wantStatus: orders.StatusPending, wantSold: 1},
@@ -133,26 +135,9 @@ func TestFailPayment(t *testing.T) {
 		{name: "expired", state: stateExpired, wantStatus: orders.StatusExpired},
 		{name: "cancelled", state: stateCancelled, wantStatus: orders.StatusCancelled},
 		{name: "missing", wantCode: outcome.NotFound},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			s := lifecycleStore(t)
-			id, _ := target(t, s, tc.state, false)
-			o, changed, err := s.FailPayment(context.Background(), id)
-			if tc.wantCode != "" {
-				if outcome.CodeOf(err) != tc.wantCode || changed {
-					t.Fatalf("got %v, %v; want a %s error", changed, err, tc.wantCode)
-				}
-			} else if err != nil || changed != tc.wantChanged || o.ID != id || o.Status != tc.wantStatus {
-				t.Fatalf("got %+v, %v, %v; want status %s, changed %v", o, changed, err, tc.wantStatus, tc.wantChanged)
-			}
-			if tc.state != "" {
-				checkOrder(t, s, id, tc.wantStatus, tc.wantClaimed)
-			}
-			checkItem(t, s, "s", "item", tc.wantSold)
-		})
-	}
+	}, func(s *orders.Store, id uuid.UUID, _ string) (orders.Order, bool, error) {
+		return s.FailPayment(context.Background(), id)
+	})
 }
 
 func TestMarkPaid(t *testing.T) {
