@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fsctl/fsctl/server"
 )
 
 const opToken = "operator-token-0123456789"
@@ -181,4 +183,22 @@ func TestWaitForReplicas(t *testing.T) {
 		t.Fatal("a reserve no replica acknowledged was not counted")
 	}
 	e.settled()
+}
+
+// TestSoldOutFlagTrustMode: in trust mode the flag answers from memory, without Redis — even the
+// winner's retry hears SOLD_OUT (the documented price); the order itself stands.
+func TestSoldOutFlagTrustMode(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, envOptions{Quantity: 1, Limit: 1, SoldOut: server.SoldOutTrust})
+	id := e.mustBuy("first", "k1")
+	if code, _ := e.buy("second", "k1"); code != http.StatusGone {
+		t.Fatalf("second buyer: %d, want 410", code)
+	}
+	if code, _ := e.buy("first", "k1"); code != http.StatusGone {
+		t.Fatalf("winner's retry in trust mode: %d, want 410 from the flag", code)
+	}
+	e.counts(1)
+	if st := e.status(id); st != "PENDING" {
+		t.Fatalf("the winner's order is %q, want PENDING", st)
+	}
 }
