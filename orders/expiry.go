@@ -160,8 +160,18 @@ func (s *Store) Statuses(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]st
 // SaleIDs returns, ordered by id, the sales the background jobs still watch: those without an end
 // and those that ended less than a day ago, long enough for the last holds to expire and be swept.
 func (s *Store) SaleIDs(ctx context.Context) ([]string, error) {
+	return s.saleIDs(ctx, "")
+}
+
+// RoomSaleIDs is SaleIDs narrowed to the sales whose waiting room is on, for the admission rounds
+// every instance runs.
+func (s *Store) RoomSaleIDs(ctx context.Context) ([]string, error) {
+	return s.saleIDs(ctx, ` AND (room->>'enabled')::boolean IS TRUE`)
+}
+
+func (s *Store) saleIDs(ctx context.Context, and string) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT id FROM sales WHERE closes_at IS NULL OR closes_at > now() - interval '1 day' ORDER BY id`)
+		SELECT id FROM sales WHERE (closes_at IS NULL OR closes_at > now() - interval '1 day')`+and+` ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("list sales: %w", err)
 	}

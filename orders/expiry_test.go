@@ -120,9 +120,12 @@ func TestSaleIDs(t *testing.T) {
 	s := openStore(t)
 	ctx := context.Background()
 	now := time.Now()
+	roomed := withTimes(testSale("running", sale.Item{ID: "x", Quantity: 1}), now.Add(-time.Hour), now.Add(time.Hour))
+	roomed.Room = sale.Room{Enabled: true, AdmissionRate: 10}
+	roomed.Normalize()
 	for _, sl := range []sale.Sale{
 		withTimes(testSale("open-ended", sale.Item{ID: "x", Quantity: 1}), now.Add(-72*time.Hour), time.Time{}),
-		withTimes(testSale("running", sale.Item{ID: "x", Quantity: 1}), now.Add(-time.Hour), now.Add(time.Hour)),
+		roomed,
 		withTimes(testSale("just-ended", sale.Item{ID: "x", Quantity: 1}), now.Add(-72*time.Hour), now.Add(-time.Hour)),
 		withTimes(testSale("long-over", sale.Item{ID: "x", Quantity: 1}), now.Add(-72*time.Hour), now.Add(-48*time.Hour)),
 	} {
@@ -136,6 +139,10 @@ func TestSaleIDs(t *testing.T) {
 	}
 	if want := []string{"just-ended", "open-ended", "running"}; !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
+	}
+	got, err = s.RoomSaleIDs(ctx)
+	if err != nil || !slices.Equal(got, []string{"running"}) {
+		t.Fatalf("room sale ids: %v %v, want [running]", got, err)
 	}
 }
 

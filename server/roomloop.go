@@ -42,7 +42,7 @@ func (s *Server) RunRoom(ctx context.Context, every time.Duration) {
 
 // roomSales lists the sales whose room is on.
 func (s *Server) roomSales(ctx context.Context) ([]sale.Sale, error) {
-	ids, err := s.store.SaleIDs(ctx)
+	ids, err := s.store.RoomSaleIDs(ctx)
 	if err != nil {
 		return nil, err
 	}

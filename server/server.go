@@ -71,7 +71,7 @@ type OrderStore interface {
 	LoadSale(ctx context.Context, id string) (sale.Sale, error)
 	SetPaused(ctx context.Context, saleID string, paused bool) error
 	SetRoom(ctx context.Context, saleID string, r sale.Room) error
-	SaleIDs(ctx context.Context) ([]string, error)
+	RoomSaleIDs(ctx context.Context) ([]string, error)
 }
 
 // Probe checks one dependency for /readyz.
