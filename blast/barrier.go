@@ -1,0 +1,216 @@
+package blast
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fsctl/fsctl/auth"
+	"github.com/fsctl/fsctl/loadgen"
+)
+
+// Result is what a burst produced.
+type Result struct {
+	// At is the intended release, Released when the barrier really opened.
+	At, Released time.Time
+	// Prepared is how long preparing buyers and warming connections took.
+	Prepared time.Duration
+	Buyers   int
+	// Conns is the size of the connection pool the buyers shared.
+	Conns   int
+	Records []Record
+}
+
+// fileHeadroom is kept free of the pool for the process's own files, the resolver and the like.
+const fileHeadroom = 64
+
+// CheckFiles refuses a pool of conns connections that cannot fit under the open-file limit.
+func CheckFiles(conns int, limit uint64) error {
+	if uint64(conns)+fileHeadroom > limit {
+		return fmt.Errorf("%d connections need %d open files but this process may open %d (ulimit -n): "+
+			"lower --conns or split the burst over processes with --shard", conns, conns+fileHeadroom, limit)
+	}
+	return nil
+}
+
+func openFileLimit() (uint64, error) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0, fmt.Errorf("read the open-file limit: %w", err)
+	}
+	return rl.Cur, nil
+}
+
+// click is one prepared click waiting for the barrier.
+type click struct {
+	rec     Record
+	attempt Attempt
+}
+
+// Run prepares every buyer of the plan's shard, warms the connection pool, parks one goroutine
+// per click, opens the barrier at p.At and returns every request's record once all have answered.
+func Run(ctx context.Context, p Plan) (*Result, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	limit, err := openFileLimit()
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckFiles(p.Conns, limit); err != nil {
+		return nil, err
+	}
+	if p.Classifier == nil {
+		p.Classifier = Default()
+	}
+	begin := p.now()
+	clicks, err := p.prepare()
+	if err != nil {
+		return nil, err
+	}
+	// Connections carry the client's timeout; loadgen's transport pools Conns HTTP/1.1
+	// connections to the one host and queues requests beyond them.
+	client := loadgen.NewClient(p.Conns, p.Timeout)
+	defer client.CloseIdleConnections()
+	if err := warm(ctx, client, p.BaseURL, p.Conns); err != nil {
+		return nil, err
+	}
+	res := &Result{At: p.At, Buyers: len(clicks) / p.Clicks, Conns: p.Conns, Prepared: p.now().Sub(begin)}
+	release := make(chan struct{})
+	out := make([][]Record, len(clicks))
+	var wg sync.WaitGroup
+	for i := range clicks {
+		wg.Go(func() {
+			<-release
+			out[i] = p.fire(ctx, client, clicks[i])
+		})
+	}
+	if err := sleepUntil(ctx, p.At, p.now); err != nil {
+		close(release)
+		wg.Wait()
+		return nil, err
+	}
+	res.Released = p.now()
+	close(release)
+	wg.Wait()
+	for _, rs := range out {
+		res.Records = append(res.Records, rs...)
+	}
+	return res, nil
+}
+
+// prepare mints every buyer's token and builds every click's request before the start.
+func (p Plan) prepare() ([]click, error) {
+	journey := p.Journey
+	if journey == nil {
+		journey = Purchase{}
+	}
+	roster := p.Roster()
+	now := p.now()
+	// The token must outlive the wait for the release and the burst itself.
+	ttl := p.At.Sub(now) + time.Hour
+	clicks := make([]click, 0, len(roster)*p.Clicks)
+	step := max(1, len(roster)/10)
+	for n, b := range roster {
+		tok, err := auth.Mint(p.Secret, b.User, now, ttl)
+		if err != nil {
+			return nil, fmt.Errorf("token for %s: %w", b.User, err)
+		}
+		for c := 1; c <= p.Clicks; c++ {
+			key := p.Key(b, c)
+			a, err := journey.Prepare(p, b, key, tok)
+			if err != nil {
+				return nil, err
+			}
+			clicks = append(clicks, click{attempt: a, rec: Record{Buyer: b.Index, User: b.User, Target: b.Target,
+				Key: key, Click: c, Intended: p.At}})
+		}
+		if p.Progress != nil && ((n+1)%step == 0 || n+1 == len(roster)) {
+			p.Progress(n+1, len(roster))
+		}
+	}
+	return clicks, nil
+}
+
+// fire runs one click: its first attempt, retries with the same key while the answer is a
+// failure, then the replays.
+func (p Plan) fire(ctx context.Context, client *http.Client, c click) []Record {
+	var recs []Record
+	try := func() Record {
+		r := c.rec
+		r.Attempt = len(recs) + 1
+		c.attempt(ctx, client, &r)
+		recs = append(recs, r)
+		return r
+	}
+	r := try()
+	for n := 0; n < p.Retries && Retryable(r.Outcome) && ctx.Err() == nil; n++ {
+		r = try()
+	}
+	for n := 0; n < p.Replays && ctx.Err() == nil; n++ {
+		try()
+	}
+	return recs
+}
+
+// warm dials the pool: conns concurrent GETs of /healthz make the transport open conns
+// connections, which then sit idle until the release. Any status will do (a foreign target may
+// have no /healthz); a connection that cannot be made means the target is not there.
+func warm(ctx context.Context, client *http.Client, base string, conns int) error {
+	errs := make([]error, conns)
+	var wg sync.WaitGroup
+	for i := range conns {
+		wg.Go(func() {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
+			if err == nil {
+				var resp *http.Response
+				if resp, err = client.Do(req); err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	failed := 0
+	var first error
+	for _, err := range errs {
+		if err != nil {
+			failed++
+			first = cmp.Or(first, err)
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("target %s unreachable: %d of %d warm-up connections failed: %w", base, failed, conns, first)
+	}
+	return nil
+}
+
+// spin is how long before the release the barrier stops sleeping and polls the clock: timer
+// wake-ups are late by up to a millisecond or so, spinning is not.
+const spin = 2 * time.Millisecond
+
+// sleepUntil returns at the instant at, sleeping until just before it and then spinning.
+func sleepUntil(ctx context.Context, at time.Time, now func() time.Time) error {
+	if d := at.Sub(now()) - spin; d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	for now().Before(at) {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,206 @@
+package blast
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/reconcile"
+	"github.com/fsctl/fsctl/sale"
+)
+
+// ItemLimit is what one item may give out: its stock and the per-user limit.
+type ItemLimit struct {
+	Stock   int64 `json:"stock"`
+	PerUser int   `json:"perUser"`
+}
+
+// Verdict is one invariant's result; a run with any failed verdict failed.
+type Verdict struct {
+	Name     string   `json:"name"`
+	OK       bool     `json:"ok"`
+	Problems []string `json:"problems,omitempty"`
+}
+
+// maxProblems keeps a verdict readable when thousands of buyers break the same rule.
+const maxProblems = 10
+
+func verdict(name string, problems []string) Verdict {
+	if n := len(problems); n > maxProblems {
+		problems = append(problems[:maxProblems:maxProblems], fmt.Sprintf("... and %d more", n-maxProblems))
+	}
+	return Verdict{Name: name, OK: len(problems) == 0, Problems: problems}
+}
+
+// Failed reports whether any verdict failed.
+func Failed(vs []Verdict) bool {
+	return slices.ContainsFunc(vs, func(v Verdict) bool { return !v.OK })
+}
+
+// grant is one reservation a buyer was told about: a key's order (the key itself when the
+// target names no order id), so retries and replays of one key count once.
+func grant(r Record) string {
+	if r.OrderID != "" {
+		return r.OrderID
+	}
+	return r.User + "\x00" + r.Key
+}
+
+// CheckResponses checks what buyers were told: per item no more reservations than stock, no
+// buyer with more than the per-user limit, and every try of one key answered alike. An item
+// missing from limits is not checked for the first two.
+func CheckResponses(recs []Record, limits map[Target]ItemLimit) []Verdict {
+	perItem := map[Target]map[string]bool{}
+	perUser := map[Target]map[string]map[string]bool{}
+	type keyID struct{ user, key string }
+	first := map[keyID]Record{}
+	var oversell, overLimit, mismatch []string
+	for _, r := range recs {
+		if r.Outcome == outcome.Reserved {
+			g := grant(r)
+			if perItem[r.Target] == nil {
+				perItem[r.Target], perUser[r.Target] = map[string]bool{}, map[string]map[string]bool{}
+			}
+			perItem[r.Target][g] = true
+			if perUser[r.Target][r.User] == nil {
+				perUser[r.Target][r.User] = map[string]bool{}
+			}
+			perUser[r.Target][r.User][g] = true
+		}
+		if !answered(r.Outcome) {
+			continue
+		}
+		k := keyID{r.User, r.Key}
+		f, seen := first[k]
+		if !seen {
+			first[k] = r
+			continue
+		}
+		if f.Outcome != r.Outcome || f.OrderID != r.OrderID {
+			mismatch = append(mismatch, fmt.Sprintf("%s key %s: try %d got %s %s, try %d got %s %s",
+				r.User, r.Key, f.Attempt, f.Outcome, f.OrderID, r.Attempt, r.Outcome, r.OrderID))
+		}
+	}
+	targets := make([]Target, 0, len(perItem))
+	for t := range perItem {
+		targets = append(targets, t)
+	}
+	slices.SortFunc(targets, func(a, b Target) int { return strings.Compare(a.String(), b.String()) })
+	for _, t := range targets {
+		lim, ok := limits[t]
+		if !ok {
+			continue
+		}
+		if n := int64(len(perItem[t])); n > lim.Stock {
+			oversell = append(oversell, fmt.Sprintf("%s: %d reservations for %d units", t, n, lim.Stock))
+		}
+		if lim.PerUser <= 0 {
+			continue
+		}
+		users := make([]string, 0)
+		for u, gs := range perUser[t] {
+			if len(gs) > lim.PerUser {
+				users = append(users, fmt.Sprintf("%s: %s reserved %d, limit %d", t, u, len(gs), lim.PerUser))
+			}
+		}
+		slices.Sort(users)
+		overLimit = append(overLimit, users...)
+	}
+	return []Verdict{
+		verdict("no oversell (responses)", oversell),
+		verdict("per-user limit (responses)", overLimit),
+		verdict("same key, same answer", mismatch),
+	}
+}
+
+// OrderDB reads the server's source of truth; *orders.Store implements it.
+type OrderDB interface {
+	reconcile.Orders
+	Statuses(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]string, error)
+	LoadSale(ctx context.Context, id string) (sale.Sale, error)
+}
+
+// CheckServer checks the server's own state against what buyers were told: every RESERVED order
+// id reaches PostgreSQL (waiting up to wait for the order consumer to drain), then reconcile
+// finds nothing wrong with any sale of the burst.
+func CheckServer(ctx context.Context, st reconcile.Stock, db OrderDB, recs []Record, wait time.Duration) ([]Verdict, error) {
+	var ids []uuid.UUID
+	var bad []string
+	seen := map[uuid.UUID]bool{}
+	var sales []string
+	for _, r := range recs {
+		if !slices.Contains(sales, r.Target.SaleID) {
+			sales = append(sales, r.Target.SaleID)
+		}
+		if r.Outcome != outcome.Reserved {
+			continue
+		}
+		id, err := uuid.Parse(r.OrderID)
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("%s was told RESERVED with order id %q, not a UUID", r.User, r.OrderID))
+			continue
+		}
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	missing, err := waitOrders(ctx, db, ids, wait)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range missing {
+		bad = append(bad, fmt.Sprintf("order %s was RESERVED but is not in PostgreSQL after %s", id, wait))
+	}
+	out := []Verdict{verdict("every RESERVED order in PostgreSQL", bad)}
+	slices.Sort(sales)
+	for _, id := range sales {
+		sl, err := db.LoadSale(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("load sale %s: %w", id, err)
+		}
+		reps, err := reconcile.Sale(ctx, st, db, sl)
+		if err != nil {
+			return nil, fmt.Errorf("reconcile sale %s: %w", id, err)
+		}
+		var p []string
+		for _, r := range reps {
+			for _, msg := range r.Problems {
+				p = append(p, r.ItemID+": "+msg)
+			}
+		}
+		out = append(out, verdict("reconcile "+id+" (Redis vs PostgreSQL)", p))
+	}
+	return out, nil
+}
+
+// waitOrders polls PostgreSQL until every id is there or wait passes, and returns those missing.
+func waitOrders(ctx context.Context, db OrderDB, ids []uuid.UUID, wait time.Duration) ([]uuid.UUID, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		found, err := db.Statuses(ctx, ids)
+		if err != nil {
+			return nil, err
+		}
+		var missing []uuid.UUID
+		for _, id := range ids {
+			if _, ok := found[id]; !ok {
+				missing = append(missing, id)
+			}
+		}
+		if len(missing) == 0 || time.Now().After(deadline) {
+			return missing, nil
+		}
+		ids = missing
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,128 @@
+package blast_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/fsctl/fsctl/auth"
+	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/lifecycle"
+	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/provision"
+	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/server"
+	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/testenv"
+)
+
+var testSecret = []byte("blast-test-secret-0123456789abcdef")
+
+// checkout is the bundled server on the real services, with its own database, topics and sale.
+type checkout struct {
+	base string
+	app  *server.App
+	sale sale.Sale
+}
+
+func testSale(t *testing.T, quantity int64, limit int) sale.Sale {
+	sl := sale.Sale{ID: testenv.ID(t, "sale"), OpensAt: time.Now().Add(-time.Minute), PerUserLimit: limit,
+		HoldTTL: 10 * time.Minute, Items: []sale.Item{{ID: "hot", Quantity: quantity, PriceCents: 4999}}}
+	sl.Normalize()
+	return sl
+}
+
+// startCheckout runs the API and the order consumer in-process, as server/env_test.go does, and
+// provisions a one-item sale.
+func startCheckout(t *testing.T, quantity int64, limit int) checkout {
+	t.Helper()
+	testenv.Redis(t) // skip under -short, fail with a hint when the stack is down
+	topic := testenv.KafkaTopic(t, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg := server.DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.ReadModelTTL = 0
+	lc := lifecycle.DefaultConfig()
+	app, err := server.Open(ctx, server.AppConfig{
+		Server: cfg, RedisURL: stack.EndpointsFromEnv().RedisURL, PostgresURL: testenv.Postgres(t),
+		Brokers: testenv.KafkaBrokers(t), OrdersTopic: topic, DeadLetterTopic: testenv.KafkaTopic(t, 1),
+		JWTSecret: testSecret, API: true, Consumer: true, ConsumerGroup: "g-" + topic, Migrate: true,
+		Lifecycle: lc, SwitchesKey: testenv.ID(t, "switches"), ControlPoll: 20 * time.Millisecond,
+	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		cancel()
+		t.Fatalf("open app: %v", err)
+	}
+	addr, done, err := app.Start(ctx)
+	if err != nil {
+		cancel()
+		app.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		app.Close()
+	})
+	sl := testSale(t, quantity, limit)
+	if _, err := provision.Sale(context.Background(), app.Orders, app.Stock, sl, provision.Options{}); err != nil {
+		t.Fatalf("provision: %v", err)
+	}
+	t.Cleanup(func() { _ = app.Stock.Reset(context.Background(), sl) })
+	return checkout{base: "http://" + addr.String(), app: app, sale: sl}
+}
+
+// overseller is a deliberately broken Redis stage: it runs the real atomic reserve but turns a
+// SOLD_OUT into a reservation, as a server that skipped the stock check would.
+type overseller struct{ *stock.Store }
+
+func (o overseller) Reserve(ctx context.Context, r stock.Request) (stock.Reservation, error) {
+	rv, err := o.Store.Reserve(ctx, r)
+	if err == nil && rv.Outcome == outcome.SoldOut {
+		rv = stock.Reservation{Outcome: outcome.Reserved, OrderID: r.OrderID, ExpiresAt: time.Now().Add(time.Minute), Replicas: -1}
+	}
+	return rv, err
+}
+
+// dropPublisher accepts every order and sends it nowhere: the broken server needs no Kafka.
+type dropPublisher struct{}
+
+func (dropPublisher) PublishOrderPlaced(context.Context, events.OrderPlaced) error { return nil }
+
+// startOverseller serves the purchase path with the overseller on the real Redis and PostgreSQL.
+func startOverseller(t *testing.T, quantity int64, limit int) (string, sale.Sale) {
+	t.Helper()
+	rdb := testenv.Redis(t)
+	pgURL := testenv.Postgres(t)
+	ctx := context.Background()
+	if _, err := orders.Migrate(ctx, pgURL); err != nil {
+		t.Fatal(err)
+	}
+	db, err := orders.Open(ctx, pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	st := stock.New(rdb)
+	sl := testSale(t, quantity, limit)
+	if _, err := provision.Sale(ctx, db, st, sl, provision.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Reset(context.Background(), sl) })
+	verifier, err := auth.NewVerifier(testSecret, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := server.DefaultConfig()
+	cfg.SoldOut = server.SoldOutOff
+	srv := server.New(cfg, server.Deps{Auth: verifier, Stock: overseller{st}, Orders: db, Publisher: dropPublisher{},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	return hs.URL, sl
+}

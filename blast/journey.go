@@ -1,0 +1,99 @@
+package blast
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
+	"time"
+)
+
+// Journey is what one click of a buyer does. Prepare runs before the release and does all the
+// work that can be done early, so the release only sends bytes; a waiting-room journey or a
+// pay/abandon journey is another implementation.
+type Journey interface {
+	Prepare(p Plan, b Buyer, key, token string) (Attempt, error)
+}
+
+// Attempt sends one try of a prepared click and fills rec (Status, Outcome, OrderID, Error and
+// the times). It is called again, with the same key, for retries and replays.
+type Attempt func(ctx context.Context, c *http.Client, rec *Record)
+
+// Purchase is the direct journey: one POST to the item's purchase endpoint.
+type Purchase struct{}
+
+// maxBody is how much of an answer is read for classification; a flash-sale answer is tiny.
+const maxBody = 64 << 10
+
+// Prepare builds the purchase request with the buyer's token and key.
+func (Purchase) Prepare(p Plan, b Buyer, key, token string) (Attempt, error) {
+	url := fmt.Sprintf("%s/api/v1/sales/%s/items/%s/purchase", p.BaseURL, b.Target.SaleID, b.Target.ItemID)
+	req, err := http.NewRequest(http.MethodPost, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("buyer %d: %w", b.Index, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Idempotency-Key", key)
+	cls := p.Classifier
+	if cls == nil {
+		cls = Default() // Run sets it once; this serves a caller preparing by hand
+	}
+	now := p.now
+	return func(ctx context.Context, c *http.Client, rec *Record) {
+		rec.Method, rec.URL = req.Method, url
+		send(ctx, c, req, cls, now, rec)
+	}, nil
+}
+
+// send runs one traced request and classifies its answer.
+func send(ctx context.Context, c *http.Client, req *http.Request, cls *Classifier, now func() time.Time, rec *Record) {
+	// WroteRequest runs on the transport's writer goroutine, which may still be running when Do
+	// returns early (an answer before the body is out): hand its time over atomically.
+	var wrote, first atomic.Int64
+	start := now()
+	trace := &httptrace.ClientTrace{
+		GotConn: func(i httptrace.GotConnInfo) {
+			if i.Conn != nil {
+				rec.Conn = i.Conn.LocalAddr().String()
+			}
+		},
+		WroteRequest:         func(httptrace.WroteRequestInfo) { wrote.Store(int64(now().Sub(start)) + 1) },
+		GotFirstResponseByte: func() { first.Store(int64(now().Sub(start)) + 1) },
+	}
+	rec.Started = start
+	resp, err := c.Do(req.WithContext(httptrace.WithClientTrace(ctx, trace)))
+	if d := wrote.Load(); d > 0 {
+		rec.Written = start.Add(time.Duration(d - 1))
+	}
+	if d := first.Load(); d > 0 {
+		rec.FirstByte = start.Add(time.Duration(d - 1))
+	}
+	if err != nil {
+		rec.Done = now()
+		rec.Error = err.Error()
+		rec.Outcome = TransportError
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			rec.Outcome = Timeout
+		}
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	resp.Body.Close()
+	rec.Done = now()
+	rec.Status, rec.Proto, rec.BytesIn = resp.StatusCode, resp.Proto, len(body)
+	if err != nil {
+		rec.Error = err.Error()
+		rec.Outcome = TransportError
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			rec.Outcome = Timeout
+		}
+		return
+	}
+	rec.Outcome, rec.OrderID = cls.Classify(resp.StatusCode, body)
+}

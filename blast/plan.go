@@ -1,0 +1,142 @@
+// Package blast fires a synchronized flash-sale burst: every virtual buyer is prepared before the
+// start (token, idempotency key, request), parked on a barrier and released at one wall-clock
+// instant; every request is recorded, classified and checked against the sale's invariants.
+package blast
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Target is one item buyers are spread over.
+type Target struct {
+	SaleID, ItemID string
+}
+
+func (t Target) String() string { return t.SaleID + ":" + t.ItemID }
+
+// Shard selects this process's part of the buyers: buyer k belongs to shard k mod Count, so n
+// processes given the same plan and shards 0..n-1 cover every buyer exactly once.
+type Shard struct {
+	Index, Count int
+}
+
+// ParseShard reads "i/n" with 0 <= i < n.
+func ParseShard(s string) (Shard, error) {
+	i, n, ok := strings.Cut(s, "/")
+	if !ok {
+		return Shard{}, fmt.Errorf("shard %q: want i/n, e.g. 0/4", s)
+	}
+	idx, err1 := strconv.Atoi(i)
+	cnt, err2 := strconv.Atoi(n)
+	if err1 != nil || err2 != nil || cnt < 1 || idx < 0 || idx >= cnt {
+		return Shard{}, fmt.Errorf("shard %q: want i/n with 0 <= i < n, e.g. 0/4", s)
+	}
+	return Shard{Index: idx, Count: cnt}, nil
+}
+
+// Owns reports whether buyer k belongs to this shard; the zero Shard owns everyone.
+func (s Shard) Owns(k int) bool { return s.Count <= 1 || k%s.Count == s.Index }
+
+// Plan describes one burst.
+type Plan struct {
+	// BaseURL of the checkout, e.g. http://127.0.0.1:8080.
+	BaseURL string
+	// Targets are the items buyers go for: buyer k buys Targets[k mod len(Targets)].
+	Targets []Target
+	// Buyers is the size of the whole burst over all shards.
+	Buyers int
+	// UserPrefix names buyer k "<prefix><k>".
+	UserPrefix string
+	// Secret signs each buyer's HS256 token.
+	Secret []byte
+	// Clicks per buyer, released together; every click carries a new Idempotency-Key.
+	Clicks int
+	// Retries resend a click with the SAME key after a timeout, transport error or 5xx.
+	Retries int
+	// Replays resend a click with the same key after an answer (a resubmitted form), so the
+	// same-key-same-answer invariant is checked even when nothing fails.
+	Replays int
+	// At is the release instant every buyer's latency is measured from.
+	At time.Time
+	// Conns is the pool of pre-dialled connections the buyers share.
+	Conns int
+	// Timeout bounds one request.
+	Timeout time.Duration
+	// Shard picks this process's buyers.
+	Shard Shard
+	// Classifier maps answers to outcomes; nil means Default().
+	Classifier *Classifier
+	// Journey is what one click does; nil means Purchase (the direct buy).
+	Journey Journey
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Progress, when set, is told how many buyers are prepared, about every 10%.
+	Progress func(done, total int)
+}
+
+// Validate reports the first setting that cannot work.
+func (p Plan) Validate() error {
+	switch {
+	case p.BaseURL == "":
+		return errors.New("no target URL")
+	case len(p.Targets) == 0:
+		return errors.New("no item to buy: give --sale and --item (or --item sale:item)")
+	case p.Buyers < 1:
+		return fmt.Errorf("buyers %d: need at least one", p.Buyers)
+	case p.Clicks < 1:
+		return fmt.Errorf("clicks %d: need at least one", p.Clicks)
+	case p.Retries < 0 || p.Replays < 0:
+		return errors.New("retries and replays cannot be negative")
+	case p.Conns < 1:
+		return fmt.Errorf("conns %d: need at least one connection", p.Conns)
+	case p.Timeout <= 0:
+		return fmt.Errorf("timeout %s: must be positive", p.Timeout)
+	case p.At.IsZero():
+		return errors.New("no release time")
+	case len(p.Secret) == 0:
+		return errors.New("no JWT secret to sign buyers' tokens with")
+	case p.Shard.Count > 0 && (p.Shard.Index < 0 || p.Shard.Index >= p.Shard.Count):
+		return fmt.Errorf("shard %d/%d out of range", p.Shard.Index, p.Shard.Count)
+	}
+	for _, t := range p.Targets {
+		if t.SaleID == "" || t.ItemID == "" {
+			return fmt.Errorf("target %q: need both a sale and an item", t)
+		}
+	}
+	return nil
+}
+
+// Buyer is one prepared virtual buyer.
+type Buyer struct {
+	Index  int
+	User   string
+	Target Target
+}
+
+// Roster returns this shard's buyers, in index order.
+func (p Plan) Roster() []Buyer {
+	var out []Buyer
+	for k := 0; k < p.Buyers; k++ {
+		if p.Shard.Owns(k) {
+			out = append(out, Buyer{Index: k, User: p.UserPrefix + strconv.Itoa(k), Target: p.Targets[k%len(p.Targets)]})
+		}
+	}
+	return out
+}
+
+// Key is the Idempotency-Key of a buyer's click. It carries the release instant so a rerun with
+// the same prefix never replays an earlier run's answers, and it is the same in every shard.
+func (p Plan) Key(b Buyer, click int) string {
+	return fmt.Sprintf("%s-%d-c%d", b.User, p.At.UnixNano(), click)
+}
+
+func (p Plan) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}

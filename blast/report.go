@@ -1,0 +1,220 @@
+package blast
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/olekukonko/tablewriter"
+
+	"github.com/fsctl/fsctl/outcome"
+)
+
+// Dist is a latency distribution in milliseconds, from an HDR histogram (3 significant digits).
+type Dist struct {
+	P50 float64 `json:"p50Ms"`
+	P90 float64 `json:"p90Ms"`
+	P99 float64 `json:"p99Ms"`
+	Max float64 `json:"maxMs"`
+}
+
+// OutcomeRow is one outcome's count and latency from the intended release.
+type OutcomeRow struct {
+	Outcome outcome.Code `json:"outcome"`
+	Count   int          `json:"count"`
+	Latency Dist         `json:"latency"`
+}
+
+// Summary is the report of a burst, printed as tables or JSON.
+type Summary struct {
+	At       time.Time `json:"at"`
+	Buyers   int       `json:"buyers"`
+	Requests int       `json:"requests"`
+	// Sold counts distinct reservations (retries of one key count once).
+	Sold     int          `json:"sold"`
+	Outcomes []OutcomeRow `json:"outcomes"`
+	Latency  Dist         `json:"latency"`
+	// Throughput is requests per second from the intended release to the last answer.
+	Throughput float64 `json:"throughputRps"`
+	DurationMs float64 `json:"durationMs"`
+	PreparedMs float64 `json:"preparedMs"`
+	// ReleaseLateMs is how late the barrier opened; Skew is written minus intended per request.
+	ReleaseLateMs float64 `json:"releaseLateMs"`
+	Skew          Dist    `json:"releaseSkew"`
+	// SoldOutMs is the first SOLD_OUT answer after the last RESERVED one, from the release.
+	SoldOutMs   *float64  `json:"timeToSoldOutMs,omitempty"`
+	Protocol    string    `json:"protocol"`
+	Conns       int       `json:"conns"`
+	ConnsUsed   int       `json:"connsUsed"`
+	PerConnMax  int       `json:"requestsPerConnMax"`
+	PerConnMean float64   `json:"requestsPerConnMean"`
+	Verdicts    []Verdict `json:"verdicts"`
+	// Failures are the thresholds the run missed.
+	Failures []string `json:"thresholdFailures,omitempty"`
+}
+
+type hist struct{ h *hdrhistogram.Histogram }
+
+func newHist() hist { return hist{hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)} }
+
+func (h hist) add(d time.Duration) { _ = h.h.RecordValue(max(1, d.Microseconds())) }
+
+func (h hist) dist() Dist {
+	if h.h.TotalCount() == 0 {
+		return Dist{}
+	}
+	ms := func(us int64) float64 { return float64(us) / 1000 }
+	return Dist{P50: ms(h.h.ValueAtQuantile(50)), P90: ms(h.h.ValueAtQuantile(90)),
+		P99: ms(h.h.ValueAtQuantile(99)), Max: ms(h.h.Max())}
+}
+
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// Summarize builds the report of a burst and its verdicts.
+func Summarize(res *Result, verdicts []Verdict) Summary {
+	s := Summary{At: res.At, Buyers: res.Buyers, Requests: len(res.Records), Conns: res.Conns, Verdicts: verdicts,
+		PreparedMs: millis(res.Prepared), ReleaseLateMs: millis(res.Released.Sub(res.At))}
+	all, skew := newHist(), newHist()
+	per := map[outcome.Code]hist{}
+	counts := map[outcome.Code]int{}
+	conns := map[string]int{}
+	grants := map[string]bool{}
+	var last time.Time
+	var lastReserved time.Time
+	for _, r := range res.Records {
+		all.add(r.Latency())
+		if d := r.Skew(); d >= 0 {
+			skew.add(d)
+		}
+		if per[r.Outcome].h == nil {
+			per[r.Outcome] = newHist()
+		}
+		per[r.Outcome].add(r.Latency())
+		counts[r.Outcome]++
+		if r.Conn != "" {
+			conns[r.Conn]++
+		}
+		if r.Proto != "" {
+			s.Protocol = r.Proto
+		}
+		if r.Done.After(last) {
+			last = r.Done
+		}
+		if r.Outcome == outcome.Reserved {
+			grants[grant(r)] = true
+			if r.Done.After(lastReserved) {
+				lastReserved = r.Done
+			}
+		}
+	}
+	var soldOut time.Time
+	for _, r := range res.Records {
+		if r.Outcome == outcome.SoldOut && !r.Done.Before(lastReserved) && (soldOut.IsZero() || r.Done.Before(soldOut)) {
+			soldOut = r.Done
+		}
+	}
+	if !soldOut.IsZero() {
+		v := millis(soldOut.Sub(res.At))
+		s.SoldOutMs = &v
+	}
+	s.Sold = len(grants)
+	s.Latency, s.Skew = all.dist(), skew.dist()
+	if d := last.Sub(res.At); d > 0 {
+		s.DurationMs = millis(d)
+		s.Throughput = float64(len(res.Records)) / d.Seconds()
+	}
+	for _, c := range Outcomes() {
+		if counts[c] > 0 {
+			s.Outcomes = append(s.Outcomes, OutcomeRow{Outcome: c, Count: counts[c], Latency: per[c].dist()})
+			delete(counts, c)
+		}
+	}
+	for c, n := range counts { // an outcome a custom journey invented: still reported
+		s.Outcomes = append(s.Outcomes, OutcomeRow{Outcome: c, Count: n, Latency: per[c].dist()})
+	}
+	s.ConnsUsed = len(conns)
+	for _, n := range conns {
+		s.PerConnMax = max(s.PerConnMax, n)
+	}
+	if len(conns) > 0 {
+		s.PerConnMean = float64(len(res.Records)) / float64(len(conns))
+	}
+	return s
+}
+
+// Thresholds fail a run that works but is not good enough.
+type Thresholds struct {
+	// MaxP99 is the slowest p99 latency (from the intended release) allowed; 0 = none.
+	MaxP99 time.Duration
+	// MinThroughput in requests per second; 0 = none.
+	MinThroughput float64
+	// ExpectSold is the exact number of reservations expected; negative = none.
+	ExpectSold int
+}
+
+// Check records in s.Failures every threshold the run missed and reports whether any was.
+func (s *Summary) Check(t Thresholds) bool {
+	if t.MaxP99 > 0 && s.Latency.P99 > millis(t.MaxP99) {
+		s.Failures = append(s.Failures, fmt.Sprintf("p99 latency %.1fms is above --max-p99 %s", s.Latency.P99, t.MaxP99))
+	}
+	if t.MinThroughput > 0 && s.Throughput < t.MinThroughput {
+		s.Failures = append(s.Failures, fmt.Sprintf("throughput %.0f req/s is below --min-throughput %.0f", s.Throughput, t.MinThroughput))
+	}
+	if t.ExpectSold >= 0 && s.Sold != t.ExpectSold {
+		s.Failures = append(s.Failures, fmt.Sprintf("%d units sold, --expect-sold %d", s.Sold, t.ExpectSold))
+	}
+	return len(s.Failures) > 0
+}
+
+// WriteJSON writes the summary for machines.
+func (s Summary) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(s)
+}
+
+// Render writes the summary as tables for people.
+func (s Summary) Render(w io.Writer) error {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+	t := tablewriter.NewWriter(w)
+	t.Header("outcome", "requests", "p50 ms", "p90 ms", "p99 ms", "max ms")
+	for _, o := range s.Outcomes {
+		d := o.Latency
+		if err := t.Append(string(o.Outcome), strconv.Itoa(o.Count), f(d.P50), f(d.P90), f(d.P99), f(d.Max)); err != nil {
+			return err
+		}
+	}
+	d := s.Latency
+	if err := t.Append("all", strconv.Itoa(s.Requests), f(d.P50), f(d.P90), f(d.P99), f(d.Max)); err != nil {
+		return err
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "buyers %d, requests %d, sold %d; %.0f req/s over %.1fms from the release (latency counts from the intended instant)\n",
+		s.Buyers, s.Requests, s.Sold, s.Throughput, s.DurationMs)
+	fmt.Fprintf(w, "release: barrier opened %.3fms late; written - intended p50 %.1fms p99 %.1fms max %.1fms (prepared in %.0fms)\n",
+		s.ReleaseLateMs, s.Skew.P50, s.Skew.P99, s.Skew.Max, s.PreparedMs)
+	if s.SoldOutMs != nil {
+		fmt.Fprintf(w, "sold out: first SOLD_OUT after the last RESERVED at %.1fms\n", *s.SoldOutMs)
+	}
+	fmt.Fprintf(w, "connections: pool of %d %s connections, %d used, %.1f requests per connection (max %d) - not one socket per buyer\n",
+		s.Conns, s.Protocol, s.ConnsUsed, s.PerConnMean, s.PerConnMax)
+	for _, v := range s.Verdicts {
+		if v.OK {
+			fmt.Fprintf(w, "invariant OK      %s\n", v.Name)
+			continue
+		}
+		fmt.Fprintf(w, "invariant BROKEN  %s\n", v.Name)
+		for _, p := range v.Problems {
+			fmt.Fprintf(w, "    %s\n", p)
+		}
+	}
+	for _, msg := range s.Failures {
+		fmt.Fprintf(w, "threshold FAILED  %s\n", msg)
+	}
+	return nil
+}
