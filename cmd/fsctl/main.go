@@ -54,6 +54,7 @@ func newRootCmd() *cobra.Command {
 		newTokenCmd(),
 		newDemoCmd(),
 		newPaymentsCmd(),
+		newBlastCmd(),
 	)
 	return root
 }

@@ -22,7 +22,7 @@ func TestEveryCommandTeaches(t *testing.T) {
 	}
 	root := newRootCmd()
 	walk(root)
-	for _, args := range [][]string{{"--help"}, {"serve", "--help"}, {"sale", "create", "--help"}, {"stack", "up", "--help"}, {"demo", "--help"}} {
+	for _, args := range [][]string{{"--help"}, {"serve", "--help"}, {"sale", "create", "--help"}, {"stack", "up", "--help"}, {"demo", "--help"}, {"blast", "--help"}} {
 		var out bytes.Buffer
 		root := newRootCmd()
 		root.SetOut(&out)

@@ -1,0 +1,97 @@
+package blast_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fsctl/fsctl/blast"
+)
+
+func TestShardsCoverEveryBuyerOnce(t *testing.T) {
+	base := blast.Plan{Buyers: 1001, UserPrefix: "u", Targets: []blast.Target{{SaleID: "s", ItemID: "a"}, {SaleID: "s", ItemID: "b"}}}
+	for _, n := range []int{1, 2, 3, 7} {
+		seen := map[int]int{}
+		for i := range n {
+			p := base
+			p.Shard = blast.Shard{Index: i, Count: n}
+			again := p.Roster()
+			for j, b := range p.Roster() {
+				if again[j] != b {
+					t.Fatalf("shard %d/%d is not deterministic", i, n)
+				}
+				if b.Index%n != i || b.User != "u"+strconv.Itoa(b.Index) || b.Target != base.Targets[b.Index%2] {
+					t.Fatalf("shard %d/%d has buyer %+v", i, n, b)
+				}
+				seen[b.Index]++
+			}
+		}
+		if len(seen) != base.Buyers {
+			t.Fatalf("%d shards cover %d of %d buyers", n, len(seen), base.Buyers)
+		}
+		for k, c := range seen {
+			if c != 1 {
+				t.Fatalf("%d shards: buyer %d appears %d times", n, k, c)
+			}
+		}
+	}
+}
+
+func TestParseShard(t *testing.T) {
+	if s, err := blast.ParseShard("2/5"); err != nil || s != (blast.Shard{Index: 2, Count: 5}) {
+		t.Errorf("2/5: %+v %v", s, err)
+	}
+	for _, bad := range []string{"", "1", "5/5", "-1/2", "a/b", "0/0", "1/2/3"} {
+		if _, err := blast.ParseShard(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestPlanValidation(t *testing.T) {
+	good := blast.Plan{BaseURL: "http://x", Targets: []blast.Target{{SaleID: "s", ItemID: "i"}}, Buyers: 1, Secret: []byte("k"),
+		Clicks: 1, Conns: 1, Timeout: time.Second, At: time.Unix(1, 0)}
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, mod := range map[string]func(*blast.Plan){
+		"no url":      func(p *blast.Plan) { p.BaseURL = "" },
+		"no target":   func(p *blast.Plan) { p.Targets = nil },
+		"no item":     func(p *blast.Plan) { p.Targets = []blast.Target{{SaleID: "s"}} },
+		"no buyers":   func(p *blast.Plan) { p.Buyers = 0 },
+		"no clicks":   func(p *blast.Plan) { p.Clicks = 0 },
+		"retries < 0": func(p *blast.Plan) { p.Retries = -1 },
+		"no conns":    func(p *blast.Plan) { p.Conns = 0 },
+		"no timeout":  func(p *blast.Plan) { p.Timeout = 0 },
+		"no time":     func(p *blast.Plan) { p.At = time.Time{} },
+		"no secret":   func(p *blast.Plan) { p.Secret = nil },
+		"bad shard":   func(p *blast.Plan) { p.Shard = blast.Shard{Index: 3, Count: 2} },
+	} {
+		p := good
+		mod(&p)
+		if err := p.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestKeysAreDistinctPerClickAndRun(t *testing.T) {
+	p := blast.Plan{At: time.Unix(100, 0)}
+	b := blast.Buyer{User: "u1"}
+	q := p
+	q.At = time.Unix(101, 0)
+	if p.Key(b, 1) == p.Key(b, 2) || p.Key(b, 1) == q.Key(b, 1) || p.Key(b, 1) != p.Key(b, 1) {
+		t.Errorf("keys %s %s %s", p.Key(b, 1), p.Key(b, 2), q.Key(b, 1))
+	}
+}
+
+func TestCheckFilesRefusesAPoolTooLarge(t *testing.T) {
+	if err := blast.CheckFiles(1000, 20000); err != nil {
+		t.Error(err)
+	}
+	err := blast.CheckFiles(20000, 20000)
+	if err == nil || !strings.Contains(err.Error(), "--shard") {
+		t.Errorf("got %v, want a refusal that points at --shard", err)
+	}
+}

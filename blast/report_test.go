@@ -1,0 +1,55 @@
+package blast_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/outcome"
+)
+
+func TestSummaryAndThresholds(t *testing.T) {
+	at := time.Unix(1000, 0)
+	rec := func(o outcome.Code, ms int, conn string) blast.Record {
+		d := time.Duration(ms) * time.Millisecond
+		r := blast.Record{User: conn, Key: fmt.Sprint("k", ms), Outcome: o, Intended: at, Attempt: 1,
+			Started: at, Written: at.Add(d / 2), Done: at.Add(d), Conn: conn, Proto: "HTTP/1.1"}
+		if o == outcome.Reserved {
+			r.OrderID = fmt.Sprint("order-", ms)
+		}
+		return r
+	}
+	res := &blast.Result{At: at, Released: at, Buyers: 4, Conns: 2, Records: []blast.Record{
+		rec(outcome.Reserved, 10, "c1"), rec(outcome.Reserved, 20, "c2"), rec(outcome.SoldOut, 15, "c1"),
+		rec(outcome.SoldOut, 30, "c1"), rec(outcome.SoldOut, 40, "c2"),
+	}}
+	s := blast.Summarize(res, nil)
+	if s.Sold != 2 || s.Requests != 5 || s.ConnsUsed != 2 || s.PerConnMax != 3 || s.Protocol != "HTTP/1.1" {
+		t.Fatalf("summary %+v", s)
+	}
+	if s.SoldOutMs == nil || *s.SoldOutMs != 30 {
+		t.Errorf("time to sold out %v, want 30ms (the first SOLD_OUT after the last RESERVED)", s.SoldOutMs)
+	}
+	if s.Latency.Max < 40 || s.Latency.Max > 40.1 || s.Throughput != 125 || s.Outcomes[0].Outcome != outcome.Reserved || s.Outcomes[1].Count != 3 {
+		t.Errorf("latency %+v, throughput %v, outcomes %+v", s.Latency, s.Throughput, s.Outcomes)
+	}
+	if s.Check(blast.Thresholds{MaxP99: time.Second, MinThroughput: 100, ExpectSold: 2}) {
+		t.Errorf("thresholds met but failed: %v", s.Failures)
+	}
+	if !s.Check(blast.Thresholds{MaxP99: 20 * time.Millisecond, MinThroughput: 1000, ExpectSold: 3}) || len(s.Failures) != 3 {
+		t.Errorf("failures %v, want all three thresholds missed", s.Failures)
+	}
+	var out bytes.Buffer
+	if err := s.Render(&out); err != nil || !strings.Contains(out.String(), "threshold FAILED  2 units sold, --expect-sold 3") {
+		t.Errorf("render %v:\n%s", err, out.String())
+	}
+	out.Reset()
+	var back blast.Summary
+	if err := s.WriteJSON(&out); err != nil || json.Unmarshal(out.Bytes(), &back) != nil || back.Sold != 2 {
+		t.Errorf("json %v: %s", err, out.String())
+	}
+}

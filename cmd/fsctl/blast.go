@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+
+	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/stock"
+)
+
+type blastOptions struct {
+	endpoints     endpointFlags
+	checkState    bool
+	target        string
+	sale          string
+	items         []string
+	buyers        int
+	conns         int
+	clicks        int
+	retries       int
+	replays       int
+	at            string
+	in            time.Duration
+	timeout       time.Duration
+	shard         string
+	secret        string
+	prefix        string
+	classify      string
+	results       string
+	output        string
+	stock         int64
+	limit         int
+	maxP99        time.Duration
+	minThroughput float64
+	expectSold    int
+	settle        time.Duration
+}
+
+func newBlastCmd() *cobra.Command {
+	var o blastOptions
+	cmd := &cobra.Command{
+		Use:   "blast",
+		Short: "Release a synchronized burst of prepared buyers at a sale and check it did not oversell",
+		Long: `Prepare --buyers virtual buyers (a signed token, an Idempotency-Key and a built request each),
+dial and warm a pool of --conns connections, park every buyer, and release them all at one
+wall-clock instant (--at, or --in from now). Every request is recorded with its intended release
+time, the time it was written and answered; latency counts from the intended instant, so a buyer
+who waited for a connection shows that wait. Answers are classified (RESERVED, SOLD_OUT, ...;
+--classify maps another checkout's answers), then the invariants are checked: no item gives out
+more reservations than its stock, no buyer more than the per-user limit, every try of one key
+gets the same answer, and with --check-state (or an explicit --redis-url/--postgres-url) every
+RESERVED order reaches PostgreSQL and Redis agrees with it.
+
+Buyers share the connection pool (HTTP/1.1, requests queue per connection): the report says how
+many requests each connection carried. Larger bursts than one process's open files allow are
+split with --shard i/n over processes given the same --at.
+
+Exit status: 0 all good, 1 a threshold missed (--max-p99, --min-throughput, --expect-sold) or an
+error, 2 an invariant broken or a bad flag.`,
+		Example: `  fsctl sale create -f examples/sale.yaml --reset
+  fsctl blast --sale black-friday --item console --buyers 5000
+  fsctl blast --item black-friday:console --item black-friday:controller --buyers 20000 --clicks 2 --retries 3
+  fsctl blast --sale black-friday --item console --buyers 5000 --expect-sold 100 --max-p99 2s --output json
+  fsctl blast --target https://shop.example --classify examples/classify.yaml --stock 100 --limit 1 ...`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("redis-url") || cmd.Flags().Changed("postgres-url") {
+				o.checkState = true
+			}
+			return runBlast(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+		},
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	f := cmd.Flags()
+	o.endpoints.bind(f, false)
+	f.BoolVar(&o.checkState, "check-state", false, "also check the server's Redis and PostgreSQL after the burst")
+	f.StringVar(&o.target, "target", "http://127.0.0.1:8080", "base URL of the checkout")
+	f.StringVar(&o.sale, "sale", "", "sale the --item flags belong to")
+	f.StringArrayVar(&o.items, "item", nil, "item buyers go for (repeatable; ITEM with --sale, or SALE:ITEM); buyers are spread round-robin")
+	f.IntVar(&o.buyers, "buyers", 1000, "virtual buyers in the whole burst (all shards)")
+	f.IntVar(&o.conns, "conns", 256, "pre-dialled connections the buyers share")
+	f.IntVar(&o.clicks, "clicks", 1, "clicks per buyer, released together, each with a new Idempotency-Key")
+	f.IntVar(&o.retries, "retries", 0, "retries of a click with the same key after a timeout, transport error or 5xx")
+	f.IntVar(&o.replays, "replays", 0, "resends of a click with the same key after its answer (must get the same answer)")
+	f.StringVar(&o.at, "at", "", "release instant, RFC 3339 (e.g. 2026-11-27T09:00:00Z); overrides --in")
+	f.DurationVar(&o.in, "in", 2*time.Second, "release this long from now")
+	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "bound on one request")
+	f.StringVar(&o.shard, "shard", "0/1", "this process's part of the buyers, i/n: buyer k belongs to shard k mod n")
+	f.StringVar(&o.secret, "jwt-secret", defaultJWTSecret(), "HS256 secret of the buyers' tokens (env "+envJWTSecret+")")
+	f.StringVar(&o.prefix, "user-prefix", "blast-", "buyer k is the user <prefix><k>")
+	f.StringVar(&o.classify, "classify", "", "classification rules (YAML, see examples/classify.yaml); default: the bundled server's")
+	f.StringVar(&o.results, "results", "", "write every request to this file as vegeta results (vegeta report / plot read it)")
+	f.StringVarP(&o.output, "output", "o", "table", "report format: table or json")
+	f.Int64Var(&o.stock, "stock", -1, "units per item, for a target without the bundled sale page (with --limit)")
+	f.IntVar(&o.limit, "limit", -1, "per-user limit, for a target without the bundled sale page (with --stock)")
+	f.DurationVar(&o.maxP99, "max-p99", 0, "fail (exit 1) when the p99 latency is above this")
+	f.Float64Var(&o.minThroughput, "min-throughput", 0, "fail (exit 1) below this many requests per second")
+	f.IntVar(&o.expectSold, "expect-sold", -1, "fail (exit 1) unless exactly this many units were reserved")
+	f.DurationVar(&o.settle, "settle", 30*time.Second, "with --check-state, how long to wait for orders to reach PostgreSQL")
+	return cmd
+}
+
+// usageError is a bad flag: exit status 2, like a broken invariant, so scripts stop either way.
+func usageError(err error) error { return &exitError{code: 2, err: err} }
+
+// plan turns the flags into a burst plan, or a usage error.
+func (o blastOptions) plan(now time.Time) (blast.Plan, map[blast.Target]blast.ItemLimit, error) {
+	p := blast.Plan{BaseURL: strings.TrimRight(o.target, "/"), Buyers: o.buyers, UserPrefix: o.prefix,
+		Secret: []byte(o.secret), Clicks: o.clicks, Retries: o.retries, Replays: o.replays, Conns: o.conns, Timeout: o.timeout}
+	if !strings.HasPrefix(p.BaseURL, "http://") && !strings.HasPrefix(p.BaseURL, "https://") {
+		return p, nil, fmt.Errorf("--target %q: want an http:// or https:// URL", o.target)
+	}
+	for _, it := range o.items {
+		saleID, itemID, ok := strings.Cut(it, ":")
+		if !ok {
+			saleID, itemID = o.sale, it
+		}
+		if saleID == "" || itemID == "" {
+			return p, nil, fmt.Errorf("--item %q: give --sale, or the item as SALE:ITEM", it)
+		}
+		p.Targets = append(p.Targets, blast.Target{SaleID: saleID, ItemID: itemID})
+	}
+	var err error
+	if p.Shard, err = blast.ParseShard(o.shard); err != nil {
+		return p, nil, fmt.Errorf("--shard: %w", err)
+	}
+	p.At = now.Add(o.in)
+	if o.at != "" {
+		if p.At, err = time.Parse(time.RFC3339Nano, o.at); err != nil {
+			return p, nil, fmt.Errorf("--at %q: want RFC 3339, e.g. 2026-11-27T09:00:00Z", o.at)
+		}
+	} else if o.in < 0 {
+		return p, nil, fmt.Errorf("--in %s: cannot release in the past", o.in)
+	}
+	if o.output != "table" && o.output != "json" {
+		return p, nil, fmt.Errorf("--output %q: want table or json", o.output)
+	}
+	if (o.stock >= 0) != (o.limit >= 0) {
+		return p, nil, errors.New("--stock and --limit go together")
+	}
+	if err := p.Validate(); err != nil {
+		return p, nil, err
+	}
+	if o.stock < 0 {
+		return p, nil, nil
+	}
+	limits := map[blast.Target]blast.ItemLimit{}
+	for _, t := range p.Targets {
+		limits[t] = blast.ItemLimit{Stock: o.stock, PerUser: o.limit}
+	}
+	return p, limits, nil
+}
+
+func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) error {
+	p, limits, err := o.plan(time.Now())
+	if err != nil {
+		return usageError(err)
+	}
+	if o.classify != "" {
+		if p.Classifier, err = blast.LoadClassifier(o.classify); err != nil {
+			return usageError(err)
+		}
+	}
+	probe := &http.Client{Timeout: 5 * time.Second}
+	if err := blast.Probe(ctx, probe, p.BaseURL); err != nil {
+		return err
+	}
+	if limits == nil {
+		if limits, err = blast.FetchLimits(ctx, probe, p.BaseURL, p.Targets); err != nil {
+			return err
+		}
+	}
+	p.Progress = func(done, total int) {
+		fmt.Fprintf(progress, "preparing buyers: %d/%d (%d%%)\n", done, total, done*100/total)
+	}
+	fmt.Fprintf(progress, "release at %s (in %s)\n", p.At.Format(time.RFC3339Nano), time.Until(p.At).Round(time.Millisecond))
+	res, err := blast.Run(ctx, p)
+	if err != nil {
+		return err
+	}
+	if o.results != "" {
+		if err := writeResults(o.results, res.Records); err != nil {
+			return err
+		}
+	}
+	verdicts := blast.CheckResponses(res.Records, limits)
+	if o.checkState {
+		state, err := checkState(ctx, o, res.Records)
+		if err != nil {
+			return err
+		}
+		verdicts = append(verdicts, state...)
+	}
+	sum := blast.Summarize(res, verdicts)
+	missed := sum.Check(blast.Thresholds{MaxP99: o.maxP99, MinThroughput: o.minThroughput, ExpectSold: o.expectSold})
+	if o.output == "json" {
+		err = sum.WriteJSON(out)
+	} else {
+		err = sum.Render(out)
+	}
+	switch {
+	case err != nil:
+		return err
+	case blast.Failed(verdicts):
+		return &exitError{code: 2, err: errors.New("invariant broken: see the report")}
+	case missed:
+		return &exitError{code: 1, err: fmt.Errorf("threshold missed: %s", strings.Join(sum.Failures, "; "))}
+	}
+	return nil
+}
+
+func writeResults(path string, recs []blast.Record) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := blast.WriteResults(f, recs); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// checkState compares the server's Redis and PostgreSQL with what buyers were told.
+func checkState(ctx context.Context, o blastOptions, recs []blast.Record) ([]blast.Verdict, error) {
+	db, err := orders.Open(ctx, o.endpoints.postgresURL)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	ropt, err := redis.ParseURL(o.endpoints.redisURL)
+	if err != nil {
+		return nil, fmt.Errorf("redis url: %w", err)
+	}
+	rdb := redis.NewClient(ropt)
+	defer rdb.Close()
+	return blast.CheckServer(ctx, stock.New(rdb), db, recs, o.settle)
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"os"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// runCLI runs fsctl with args and returns stdout and the exit status main would give.
+func runCLI(t *testing.T, args ...string) (string, int, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	root := newRootCmd()
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(args)
+	err := root.Execute()
+	code := 0
+	if err != nil {
+		code = 1
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+		}
+	}
+	return out.String(), code, err
+}
+
+func TestBlastFlagErrorsAreUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--buyers", "x"},
+		{"--item", "console"},
+		{"--sale", "s"},
+		{"--sale", "s", "--item", "i", "--buyers", "0"},
+		{"--sale", "s", "--item", "i", "--shard", "2/2"},
+		{"--sale", "s", "--item", "i", "--at", "tomorrow"},
+		{"--sale", "s", "--item", "i", "--output", "xml"},
+		{"--sale", "s", "--item", "i", "--stock", "5"},
+		{"--sale", "s", "--item", "i", "--target", "localhost:8080"},
+		{"--sale", "s", "--item", "i", "--classify", "/does/not/exist.yaml"},
+	} {
+		_, code, err := runCLI(t, append([]string{"blast"}, args...)...)
+		if code != 2 || err == nil || err.Error() == "" {
+			t.Errorf("blast %v: exit %d, %v; want 2 with a message", args, code, err)
+		}
+	}
+}
+
+// TestBlastFailsAnOversellingTarget runs the command against a checkout that says yes to every
+// buyer: with 10 units known from --stock, the run is a broken invariant (exit 2).
+func TestBlastFailsAnOversellingTarget(t *testing.T) {
+	var n atomic.Int64
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+		fmt.Fprintf(w, `{"orderId":"order-%d"}`, n.Add(1))
+	}))
+	defer hs.Close()
+	results := filepath.Join(t.TempDir(), "results.bin")
+	out, code, err := runCLI(t, "blast", "--target", hs.URL, "--item", "s:i", "--buyers", "50", "--conns", "8",
+		"--in", "100ms", "--stock", "10", "--limit", "1", "--jwt-secret", "0123456789abcdef0123", "--results", results)
+	if code != 2 || !strings.Contains(out, "invariant BROKEN  no oversell") || !strings.Contains(out, "50 reservations for 10 units") {
+		t.Fatalf("exit %d (%v), want 2 with the oversell named:\n%s", code, err, out)
+	}
+	f, err := os.Open(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dec := vegeta.NewDecoder(f)
+	var r vegeta.Result
+	if err := dec.Decode(&r); err != nil || r.Attack != "RESERVED" || r.Code != 202 {
+		t.Errorf("first result %+v, %v", r, err)
+	}
+
+	// The same run within the thresholds passes; --expect-sold that does not hold exits 1.
+	out, code, _ = runCLI(t, "blast", "--target", hs.URL, "--item", "s:i", "--buyers", "20", "--conns", "4",
+		"--in", "50ms", "--stock", "100", "--limit", "1", "--expect-sold", "7", "--output", "json")
+	if code != 1 || !strings.Contains(out, `"thresholdFailures"`) {
+		t.Errorf("exit %d, want 1 for a missed --expect-sold:\n%s", code, out)
+	}
+}
+
+func TestBlastRefusesAnUnreachableTarget(t *testing.T) {
+	hs := httptest.NewServer(http.NotFoundHandler())
+	url := hs.URL
+	hs.Close()
+	_, code, err := runCLI(t, "blast", "--target", url, "--item", "s:i")
+	if code != 1 || err == nil || !strings.Contains(err.Error(), "unreachable") {
+		t.Errorf("exit %d, %v", code, err)
+	}
+}
