@@ -40,10 +40,11 @@ func Retryable(c outcome.Code) bool {
 	return c == Timeout || c == TransportError || c == ServerError
 }
 
-// answered reports whether an outcome is the idempotency layer's answer to a key (and so must be
-// the same on every try of it): failures and admission refusals happen before it.
+// answered reports whether an outcome is the idempotency layer's answer to a key, which every
+// try of the key must repeat. Failures, admission refusals, a paused or unopened sale and bad
+// requests are answered before the key is looked at, so they may change from try to try.
 func answered(c outcome.Code) bool {
-	return !Retryable(c) && c != outcome.RateLimited && c != outcome.NotAdmitted
+	return c == outcome.Reserved || c == outcome.SoldOut || c == outcome.AlreadyPurchased
 }
 
 // Rule maps answers to an outcome; every condition given must hold.

@@ -84,9 +84,9 @@ func Summarize(res *Result, verdicts []Verdict) Summary {
 	per := map[outcome.Code]hist{}
 	counts := map[outcome.Code]int{}
 	conns := map[string]int{}
-	grants := map[string]bool{}
+	// grants maps each reservation to its first answer: replays of it must not move the sell-out.
+	grants := map[string]time.Time{}
 	var last time.Time
-	var lastReserved time.Time
 	for _, r := range res.Records {
 		all.add(r.Latency())
 		if r.Attempt == 1 {
@@ -110,13 +110,17 @@ func Summarize(res *Result, verdicts []Verdict) Summary {
 			last = r.Done
 		}
 		if r.Outcome == outcome.Reserved {
-			grants[grant(r)] = true
-			if r.Done.After(lastReserved) {
-				lastReserved = r.Done
+			if g, ok := grants[grant(r)]; !ok || r.Done.Before(g) {
+				grants[grant(r)] = r.Done
 			}
 		}
 	}
-	var soldOut time.Time
+	var lastReserved, soldOut time.Time
+	for _, done := range grants {
+		if done.After(lastReserved) {
+			lastReserved = done
+		}
+	}
 	for _, r := range res.Records {
 		if r.Outcome == outcome.SoldOut && !r.Done.Before(lastReserved) && (soldOut.IsZero() || r.Done.Before(soldOut)) {
 			soldOut = r.Done

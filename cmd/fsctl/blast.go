@@ -69,6 +69,22 @@ Exit status: 0 all good, 1 a threshold missed (--max-p99, --min-throughput, --ex
 error, 2 an invariant broken or a bad flag.`,
 		Example: `  fsctl sale create -f examples/sale.yaml --reset
   fsctl blast --sale black-friday --item console --buyers 5000
+    ┌──────────┬──────────┬─────────┬─────────┬─────────┬────────┐
+    │ OUTCOME  │ REQUESTS │ P 50 MS │ P 90 MS │ P 99 MS │ MAX MS │
+    ├──────────┼──────────┼─────────┼─────────┼─────────┼────────┤
+    │ RESERVED │ 100      │ 255.4   │ 266.8   │ 273.9   │ 274.2  │
+    │ SOLD_OUT │ 4900     │ 650.2   │ 1045.5  │ 1109.0  │ 1111.0 │
+    │ all      │ 5000     │ 638.5   │ 1040.4  │ 1109.0  │ 1111.0 │
+    └──────────┴──────────┴─────────┴─────────┴─────────┴────────┘
+    buyers 5000, requests 5000, sold 100; 4504 req/s over 1110.2ms from the release (latency counts from the intended instant)
+    release: barrier opened 0.002ms late (prepared in 140ms); buyers woke p50 190.5ms p99 234.6ms max 235.5ms after it
+    written - intended (includes the wait for a pooled connection): p50 602.1ms p99 1077.2ms max 1083.4ms
+    sold out: first SOLD_OUT after the last RESERVED at 274.1ms
+    connections: pool of 256 HTTP/1.1 connections, 256 used, 19.5 requests per connection (max 28) - not one socket per buyer
+    invariant OK      no oversell (responses)
+    invariant OK      per-user limit (responses)
+    invariant OK      same key, same answer
+
   fsctl blast --item black-friday:console --item black-friday:controller --buyers 20000 --clicks 2 --retries 3
   fsctl blast --sale black-friday --item console --buyers 5000 --expect-sold 100 --max-p99 2s --output json
   fsctl blast --target https://shop.example --classify examples/classify.yaml --stock 100 --limit 1 ...`,
