@@ -94,8 +94,9 @@ type dropPublisher struct{}
 
 func (dropPublisher) PublishOrderPlaced(context.Context, events.OrderPlaced) error { return nil }
 
-// startOverseller serves the purchase path with the overseller on the real Redis and PostgreSQL.
-func startOverseller(t *testing.T, quantity int64, limit int) (string, sale.Sale) {
+// startOverseller serves the purchase path with the overseller on the real Redis and PostgreSQL,
+// and returns its URL, its sale and its stores.
+func startOverseller(t *testing.T, quantity int64, limit int) (string, sale.Sale, *stock.Store, *orders.Store) {
 	t.Helper()
 	rdb := testenv.Redis(t)
 	pgURL := testenv.Postgres(t)
@@ -124,5 +125,5 @@ func startOverseller(t *testing.T, quantity int64, limit int) (string, sale.Sale
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
-	return hs.URL, sl
+	return hs.URL, sl, st, db
 }

@@ -155,8 +155,13 @@ func (o blastOptions) plan(now time.Time) (blast.Plan, map[blast.Target]blast.It
 		if p.At, err = time.Parse(time.RFC3339Nano, o.at); err != nil {
 			return p, nil, fmt.Errorf("--at %q: want RFC 3339, e.g. 2026-11-27T09:00:00Z", o.at)
 		}
+		if !p.At.After(now) {
+			return p, nil, fmt.Errorf("--at %s is not in the future (now %s)", o.at, now.UTC().Format(time.RFC3339))
+		}
 	} else if o.in < 0 {
 		return p, nil, fmt.Errorf("--in %s: cannot release in the past", o.in)
+	} else if p.Shard.Count > 1 {
+		return p, nil, errors.New("--shard splits one burst over processes: give them all the same --at")
 	}
 	if o.output != "table" && o.output != "json" {
 		return p, nil, fmt.Errorf("--output %q: want table or json", o.output)

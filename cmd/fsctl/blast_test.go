@@ -44,6 +44,8 @@ func TestBlastFlagErrorsAreUsageErrors(t *testing.T) {
 		{"--sale", "s", "--item", "i", "--buyers", "0"},
 		{"--sale", "s", "--item", "i", "--shard", "2/2"},
 		{"--sale", "s", "--item", "i", "--at", "tomorrow"},
+		{"--sale", "s", "--item", "i", "--at", "2020-01-01T00:00:00Z"},
+		{"--sale", "s", "--item", "i", "--shard", "0/2"},
 		{"--sale", "s", "--item", "i", "--output", "xml"},
 		{"--sale", "s", "--item", "i", "--stock", "5"},
 		{"--sale", "s", "--item", "i", "--target", "localhost:8080"},
