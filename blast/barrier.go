@@ -73,8 +73,8 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Connections carry the client's timeout; loadgen's transport pools Conns HTTP/1.1
-	// connections to the one host and queues requests beyond them.
+	// loadgen's transport keeps at most Conns HTTP/1.1 connections to the one host and queues
+	// requests beyond them; its Timeout bounds a request including that wait, as a buyer sees it.
 	client := loadgen.NewClient(p.Conns, p.Timeout)
 	defer client.CloseIdleConnections()
 	if err := warm(ctx, client, p.BaseURL, p.Conns); err != nil {

@@ -16,6 +16,7 @@ type Target struct {
 	SaleID, ItemID string
 }
 
+// String is the target as the --item flag spells it, SALE:ITEM.
 func (t Target) String() string { return t.SaleID + ":" + t.ItemID }
 
 // Shard selects this process's part of the buyers: buyer k belongs to shard k mod Count, so n
