@@ -14,7 +14,7 @@ KAFKA_POM ?= deps/kafka/pom.xml
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .DEFAULT_GOAL := build
-.PHONY: help deps build vet test fuzz bench demo stack-up stack-down stack-status clean
+.PHONY: help deps build vet test fuzz bench bench-blast demo stack-up stack-down stack-status clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -72,6 +72,9 @@ fuzz: ## run each Fuzz target for FUZZTIME (20s)
 
 bench: stack-up ## benchmarks in ./benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./benchmarks/
+
+bench-blast: ## fsctl blast vs vegeta's attacker vs wrk on a trivial endpoint, one table (no stack needed)
+	GO=$(GO) scripts/bench-blast.sh
 
 demo: stack-up ## run the end-to-end demo against the local stack
 	$(GO) run ./cmd/fsctl demo
