@@ -48,13 +48,15 @@ type Summary struct {
 	Wake          Dist    `json:"wakeSkew"`
 	Skew          Dist    `json:"releaseSkew"`
 	// SoldOutMs is the first SOLD_OUT answer after the last RESERVED one, from the release.
-	SoldOutMs   *float64  `json:"timeToSoldOutMs,omitempty"`
-	Protocol    string    `json:"protocol"`
-	Conns       int       `json:"conns"`
-	ConnsUsed   int       `json:"connsUsed"`
-	PerConnMax  int       `json:"requestsPerConnMax"`
-	PerConnMean float64   `json:"requestsPerConnMean"`
-	Verdicts    []Verdict `json:"verdicts"`
+	SoldOutMs *float64 `json:"timeToSoldOutMs,omitempty"`
+	// Fairness is, per item, how well the order of release predicts who won.
+	Fairness    []FairnessRow `json:"fairness"`
+	Protocol    string        `json:"protocol"`
+	Conns       int           `json:"conns"`
+	ConnsUsed   int           `json:"connsUsed"`
+	PerConnMax  int           `json:"requestsPerConnMax"`
+	PerConnMean float64       `json:"requestsPerConnMean"`
+	Verdicts    []Verdict     `json:"verdicts"`
 	// Failures are the thresholds the run missed.
 	Failures []string `json:"thresholdFailures,omitempty"`
 }
@@ -131,6 +133,7 @@ func Summarize(res *Result, verdicts []Verdict) Summary {
 		s.SoldOutMs = &v
 	}
 	s.Sold = len(grants)
+	s.Fairness = Fairness(res.Records)
 	s.Latency, s.Skew, s.Wake = all.dist(), skew.dist(), wake.dist()
 	if d := last.Sub(res.At); d > 0 {
 		s.DurationMs = millis(d)
@@ -213,6 +216,13 @@ func (s Summary) Render(w io.Writer) error {
 	if s.SoldOutMs != nil {
 		fmt.Fprintf(w, "sold out: first SOLD_OUT after the last RESERVED at %.1fms\n", *s.SoldOutMs)
 	}
+	if len(s.Fairness) > 0 {
+		fmt.Fprintln(w, FairnessNote)
+	}
+	for _, f := range s.Fairness {
+		fmt.Fprintf(w, "  %s: %d of the first %d clicks by %s time won (%.2f; %d clicks), rho %s\n",
+			f.Target, f.FirstKWon, f.Won, f.OrderBy, f.FirstKShare, f.Clicks, rho(f.Spearman))
+	}
 	fmt.Fprintf(w, "connections: pool of %d %s connections, %d used, %.1f requests per connection (max %d) - not one socket per buyer\n",
 		s.Conns, s.Protocol, s.ConnsUsed, s.PerConnMean, s.PerConnMax)
 	for _, v := range s.Verdicts {
@@ -229,4 +239,12 @@ func (s Summary) Render(w io.Writer) error {
 		fmt.Fprintf(w, "threshold FAILED  %s\n", msg)
 	}
 	return nil
+}
+
+// rho prints a Spearman correlation, or why there is none.
+func rho(r *float64) string {
+	if r == nil {
+		return "n/a (everyone or no one won)"
+	}
+	return strconv.FormatFloat(*r, 'f', 2, 64)
 }

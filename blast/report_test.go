@@ -37,6 +37,10 @@ func TestSummaryAndThresholds(t *testing.T) {
 	if s.Latency.Max < 40 || s.Latency.Max > 40.1 || s.Throughput != 125 || s.Outcomes[0].Outcome != outcome.Reserved || s.Outcomes[1].Count != 3 {
 		t.Errorf("latency %+v, throughput %v, outcomes %+v", s.Latency, s.Throughput, s.Outcomes)
 	}
+	// Written 5 (won), 7.5, 10 (won), 15, 20 ms: one of the first two clicks won.
+	if f := s.Fairness; len(f) != 1 || f[0].Won != 2 || f[0].FirstKWon != 1 || f[0].OrderBy != "written" {
+		t.Errorf("fairness %+v", f)
+	}
 	if s.Check(blast.Thresholds{MaxP99: time.Second, MinThroughput: 100, ExpectSold: 2}) {
 		t.Errorf("thresholds met but failed: %v", s.Failures)
 	}
@@ -44,7 +48,8 @@ func TestSummaryAndThresholds(t *testing.T) {
 		t.Errorf("failures %v, want all three thresholds missed", s.Failures)
 	}
 	var out bytes.Buffer
-	if err := s.Render(&out); err != nil || !strings.Contains(out.String(), "threshold FAILED  2 units sold, --expect-sold 3") {
+	if err := s.Render(&out); err != nil || !strings.Contains(out.String(), "threshold FAILED  2 units sold, --expect-sold 3") ||
+		!strings.Contains(out.String(), "1 of the first 2 clicks by written time won (0.50; 5 clicks)") {
 		t.Errorf("render %v:\n%s", err, out.String())
 	}
 	out.Reset()

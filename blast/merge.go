@@ -1,0 +1,106 @@
+package blast
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Merged is one burst put back together from its shards' records files.
+type Merged struct {
+	// Result is the whole burst: At and Buyers as every shard planned them, Released and
+	// Prepared from the slowest shard, Conns summed, Records the union.
+	Result *Result
+	// Limits are the item limits the shards agreed on.
+	Limits map[Target]ItemLimit
+	// Shards is how many files were merged.
+	Shards int
+}
+
+// Combine checks that files are every shard of one burst, each exactly once, and joins them.
+// A missing shard is an error rather than a smaller report: its buyers' answers are unknown,
+// so neither the counts nor the invariants would mean anything.
+func Combine(files []RecordFile) (Merged, error) {
+	if len(files) == 0 {
+		return Merged{}, fmt.Errorf("no records files to merge")
+	}
+	first := files[0].Header
+	n := max(first.Shard.Count, 1)
+	if len(files) != n {
+		return Merged{}, fmt.Errorf("burst was split into %d shards, got %d files", n, len(files))
+	}
+	res := &Result{At: first.At, Buyers: first.Buyers}
+	limits := first.LimitMap()
+	seen := make([]bool, n)
+	for i, f := range files {
+		h := f.Header
+		switch {
+		case !h.At.Equal(first.At):
+			return Merged{}, fmt.Errorf("file %d released at %s, file 1 at %s: not one burst", i+1, h.At, first.At)
+		case h.Buyers != first.Buyers:
+			return Merged{}, fmt.Errorf("file %d planned %d buyers, file 1 %d: not one burst", i+1, h.Buyers, first.Buyers)
+		case max(h.Shard.Count, 1) != n:
+			return Merged{}, fmt.Errorf("file %d is shard %d/%d, file 1 of %d shards", i+1, h.Shard.Index, h.Shard.Count, n)
+		case h.Shard.Index < 0 || h.Shard.Index >= n:
+			return Merged{}, fmt.Errorf("file %d: shard %d/%d out of range", i+1, h.Shard.Index, n)
+		case seen[h.Shard.Index]:
+			return Merged{}, fmt.Errorf("shard %d/%d given twice", h.Shard.Index, n)
+		}
+		seen[h.Shard.Index] = true
+		for t, l := range h.LimitMap() {
+			if have, ok := limits[t]; ok && have != l {
+				return Merged{}, fmt.Errorf("shards disagree on %s: %+v and %+v", t, have, l)
+			}
+			limits[t] = l
+		}
+		if h.Released.After(res.Released) {
+			res.Released = h.Released
+		}
+		res.Prepared = max(res.Prepared, time.Duration(h.PreparedNs))
+		res.Conns += h.Conns
+		for _, r := range f.Records {
+			// Pods and processes may reuse one local address: the shard keeps connections apart.
+			if r.Conn != "" && n > 1 {
+				r.Conn = strconv.Itoa(h.Shard.Index) + "/" + r.Conn
+			}
+			res.Records = append(res.Records, r)
+		}
+	}
+	slices.SortStableFunc(res.Records, func(a, b Record) int { return a.Buyer - b.Buyer })
+	return Merged{Result: res, Limits: limits, Shards: n}, nil
+}
+
+// Merge reads the records files of every shard of one burst and reports it as one: the
+// summary with the response invariants checked over the union (an oversell shows only there,
+// when each shard alone stayed within the stock) and the records for the HTML report.
+func Merge(paths ...string) (Summary, []Record, error) {
+	files := make([]RecordFile, 0, len(paths))
+	for _, p := range paths {
+		f, err := readRecordsFile(p)
+		if err != nil {
+			return Summary{}, nil, err
+		}
+		files = append(files, f)
+	}
+	m, err := Combine(files)
+	if err != nil {
+		return Summary{}, nil, err
+	}
+	s := Summarize(m.Result, CheckResponses(m.Result.Records, m.Limits))
+	return s, m.Result.Records, nil
+}
+
+func readRecordsFile(path string) (RecordFile, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return RecordFile{}, err
+	}
+	defer fh.Close()
+	f, err := ReadRecords(fh)
+	if err != nil {
+		return RecordFile{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
+}
