@@ -1,0 +1,101 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fsctl/fsctl/blast"
+)
+
+type blastMergeOptions struct {
+	output        string
+	html          string
+	maxP99        time.Duration
+	minThroughput float64
+	expectSold    int
+}
+
+// newBlastMergeCmd is `fsctl blast merge`: the report of a burst that was split over processes
+// or pods with --shard, from the --records file each of them wrote.
+func newBlastMergeCmd() *cobra.Command {
+	var o blastMergeOptions
+	cmd := &cobra.Command{
+		Use:   "merge FILE...",
+		Short: "Combine the --records files of every shard of one burst into one report",
+		Long: `Read the records file each shard of one burst wrote (fsctl blast --shard i/n --records FILE),
+check they are all n shards of the same burst (same --at, same buyers, each shard once), and
+report the burst as one: outcomes, latency from the intended release, fairness, and the response
+invariants over the union of the shards - an oversell shows only there when every shard alone
+stayed within the stock. The server's own state is not read: run fsctl reconcile for that.
+
+Exit status: 0 all good, 1 a threshold missed or an error, 2 an invariant broken or a bad flag.`,
+		Example: `  fsctl blast merge shard-0.jsonl shard-1.jsonl shard-2.jsonl shard-3.jsonl
+  fsctl blast merge out/shard-*.jsonl --html report.html --expect-sold 500 --output json`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError(errors.New("give the --records file of every shard of the burst"))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runBlastMerge(cmd.OutOrStdout(), o, args)
+		},
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	f := cmd.Flags()
+	f.StringVarP(&o.output, "output", "o", "table", "report format: table or json")
+	f.StringVar(&o.html, "html", "", "also write the report with charts to this HTML file")
+	f.DurationVar(&o.maxP99, "max-p99", 0, "fail (exit 1) when the p99 latency is above this")
+	f.Float64Var(&o.minThroughput, "min-throughput", 0, "fail (exit 1) below this many requests per second")
+	f.IntVar(&o.expectSold, "expect-sold", -1, "fail (exit 1) unless exactly this many units were reserved")
+	return cmd
+}
+
+func runBlastMerge(out io.Writer, o blastMergeOptions, files []string) error {
+	if o.output != "table" && o.output != "json" {
+		return usageError(fmt.Errorf("--output %q: want table or json", o.output))
+	}
+	sum, recs, err := blast.Merge(files...)
+	if err != nil {
+		return err
+	}
+	missed := sum.Check(blast.Thresholds{MaxP99: o.maxP99, MinThroughput: o.minThroughput, ExpectSold: o.expectSold})
+	if o.html != "" {
+		if err := writeHTML(o.html, sum, recs); err != nil {
+			return err
+		}
+	}
+	if o.output == "json" {
+		err = sum.WriteJSON(out)
+	} else {
+		err = sum.Render(out)
+	}
+	switch {
+	case err != nil:
+		return err
+	case blast.Failed(sum.Verdicts):
+		return &exitError{code: 2, err: errors.New("invariant broken: see the report")}
+	case missed:
+		return &exitError{code: 1, err: fmt.Errorf("threshold missed: %s", strings.Join(sum.Failures, "; "))}
+	}
+	return nil
+}
+
+// writeHTML writes the HTML report of a burst to path; blast's --html calls it too.
+func writeHTML(path string, sum blast.Summary, recs []blast.Record) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := blast.WriteHTML(f, sum, recs); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
+}
