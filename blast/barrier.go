@@ -12,6 +12,7 @@ import (
 
 	"github.com/fsctl/fsctl/auth"
 	"github.com/fsctl/fsctl/loadgen"
+	"github.com/fsctl/fsctl/outcome"
 )
 
 // Result is what a burst produced.
@@ -24,6 +25,8 @@ type Result struct {
 	// Conns is the size of the connection pool the buyers shared.
 	Conns   int
 	Records []Record
+	// FollowUps is what every reserved buyer did next, when the plan has After.
+	FollowUps []FollowUp
 }
 
 // fileHeadroom is kept free of the pool for the process's own files, the resolver and the like.
@@ -50,6 +53,7 @@ func openFileLimit() (uint64, error) {
 type click struct {
 	rec     Record
 	attempt Attempt
+	token   string
 }
 
 // Run prepares every buyer of the plan's shard, warms the connection pool, parks one goroutine
@@ -81,27 +85,77 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{At: p.At, Buyers: len(clicks) / p.Clicks, Conns: p.Conns, Prepared: p.now().Sub(begin)}
-	release := make(chan struct{})
 	out := make([][]Record, len(clicks))
+	follow := make([]*FollowUp, len(clicks))
+	run := func(i int) { out[i], follow[i] = p.buy(ctx, client, clicks[i]) }
+	if p.Schedule == nil {
+		err = p.burst(ctx, clicks, run, res)
+	} else {
+		err = p.open(ctx, clicks, run, res)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i, rs := range out {
+		res.Records = append(res.Records, rs...)
+		if follow[i] != nil {
+			res.FollowUps = append(res.FollowUps, *follow[i])
+		}
+	}
+	return res, nil
+}
+
+// burst parks one goroutine per click and releases them all at p.At.
+func (p Plan) burst(ctx context.Context, clicks []click, run func(int), res *Result) error {
+	release := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range clicks {
 		wg.Go(func() {
 			<-release
-			out[i] = p.fire(ctx, client, clicks[i])
+			run(i)
 		})
 	}
-	if err := sleepUntil(ctx, p.At, p.now); err != nil {
-		close(release)
-		wg.Wait()
-		return nil, err
+	defer wg.Wait()
+	defer close(release)
+	if err := sleepUntil(ctx, p.At, p.now, spin); err != nil {
+		return err
 	}
 	res.Released = p.now()
-	close(release)
-	wg.Wait()
-	for _, rs := range out {
-		res.Records = append(res.Records, rs...)
+	return nil
+}
+
+// open is the open model: a pacer starts each click at its intended time. A click the pacer
+// starts late keeps its intended time, so the delay shows in its latency.
+func (p Plan) open(ctx context.Context, clicks []click, run func(int), res *Result) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for i := range clicks {
+		// No spin: at hundreds of buyers a second the pacer would never sleep, and its lateness
+		// is measured anyway.
+		if err := sleepUntil(ctx, clicks[i].rec.Intended, p.now, 0); err != nil {
+			return err
+		}
+		if i == 0 {
+			res.Released = p.now()
+		}
+		wg.Go(func() { run(i) })
 	}
-	return res, nil
+	return nil
+}
+
+// buy fires one click and, when it reserved and the plan says so, pays, cancels or abandons.
+func (p Plan) buy(ctx context.Context, client *http.Client, c click) ([]Record, *FollowUp) {
+	recs := p.fire(ctx, client, c)
+	if p.After == nil {
+		return recs, nil
+	}
+	for _, r := range recs {
+		if r.Outcome == outcome.Reserved && r.OrderID != "" {
+			f := p.After.followUp(ctx, client, p.BaseURL, c.token, r.Buyer, r.OrderID, p.Timeout, p.now)
+			return recs, &f
+		}
+	}
+	return recs, nil
 }
 
 // prepare mints every buyer's token and builds every click's request before the start.
@@ -112,8 +166,12 @@ func (p Plan) prepare() ([]click, error) {
 	}
 	roster := p.Roster()
 	now := p.now()
-	// The token must outlive the wait for the release and the burst itself.
-	ttl := p.At.Sub(now) + time.Hour
+	// The token must outlive the wait for the last buyer's release and the burst itself.
+	last := p.At
+	if len(roster) > 0 {
+		last = p.Intended(roster[len(roster)-1])
+	}
+	ttl := last.Sub(now) + time.Hour
 	clicks := make([]click, 0, len(roster)*p.Clicks)
 	step := max(1, len(roster)/10)
 	for n, b := range roster {
@@ -127,8 +185,8 @@ func (p Plan) prepare() ([]click, error) {
 			if err != nil {
 				return nil, err
 			}
-			clicks = append(clicks, click{attempt: a, rec: Record{Buyer: b.Index, User: b.User, Target: b.Target,
-				Key: key, Click: c, Intended: p.At}})
+			clicks = append(clicks, click{attempt: a, token: tok, rec: Record{Buyer: b.Index, User: b.User,
+				Target: b.Target, Key: key, Click: c, Intended: p.Intended(b)}})
 		}
 		if p.Progress != nil && ((n+1)%step == 0 || n+1 == len(roster)) {
 			p.Progress(n+1, len(roster))
@@ -196,8 +254,8 @@ func warm(ctx context.Context, client *http.Client, base string, conns int) erro
 // wake-ups are late by up to a millisecond or so, spinning is not.
 const spin = 2 * time.Millisecond
 
-// sleepUntil returns at the instant at, sleeping until just before it and then spinning.
-func sleepUntil(ctx context.Context, at time.Time, now func() time.Time) error {
+// sleepUntil returns at the instant at, sleeping until spin before it and then spinning.
+func sleepUntil(ctx context.Context, at time.Time, now func() time.Time, spin time.Duration) error {
 	if d := at.Sub(now()) - spin; d > 0 {
 		t := time.NewTimer(d)
 		defer t.Stop()

@@ -31,6 +31,23 @@ const maxBody = 64 << 10
 
 // Prepare builds the purchase request with the buyer's token and key.
 func (Purchase) Prepare(p Plan, b Buyer, key, token string) (Attempt, error) {
+	req, err := purchaseRequest(p, b, key, token)
+	if err != nil {
+		return nil, err
+	}
+	cls := p.Classifier
+	if cls == nil {
+		cls = Default() // Run sets it once; this serves a caller preparing by hand
+	}
+	now := p.now
+	return func(ctx context.Context, c *http.Client, rec *Record) {
+		rec.Method, rec.URL = req.Method, req.URL.String()
+		send(ctx, c, req, cls, now, rec)
+	}, nil
+}
+
+// purchaseRequest builds a buyer's purchase with its token and key; every journey ends with it.
+func purchaseRequest(p Plan, b Buyer, key, token string) (*http.Request, error) {
 	url := fmt.Sprintf("%s/api/v1/sales/%s/items/%s/purchase", p.BaseURL, b.Target.SaleID, b.Target.ItemID)
 	req, err := http.NewRequest(http.MethodPost, url, nil)
 	if err != nil {
@@ -38,15 +55,7 @@ func (Purchase) Prepare(p Plan, b Buyer, key, token string) (Attempt, error) {
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Idempotency-Key", key)
-	cls := p.Classifier
-	if cls == nil {
-		cls = Default() // Run sets it once; this serves a caller preparing by hand
-	}
-	now := p.now
-	return func(ctx context.Context, c *http.Client, rec *Record) {
-		rec.Method, rec.URL = req.Method, url
-		send(ctx, c, req, cls, now, rec)
-	}, nil
+	return req, nil
 }
 
 // send runs one traced request and classifies its answer.

@@ -73,6 +73,11 @@ type Plan struct {
 	Classifier *Classifier
 	// Journey is what one click does; nil means Purchase (the direct buy).
 	Journey Journey
+	// Schedule, when set, is the open model: buyer k is released at At plus Schedule.Offset(k)
+	// instead of everyone at At.
+	Schedule *Schedule
+	// After, when set, is what buyers do with a reservation: pay, cancel or abandon it.
+	After *AfterPurchase
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Progress, when set, is told how many buyers are prepared, about every 10%.
@@ -102,6 +107,16 @@ func (p Plan) Validate() error {
 		return errors.New("no JWT secret to sign buyers' tokens with")
 	case p.Shard.Count > 0 && (p.Shard.Index < 0 || p.Shard.Index >= p.Shard.Count):
 		return fmt.Errorf("shard %d/%d out of range", p.Shard.Index, p.Shard.Count)
+	}
+	if p.Schedule != nil {
+		if err := p.Schedule.Validate(); err != nil {
+			return err
+		}
+	}
+	if p.After != nil {
+		if err := p.After.Validate(); err != nil {
+			return err
+		}
 	}
 	for _, t := range p.Targets {
 		if t.SaleID == "" || t.ItemID == "" {
@@ -133,6 +148,15 @@ func (p Plan) Roster() []Buyer {
 // the same prefix never replays an earlier run's answers, and it is the same in every shard.
 func (p Plan) Key(b Buyer, click int) string {
 	return fmt.Sprintf("%s-%d-c%d", b.User, p.At.UnixNano(), click)
+}
+
+// Intended is when buyer b is meant to go: At for a burst, its place on the schedule otherwise.
+// Latency counts from it even when the buyer goes late.
+func (p Plan) Intended(b Buyer) time.Time {
+	if p.Schedule == nil {
+		return p.At
+	}
+	return p.At.Add(p.Schedule.Offset(b.Index))
 }
 
 func (p Plan) now() time.Time {

@@ -44,6 +44,15 @@ type blastOptions struct {
 	minThroughput float64
 	expectSold    int
 	settle        time.Duration
+	room          bool
+	maxPoll       time.Duration
+	roomWait      time.Duration
+	pay, cancel   float64
+	seed          uint64
+	rate          string
+	ramp          time.Duration
+	duration      time.Duration
+	maxSkew       time.Duration
 }
 
 func newBlastCmd() *cobra.Command {
@@ -64,6 +73,11 @@ RESERVED order reaches PostgreSQL and Redis agrees with it.
 Buyers share the connection pool (HTTP/1.1, requests queue per connection): the report says how
 many requests each connection carried. Larger bursts than one process's open files allow are
 split with --shard i/n over processes given the same --at.
+
+--room sends each buyer through the waiting room first; --pay/--cancel make reserved buyers pay or
+cancel (seeded by --seed, the rest abandon the hold); --rate 500/s (with --ramp, --duration) is the
+open model: buyers arrive on a schedule, each timed from its own intended instant. Before the
+release blast compares its clock with the server's and refuses beyond --max-skew.
 
 Exit status: 0 all good, 1 a threshold missed (--max-p99, --min-throughput, --expect-sold) or an
 error, 2 an invariant broken or a bad flag.`,
@@ -123,6 +137,16 @@ error, 2 an invariant broken or a bad flag.`,
 	f.Float64Var(&o.minThroughput, "min-throughput", 0, "fail (exit 1) below this many requests per second")
 	f.IntVar(&o.expectSold, "expect-sold", -1, "fail (exit 1) unless exactly this many units were reserved")
 	f.DurationVar(&o.settle, "settle", 30*time.Second, "with --check-state, how long to wait for orders to reach PostgreSQL")
+	f.BoolVar(&o.room, "room", false, "go through the waiting room: challenge, proof of work, queue, poll, then buy with the admission token")
+	f.DurationVar(&o.maxPoll, "max-poll", time.Second, "with --room, the longest pause between polls whatever pollAfterSeconds says")
+	f.DurationVar(&o.roomWait, "room-wait", 2*time.Minute, "with --room, give up (TIMEOUT) on a buyer not admitted this long after its intended time")
+	f.Float64Var(&o.pay, "pay", 0, "probability that a reserved buyer pays (the rest of --pay and --cancel abandon the hold)")
+	f.Float64Var(&o.cancel, "cancel", 0, "probability that a reserved buyer cancels")
+	f.Uint64Var(&o.seed, "seed", 1, "seed of the buyers' pay/cancel/abandon decisions (the same seed picks the same buyers)")
+	f.StringVar(&o.rate, "rate", "", "open model: release buyers at this rate (e.g. 500/s) from the release instant instead of all at once")
+	f.DurationVar(&o.ramp, "ramp", 0, "with --rate, climb from 0 to the rate over this long first")
+	f.DurationVar(&o.duration, "duration", 0, "with --rate, run this long: the buyers are as many as the schedule releases in it (instead of --buyers)")
+	f.DurationVar(&o.maxSkew, "max-skew", time.Second, "refuse to run when this machine's clock is further than this from the server's (0: do not check)")
 	return cmd
 }
 
@@ -163,6 +187,18 @@ func (o blastOptions) plan(now time.Time) (blast.Plan, map[blast.Target]blast.It
 	} else if p.Shard.Count > 1 {
 		return p, nil, errors.New("--shard splits one burst over processes: give them all the same --at")
 	}
+	if err := o.openModel(&p); err != nil {
+		return p, nil, err
+	}
+	if o.pay != 0 || o.cancel != 0 {
+		p.After = &blast.AfterPurchase{Pay: o.pay, Cancel: o.cancel, Seed: o.seed}
+	}
+	if o.room {
+		p.Journey = &blast.Room{MaxPoll: o.maxPoll, Wait: o.roomWait}
+	}
+	if o.maxPoll <= 0 || o.roomWait <= 0 || o.maxSkew < 0 {
+		return p, nil, errors.New("--max-poll and --room-wait must be positive, --max-skew not negative")
+	}
 	if o.output != "table" && o.output != "json" {
 		return p, nil, fmt.Errorf("--output %q: want table or json", o.output)
 	}
@@ -201,6 +237,16 @@ func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) erro
 			return err
 		}
 	}
+	if o.maxSkew > 0 {
+		skew, err := blast.MeasureSkew(ctx, probe, p.BaseURL, p.Targets[0].SaleID, time.Now)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(progress, skew)
+		if err := skew.Check(o.maxSkew); err != nil {
+			return err
+		}
+	}
 	p.Progress = func(done, total int) {
 		fmt.Fprintf(progress, "preparing buyers: %d/%d (%d%%)\n", done, total, done*100/total)
 	}
@@ -228,6 +274,9 @@ func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) erro
 		err = sum.WriteJSON(out)
 	} else {
 		err = sum.Render(out)
+	}
+	if err == nil {
+		err = renderJourney(out, progress, o, p, res)
 	}
 	switch {
 	case err != nil:

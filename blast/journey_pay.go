@@ -1,0 +1,166 @@
+package blast
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fsctl/fsctl/outcome"
+)
+
+// Action is what a buyer does with a reservation.
+type Action string
+
+// The three things a buyer can do with a hold.
+const (
+	Pay    Action = "pay"
+	Cancel Action = "cancel"
+	// Abandon sends nothing: the hold expires and the server must return the unit itself.
+	Abandon Action = "abandon"
+)
+
+// AfterPurchase decides, per buyer and repeatably from Seed, whether a reserved buyer pays (with
+// probability Pay), cancels (Cancel) or abandons the hold (the rest).
+type AfterPurchase struct {
+	Pay, Cancel float64
+	Seed        uint64
+	// PaymentToken is sent to pay; empty means "tok_ok", which the bundled fake provider accepts.
+	PaymentToken string
+}
+
+// Validate reports probabilities that do not make a distribution.
+func (a AfterPurchase) Validate() error {
+	if a.Pay < 0 || a.Cancel < 0 || a.Pay+a.Cancel > 1 {
+		return fmt.Errorf("pay %v and cancel %v: want probabilities with pay + cancel <= 1", a.Pay, a.Cancel)
+	}
+	return nil
+}
+
+// Choose is buyer k's decision. It depends on the seed and k only, so a rerun or another shard
+// of the same plan makes the same buyers pay.
+func (a AfterPurchase) Choose(buyer int) Action {
+	u := rand.New(rand.NewPCG(a.Seed, uint64(buyer))).Float64()
+	switch {
+	case u < a.Pay:
+		return Pay
+	case u < a.Pay+a.Cancel:
+		return Cancel
+	}
+	return Abandon
+}
+
+// FollowUp is what became of one reservation after the purchase.
+type FollowUp struct {
+	Buyer   int
+	OrderID string
+	Action  Action
+	// Answer is the order's status (PAID, CANCELLED) or the error code the server gave
+	// (PAYMENT_DECLINED, EXPIRED, ...); ABANDONED when nothing was sent.
+	Answer string
+	Status int
+	Error  string
+}
+
+// Abandoned is the answer of a hold left to expire.
+const Abandoned = "ABANDONED"
+
+// notYet are answers that say "ask again in a moment": the order is still on its way to
+// PostgreSQL, or a payment of it is in flight.
+var notYet = []outcome.Code{outcome.OrderPending, outcome.PaymentInProgress}
+
+// followUp carries out the buyer's decision on one reserved order, asking again while the server
+// says the order is not recorded yet, until timeout.
+func (a AfterPurchase) followUp(ctx context.Context, c *http.Client, base, token string, buyer int, orderID string, timeout time.Duration, now func() time.Time) FollowUp {
+	f := FollowUp{Buyer: buyer, OrderID: orderID, Action: a.Choose(buyer), Answer: Abandoned}
+	if f.Action == Abandon {
+		return f
+	}
+	method, body := http.MethodDelete, ""
+	if f.Action == Pay {
+		method, body = http.MethodPost, fmt.Sprintf(`{"paymentToken":%q}`, cmp.Or(a.PaymentToken, "tok_ok"))
+	}
+	url := fmt.Sprintf("%s/api/v1/orders/%s", base, orderID)
+	if f.Action == Pay {
+		url += "/pay"
+	}
+	deadline := now().Add(timeout)
+	for {
+		f.Status, f.Answer, f.Error = orderCall(ctx, c, method, url, token, body)
+		if !slices.Contains(notYet, outcome.Code(f.Answer)) || now().After(deadline) {
+			return f
+		}
+		select {
+		case <-ctx.Done():
+			return f
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// orderCall sends one order call and reads its status or error code.
+func orderCall(ctx context.Context, c *http.Client, method, url, token, body string) (int, string, string) {
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	if err != nil {
+		return 0, string(TransportError), err.Error()
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, string(TransportError), err.Error()
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	var ans struct{ Status, Error string }
+	if err := json.Unmarshal(raw, &ans); err != nil || cmp.Or(ans.Error, ans.Status) == "" {
+		return resp.StatusCode, fmt.Sprintf("HTTP_%d", resp.StatusCode), "unreadable answer"
+	}
+	return resp.StatusCode, cmp.Or(ans.Error, ans.Status), ""
+}
+
+// FollowUpRow counts one (action, answer) pair.
+type FollowUpRow struct {
+	Action Action `json:"action"`
+	Answer string `json:"answer"`
+	Count  int    `json:"count"`
+}
+
+// TallyFollowUps counts the follow-ups by action and answer, in a stable order.
+func TallyFollowUps(fs []FollowUp) []FollowUpRow {
+	counts := map[FollowUpRow]int{}
+	for _, f := range fs {
+		counts[FollowUpRow{Action: f.Action, Answer: f.Answer}]++
+	}
+	rows := make([]FollowUpRow, 0, len(counts))
+	for r, n := range counts {
+		r.Count = n
+		rows = append(rows, r)
+	}
+	slices.SortFunc(rows, func(a, b FollowUpRow) int {
+		return cmp.Or(cmp.Compare(a.Action, b.Action), cmp.Compare(a.Answer, b.Answer))
+	})
+	return rows
+}
+
+// RenderFollowUps prints what reserved buyers did after the purchase and what they were told.
+func RenderFollowUps(w io.Writer, fs []FollowUp) error {
+	if len(fs) == 0 {
+		_, err := fmt.Fprintln(w, "after the purchase: no reservation to follow up")
+		return err
+	}
+	parts := []string{}
+	for _, r := range TallyFollowUps(fs) {
+		parts = append(parts, fmt.Sprintf("%s→%s %d", r.Action, r.Answer, r.Count))
+	}
+	_, err := fmt.Fprintf(w, "after the purchase (%d reservations): %s\n", len(fs), strings.Join(parts, ", "))
+	return err
+}
