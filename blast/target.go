@@ -140,7 +140,7 @@ func (s Skew) Check(limit time.Duration) error {
 		dir = "behind"
 	}
 	return fmt.Errorf("clock skew: this machine is %s %s the server (from its %s, round trip %s), over --max-skew %s: "+
-		"sync the clock (NTP) or raise --max-skew", s.Offset.Abs().Round(time.Millisecond), dir, s.Source,
+		"sync the clock (NTP) or raise --max-skew", s.Offset.Abs().Round(time.Microsecond), dir, s.Source,
 		s.RTT.Round(time.Microsecond), limit)
 }
 
