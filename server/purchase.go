@@ -143,7 +143,10 @@ func (s *Server) answerSoldOut(w http.ResponseWriter, r *http.Request, req purch
 	if s.cfg.SoldOut == SoldOutVerify {
 		rv, ok, err := s.stock.Remembered(r.Context(), ref.SaleID, ref.ItemID, ref.Shards, user, req.IdemKey)
 		if err != nil {
-			s.log.Error("read idempotency record", "sale", req.SaleID, "item", req.ItemID, "err", err)
+			// A buyer who hung up cancels this read (nothing was reserved): not a server error.
+			if r.Context().Err() == nil {
+				s.log.Error("read idempotency record", "sale", req.SaleID, "item", req.ItemID, "err", err)
+			}
 			s.countAndWriteError(w, r, outcome.Errorf(outcome.Unavailable, "stock store unavailable; retry with the same Idempotency-Key"))
 			return
 		}
