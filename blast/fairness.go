@@ -27,13 +27,15 @@ type FairnessRow struct {
 	FirstKShare float64 `json:"firstKShare"`
 	// Spearman is the rank correlation between earliness and winning, positive when earlier
 	// clicks won; nil when everyone or no one won. Winning is yes/no, so even strict first come
-	// first served stays below 1 (about 0.87 for large bursts).
-	Spearman *float64 `json:"spearman,omitempty"`
+	// first served stays below 1: SpearmanMax is what it would give with these K and clicks
+	// (about sqrt(3p(1-p)) for a share p of winners, 0.52 when one click in ten won).
+	Spearman    *float64 `json:"spearman,omitempty"`
+	SpearmanMax *float64 `json:"spearmanMax,omitempty"`
 }
 
 // FairnessNote is the one line that tells a reader what the fairness figures mean.
 const FairnessNote = "fairness: of the first K clicks released (K = clicks that won) the share that won, 1 = first come first served; " +
-	"rho = Spearman correlation of earliness with winning, + = earlier won, 0 = order did not matter"
+	"rho = Spearman correlation of earliness with winning, + = earlier won, 0 = order did not matter (at most the max shown)"
 
 type fairClick struct {
 	intended, written time.Time
@@ -120,15 +122,23 @@ func fairness(t Target, all []*fairClick) FairnessRow {
 		}
 		i = j + 1
 	}
-	won := make([]float64, len(cs))
+	won, ideal := make([]float64, len(cs)), make([]float64, len(cs))
 	for i, c := range cs {
 		if c.won {
 			won[i] = 1
 		}
+		if i < row.Won {
+			ideal[i] = 1
+		}
 	}
+	// rank 1 is the earliest: earlier winning must read positive
 	if r, ok := pearson(ranks, won); ok {
-		r = -r // rank 1 is the earliest: earlier winning must read positive
+		r = -r
 		row.Spearman = &r
+	}
+	if r, ok := pearson(ranks, ideal); ok {
+		r = -r
+		row.SpearmanMax = &r
 	}
 	return row
 }

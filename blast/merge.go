@@ -10,8 +10,8 @@ import (
 
 // Merged is one burst put back together from its shards' records files.
 type Merged struct {
-	// Result is the whole burst: At and Buyers as every shard planned them, Released and
-	// Prepared from the slowest shard, Conns summed, Records the union.
+	// Result is the whole burst: At as every shard planned it, Released and Prepared from the
+	// slowest shard, Buyers and Conns summed, Records the union.
 	Result *Result
 	// Limits are the item limits the shards agreed on.
 	Limits map[Target]ItemLimit
@@ -31,7 +31,7 @@ func Combine(files []RecordFile) (Merged, error) {
 	if len(files) != n {
 		return Merged{}, fmt.Errorf("burst was split into %d shards, got %d files", n, len(files))
 	}
-	res := &Result{At: first.At, Buyers: first.Buyers}
+	res := &Result{At: first.At}
 	limits := first.LimitMap()
 	seen := make([]bool, n)
 	for i, f := range files {
@@ -60,6 +60,7 @@ func Combine(files []RecordFile) (Merged, error) {
 		}
 		res.Prepared = max(res.Prepared, time.Duration(h.PreparedNs))
 		res.Conns += h.Conns
+		res.Buyers += h.ShardBuyers
 		for _, r := range f.Records {
 			// Pods and processes may reuse one local address: the shard keeps connections apart.
 			if r.Conn != "" && n > 1 {

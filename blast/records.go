@@ -38,9 +38,11 @@ type Header struct {
 	Released time.Time `json:"released"`
 	// PreparedNs is how long this shard prepared its buyers and warmed its pool.
 	PreparedNs int64 `json:"preparedNs"`
-	// Buyers is the size of the whole burst over all shards.
-	Buyers int   `json:"buyers"`
-	Shard  Shard `json:"shard"`
+	// Buyers is the size of the whole burst over all shards (the plan's), ShardBuyers this
+	// shard's part of it.
+	Buyers      int   `json:"buyers"`
+	ShardBuyers int   `json:"shardBuyers"`
+	Shard       Shard `json:"shard"`
 	// Conns is this shard's connection pool.
 	Conns  int           `json:"conns"`
 	Limits []TargetLimit `json:"limits"`
@@ -50,7 +52,7 @@ type Header struct {
 // invariants are checked against.
 func HeaderOf(p Plan, res *Result, limits map[Target]ItemLimit) Header {
 	h := Header{Format: RecordsFormat, Version: RecordsVersion, At: res.At, Released: res.Released,
-		PreparedNs: int64(res.Prepared), Buyers: res.Buyers, Shard: p.Shard, Conns: res.Conns}
+		PreparedNs: int64(res.Prepared), Buyers: p.Buyers, ShardBuyers: res.Buyers, Shard: p.Shard, Conns: res.Conns}
 	if h.Shard.Count == 0 {
 		h.Shard = Shard{Index: 0, Count: 1}
 	}

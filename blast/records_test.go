@@ -33,9 +33,10 @@ func shardRecords(at time.Time, i, n, buyers, sold int) []blast.Record {
 
 func writeShard(t *testing.T, dir string, at time.Time, i, n, buyers, sold int, stock int64) string {
 	t.Helper()
-	p := blast.Plan{Shard: blast.Shard{Index: i, Count: n}}
-	res := &blast.Result{At: at, Released: at.Add(time.Duration(i) * time.Microsecond), Buyers: buyers, Conns: 5,
-		Prepared: time.Second, Records: shardRecords(at, i, n, buyers, sold)}
+	p := blast.Plan{Buyers: buyers, Shard: blast.Shard{Index: i, Count: n}}
+	recs := shardRecords(at, i, n, buyers, sold)
+	res := &blast.Result{At: at, Released: at.Add(time.Duration(i) * time.Microsecond), Buyers: len(recs), Conns: 5,
+		Prepared: time.Second, Records: recs}
 	path := filepath.Join(dir, fmt.Sprintf("shard-%d.jsonl", i))
 	var buf bytes.Buffer
 	if err := blast.WriteRecords(&buf, blast.HeaderOf(p, res, map[blast.Target]blast.ItemLimit{hot: {Stock: stock, PerUser: 1}}), res.Records); err != nil {
@@ -51,7 +52,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 	at := time.Date(2026, 11, 27, 9, 0, 0, 123456789, time.UTC)
 	recs := shardRecords(at, 0, 1, 4, 1)
 	recs[3].Error, recs[3].Outcome, recs[3].Done, recs[3].Written = "dial tcp: refused", blast.TransportError, time.Time{}, time.Time{}
-	h := blast.HeaderOf(blast.Plan{Shard: blast.Shard{Index: 1, Count: 2}}, &blast.Result{At: at, Buyers: 8, Conns: 2},
+	h := blast.HeaderOf(blast.Plan{Buyers: 8, Shard: blast.Shard{Index: 1, Count: 2}}, &blast.Result{At: at, Buyers: 4, Conns: 2},
 		map[blast.Target]blast.ItemLimit{hot: {Stock: 5, PerUser: 2}})
 	var buf bytes.Buffer
 	if err := blast.WriteRecords(&buf, h, recs); err != nil {
@@ -64,7 +65,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !f.Header.At.Equal(at) || f.Header.Buyers != 8 || f.Header.Shard != (blast.Shard{Index: 1, Count: 2}) ||
+	if !f.Header.At.Equal(at) || f.Header.Buyers != 8 || f.Header.ShardBuyers != 4 || f.Header.Shard != (blast.Shard{Index: 1, Count: 2}) ||
 		f.Header.LimitMap()[hot] != (blast.ItemLimit{Stock: 5, PerUser: 2}) || f.Header.Version != blast.RecordsVersion {
 		t.Errorf("header %+v", f.Header)
 	}
@@ -148,11 +149,11 @@ func TestFairness(t *testing.T) {
 		return r
 	}
 	for _, tc := range []struct {
-		name      string
-		recs      []blast.Record
-		by        string
+		name       string
+		recs       []blast.Record
+		by         string
 		won, first int
-		rho       float64
+		rho        float64
 	}{
 		{"first come first served", []blast.Record{click("a", 1, true, 0), click("b", 2, true, 0), click("c", 3, false, 0), click("d", 4, false, 0)}, "written", 2, 2, 0.894},
 		{"last come first served", []blast.Record{click("a", 1, false, 0), click("b", 2, false, 0), click("c", 3, true, 0), click("d", 4, true, 0)}, "written", 2, 0, -0.894},
@@ -166,6 +167,9 @@ func TestFairness(t *testing.T) {
 				t.Fatalf("rows %+v", rows)
 			}
 			r := rows[0]
+			if r.SpearmanMax == nil || *r.SpearmanMax < *r.Spearman-1e-9 {
+				t.Errorf("rho %v above its ceiling %v", r.Spearman, r.SpearmanMax)
+			}
 			if r.OrderBy != tc.by || r.Won != tc.won || r.FirstKWon != tc.first || r.Clicks != len(tc.recs) || r.Spearman == nil ||
 				*r.Spearman < tc.rho-0.001 || *r.Spearman > tc.rho+0.001 {
 				t.Errorf("got %+v (rho %v), want by %s won %d first %d rho %.3f", r, r.Spearman, tc.by, tc.won, tc.first, tc.rho)

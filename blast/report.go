@@ -220,8 +220,8 @@ func (s Summary) Render(w io.Writer) error {
 		fmt.Fprintln(w, FairnessNote)
 	}
 	for _, f := range s.Fairness {
-		fmt.Fprintf(w, "  %s: %d of the first %d clicks by %s time won (%.2f; %d clicks), rho %s\n",
-			f.Target, f.FirstKWon, f.Won, f.OrderBy, f.FirstKShare, f.Clicks, rho(f.Spearman))
+		fmt.Fprintf(w, "  %s: %d of the first %d clicks by %s time won (%.2f; %d clicks), rho %s (max %s)\n",
+			f.Target, f.FirstKWon, f.Won, f.OrderBy, f.FirstKShare, f.Clicks, rho(f.Spearman), rho(f.SpearmanMax))
 	}
 	fmt.Fprintf(w, "connections: pool of %d %s connections, %d used, %.1f requests per connection (max %d) - not one socket per buyer\n",
 		s.Conns, s.Protocol, s.ConnsUsed, s.PerConnMean, s.PerConnMax)

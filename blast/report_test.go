@@ -49,7 +49,7 @@ func TestSummaryAndThresholds(t *testing.T) {
 	}
 	var out bytes.Buffer
 	if err := s.Render(&out); err != nil || !strings.Contains(out.String(), "threshold FAILED  2 units sold, --expect-sold 3") ||
-		!strings.Contains(out.String(), "1 of the first 2 clicks by written time won (0.50; 5 clicks)") {
+		!strings.Contains(out.String(), "1 of the first 2 clicks by written time won (0.50; 5 clicks), rho 0.58 (max 0.87)") {
 		t.Errorf("render %v:\n%s", err, out.String())
 	}
 	out.Reset()

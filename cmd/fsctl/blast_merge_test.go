@@ -24,7 +24,7 @@ func writeShardFiles(t *testing.T, n, buyers, sold int, stock int64) []string {
 	dir := t.TempDir()
 	var paths []string
 	for i := range n {
-		res := &blast.Result{At: at, Released: at, Buyers: buyers, Conns: 2}
+		res := &blast.Result{At: at, Released: at, Conns: 2}
 		for k := i; k < buyers; k += n {
 			done := at.Add(time.Duration(k+1) * time.Millisecond)
 			r := blast.Record{Buyer: k, User: fmt.Sprint("u", k), Key: fmt.Sprint("k", k), Target: item, Attempt: 1,
@@ -34,7 +34,8 @@ func writeShardFiles(t *testing.T, n, buyers, sold int, stock int64) []string {
 			}
 			res.Records = append(res.Records, r)
 		}
-		h := blast.HeaderOf(blast.Plan{Shard: blast.Shard{Index: i, Count: n}}, res, map[blast.Target]blast.ItemLimit{item: {Stock: stock, PerUser: 1}})
+		res.Buyers = len(res.Records)
+		h := blast.HeaderOf(blast.Plan{Buyers: buyers, Shard: blast.Shard{Index: i, Count: n}}, res, map[blast.Target]blast.ItemLimit{item: {Stock: stock, PerUser: 1}})
 		var buf bytes.Buffer
 		if err := blast.WriteRecords(&buf, h, res.Records); err != nil {
 			t.Fatal(err)
@@ -75,7 +76,7 @@ func TestBlastMerge(t *testing.T) {
 		t.Fatalf("exit %d: %v\n%s", code, err, out)
 	}
 	var s blast.Summary
-	if err := json.Unmarshal([]byte(out), &s); err != nil || s.Sold != 10 || s.Requests != 40 || len(s.Fairness) != 1 || s.Fairness[0].FirstKShare != 1 {
+	if err := json.Unmarshal([]byte(out), &s); err != nil || s.Sold != 10 || s.Requests != 40 || s.Buyers != 40 || len(s.Fairness) != 1 || s.Fairness[0].FirstKShare != 1 {
 		t.Errorf("summary %v: %s", err, out)
 	}
 	if page, err := os.ReadFile(html); err != nil || !strings.Contains(string(page), "<svg") {
