@@ -27,28 +27,22 @@ const (
 	maxBuckets             = 400
 )
 
-// tick is one labelled position on an axis, in SVG units.
-type tick struct {
-	Pos   float64
-	Label string
-}
-
-type dot struct {
-	X, Y  float64
-	Color string
-}
-
-type bar struct {
-	X, Y, W, H float64
-	Color      string
-	Title      string
-}
-
-type series struct {
-	Points string
-	Color  string
-	Label  string
-}
+// tick is one labelled position on an axis; dot, bar and series are marks; all in SVG units.
+type (
+	tick struct {
+		Pos   float64
+		Label string
+	}
+	dot struct {
+		X, Y  float64
+		Color string
+	}
+	bar struct {
+		X, Y, W, H   float64
+		Color, Title string
+	}
+	series struct{ Points, Color, Label string }
+)
 
 type legend struct{ Color, Label string }
 
@@ -203,10 +197,12 @@ func stockChart(at time.Time, recs []Record) chart {
 			targets = append(targets, r.Target)
 		}
 		times[r.Target] = append(times[r.Target], millis(r.Done.Sub(at)))
-		xmax = max(xmax, millis(r.Done.Sub(at)))
 		ymax = max(ymax, float64(len(times[r.Target])))
 	}
 	slices.SortFunc(targets, func(a, b Target) int { return strings.Compare(a.String(), b.String()) })
+	for _, r := range recs { // the whole burst, so the flat line after the sell-out shows
+		xmax = max(xmax, millis(r.Done.Sub(at)))
+	}
 	xs, ys := axis(xmax), axis(ymax)
 	c.XTicks, c.YTicks = xTicks(xs), yTicks(ys)
 	for i, t := range targets {
@@ -218,6 +214,7 @@ func stockChart(at time.Time, recs []Record) chart {
 		for k, ms := range ts { // a step up at every reservation
 			pts += fmt.Sprintf(" %.1f,%.1f %.1f,%.1f", x(ms), y(k), x(ms), y(k+1))
 		}
+		pts += fmt.Sprintf(" %.1f,%.1f", x(xmax), y(len(ts)))
 		col := lineColor(i)
 		label := fmt.Sprintf("%s: %d", t, len(ts))
 		c.Lines = append(c.Lines, series{Points: pts, Color: col, Label: label})
