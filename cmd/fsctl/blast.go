@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -37,6 +36,8 @@ type blastOptions struct {
 	prefix        string
 	classify      string
 	results       string
+	records       string
+	html          string
 	output        string
 	stock         int64
 	limit         int
@@ -55,7 +56,7 @@ type blastOptions struct {
 	maxSkew       time.Duration
 }
 
-func newBlastCmd() *cobra.Command {
+func newBlastCmd(sub ...*cobra.Command) *cobra.Command {
 	var o blastOptions
 	cmd := &cobra.Command{
 		Use:   "blast",
@@ -130,12 +131,15 @@ error, 2 an invariant broken or a bad flag.`,
 	f.StringVar(&o.prefix, "user-prefix", "blast-", "buyer k is the user <prefix><k>")
 	f.StringVar(&o.classify, "classify", "", "classification rules (YAML, see examples/classify.yaml); default: the bundled server's")
 	f.StringVar(&o.results, "results", "", "write every request to this file as vegeta results (vegeta report / plot read it)")
+	f.StringVar(&o.records, "records", "", "write every request and the burst's header as JSON lines (fsctl blast merge reads them)")
+	f.StringVar(&o.html, "html", "", "write the report with charts (latency and outcomes over time, stock depletion) to this HTML file")
 	f.StringVarP(&o.output, "output", "o", "table", "report format: table or json")
 	f.Int64Var(&o.stock, "stock", -1, "units per item, for a target without the bundled sale page (with --limit)")
 	f.IntVar(&o.limit, "limit", -1, "per-user limit, for a target without the bundled sale page (with --stock)")
 	f.DurationVar(&o.maxP99, "max-p99", 0, "fail (exit 1) when the p99 latency is above this")
 	f.Float64Var(&o.minThroughput, "min-throughput", 0, "fail (exit 1) below this many requests per second")
 	f.IntVar(&o.expectSold, "expect-sold", -1, "fail (exit 1) unless exactly this many units were reserved")
+	cmd.AddCommand(sub...)
 	f.DurationVar(&o.settle, "settle", 30*time.Second, "with --check-state, how long to wait for orders to reach PostgreSQL")
 	f.BoolVar(&o.room, "room", false, "go through the waiting room: challenge, proof of work, queue, poll, then buy with the admission token")
 	f.DurationVar(&o.maxPoll, "max-poll", time.Second, "with --room, the longest pause between polls whatever pollAfterSeconds says")
@@ -255,10 +259,8 @@ func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) erro
 	if err != nil {
 		return err
 	}
-	if o.results != "" {
-		if err := writeResults(o.results, res.Records); err != nil {
-			return err
-		}
+	if err := writeRequestFiles(o, p, res, limits); err != nil {
+		return err
 	}
 	verdicts := blast.CheckResponses(res.Records, limits)
 	if o.checkState {
@@ -270,6 +272,11 @@ func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) erro
 	}
 	sum := blast.Summarize(res, verdicts)
 	missed := sum.Check(blast.Thresholds{MaxP99: o.maxP99, MinThroughput: o.minThroughput, ExpectSold: o.expectSold})
+	if o.html != "" {
+		if err := writeHTML(o.html, sum, res.Records); err != nil {
+			return err
+		}
+	}
 	if o.output == "json" {
 		err = sum.WriteJSON(out)
 	} else {
@@ -287,18 +294,6 @@ func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) erro
 		return &exitError{code: 1, err: fmt.Errorf("threshold missed: %s", strings.Join(sum.Failures, "; "))}
 	}
 	return nil
-}
-
-func writeResults(path string, recs []blast.Record) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := blast.WriteResults(f, recs); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // checkState compares the server's Redis and PostgreSQL with what buyers were told.

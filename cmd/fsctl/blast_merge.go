@@ -89,13 +89,5 @@ func runBlastMerge(out io.Writer, o blastMergeOptions, files []string) error {
 
 // writeHTML writes the HTML report of a burst to path; blast's --html calls it too.
 func writeHTML(path string, sum blast.Summary, recs []blast.Record) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := blast.WriteHTML(f, sum, recs); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return f.Close()
+	return writeFile(path, func(f *os.File) error { return blast.WriteHTML(f, sum, recs) })
 }

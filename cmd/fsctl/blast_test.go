@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
-
-	"os"
+	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
@@ -102,5 +103,46 @@ func TestBlastRefusesAnUnreachableTarget(t *testing.T) {
 	_, code, err := runCLI(t, "blast", "--target", url, "--item", "s:i")
 	if code != 1 || err == nil || !strings.Contains(err.Error(), "unreachable") {
 		t.Errorf("exit %d, %v", code, err)
+	}
+}
+
+// TestBlastShardsMerge fires one burst as two shard processes with a shared --at, writes their
+// records and an HTML report, and merges the records into one verdict.
+func TestBlastShardsMerge(t *testing.T) {
+	var n atomic.Int64
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			return
+		}
+		if k := n.Add(1); k <= 10 {
+			w.WriteHeader(http.StatusAccepted)
+			fmt.Fprintf(w, `{"orderId":"order-%d"}`, k)
+			return
+		}
+		w.WriteHeader(http.StatusGone)
+		fmt.Fprint(w, `{"error":"SOLD_OUT"}`)
+	}))
+	defer hs.Close()
+	dir := t.TempDir()
+	at := time.Now().Add(700 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+	var wg sync.WaitGroup
+	codes := make([]int, 2)
+	for i := range 2 {
+		wg.Go(func() {
+			_, codes[i], _ = runCLI(t, "blast", "--target", hs.URL, "--item", "s:i", "--buyers", "40", "--conns", "4",
+				"--at", at, "--shard", fmt.Sprintf("%d/2", i), "--stock", "10", "--limit", "1", "--max-skew", "0",
+				"--records", filepath.Join(dir, fmt.Sprintf("s%d.jsonl", i)), "--html", filepath.Join(dir, fmt.Sprintf("s%d.html", i)))
+		})
+	}
+	wg.Wait()
+	if codes[0] != 0 || codes[1] != 0 {
+		t.Fatalf("shard exits %v, want 0 0", codes)
+	}
+	if page, err := os.ReadFile(filepath.Join(dir, "s0.html")); err != nil || !strings.Contains(string(page), "<svg") {
+		t.Fatalf("shard 0's HTML report: %v", err)
+	}
+	out, code, err := runCLI(t, "blast", "merge", filepath.Join(dir, "s0.jsonl"), filepath.Join(dir, "s1.jsonl"))
+	if code != 0 || !strings.Contains(out, "buyers 40, requests 40, sold 10") {
+		t.Fatalf("merge: exit %d (%v)\n%s", code, err, out)
 	}
 }

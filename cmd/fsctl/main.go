@@ -54,7 +54,7 @@ func newRootCmd() *cobra.Command {
 		newTokenCmd(),
 		newDemoCmd(),
 		newPaymentsCmd(),
-		newBlastCmd(),
+		newBlastCmd(newBlastMergeCmd()),
 	)
 	return root
 }
