@@ -99,24 +99,31 @@ func claimOf(o Order, due bool) Claim {
 // classified (ClaimBusy, ClaimExpired, ClaimPaid, ClaimClosed) with a nil error. An order that does
 // not exist or belongs to another user is an *outcome.Error with code outcome.NotFound.
 func (s *Store) ClaimPayment(ctx context.Context, id uuid.UUID, userID string) (Order, Claim, error) {
-	o, err := scanOrder(s.pool.QueryRow(ctx, `
-		UPDATE orders SET paying_since = now(), updated_at = now()
-		WHERE id = $1 AND user_id = $2 AND status = 'PENDING' AND paying_since IS NULL AND expires_at > now()
-		RETURNING `+orderColumns, id, userID))
-	if err == nil {
-		return o, ClaimOK, nil
+	for attempt := 0; ; attempt++ {
+		o, err := scanOrder(s.pool.QueryRow(ctx, `
+			UPDATE orders SET paying_since = now(), updated_at = now()
+			WHERE id = $1 AND user_id = $2 AND status = 'PENDING' AND paying_since IS NULL AND expires_at > now()
+			RETURNING `+orderColumns, id, userID))
+		if err == nil {
+			return o, ClaimOK, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return Order{}, 0, fmt.Errorf("claim payment of order %s: %w", id, err)
+		}
+		o, due, err := readOrder(ctx, s.pool, id)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && o.UserID != userID) {
+			return Order{}, 0, notFound(id)
+		}
+		if err != nil {
+			return Order{}, 0, fmt.Errorf("claim payment of order %s: %w", id, err)
+		}
+		// Claimable now: the order was recorded (or its claim released) between the UPDATE and
+		// this read, so the UPDATE simply missed it; try again rather than answer "busy".
+		if o.Status == StatusPending && o.PayingSince == nil && !due && attempt < 3 {
+			continue
+		}
+		return o, claimOf(o, due), nil
 	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return Order{}, 0, fmt.Errorf("claim payment of order %s: %w", id, err)
-	}
-	o, due, err := readOrder(ctx, s.pool, id)
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && o.UserID != userID) {
-		return Order{}, 0, notFound(id)
-	}
-	if err != nil {
-		return Order{}, 0, fmt.Errorf("claim payment of order %s: %w", id, err)
-	}
-	return o, claimOf(o, due), nil
 }
 
 // markPaidSQL moves a PENDING order, claimed or not, to PAID. An unclaimed one is accepted too:

@@ -2,10 +2,13 @@ package orders_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/sale"
 	"github.com/google/uuid"
 )
 
@@ -250,6 +253,49 @@ func TestClaimString(t *testing.T) {
 	for c, w := range want {
 		if c.String() != w {
 			t.Errorf("Claim(%d).String() = %q, want %q", int(c), c.String(), w)
+		}
+	}
+}
+
+// TestClaimWhileTheOrderIsRecorded pays for orders at the moment the consumer records them, as a
+// buyer does who pays right after the reserve: the first answer that is not "not found" must be
+// the claim itself, never "busy" for an order nobody was paying.
+func TestClaimWhileTheOrderIsRecorded(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	ctx := context.Background()
+	const n = 100
+	if err := s.SaveSale(ctx, testSale("race", sale.Item{ID: "item", Quantity: n})); err != nil {
+		t.Fatal(err)
+	}
+	ps := make([]orders.Placement, n)
+	for i := range ps {
+		ps[i] = placement("race", "item", fmt.Sprintf("early-%d", i), 0)
+	}
+	var wg sync.WaitGroup
+	claims := make([]orders.Claim, n)
+	for i := range ps {
+		wg.Go(func() {
+			for {
+				_, c, err := s.ClaimPayment(ctx, ps[i].OrderID, ps[i].UserID)
+				if outcome.CodeOf(err) == outcome.NotFound {
+					continue
+				}
+				if err != nil {
+					t.Error(err)
+				}
+				claims[i] = c
+				return
+			}
+		})
+	}
+	for i := range ps {
+		mustPlace(t, s, ps[i:i+1], orders.Placed)
+	}
+	wg.Wait()
+	for i, c := range claims {
+		if c != orders.ClaimOK {
+			t.Fatalf("order %d: first answer once recorded %v, want ok", i, c)
 		}
 	}
 }
