@@ -146,21 +146,26 @@ func span(ts []time.Time) time.Duration {
 }
 
 // BenchmarkBlastVsVegetaThroughput releases the same number of requests through blast (prepared
-// buyers over a warmed pool) and vegeta's attacker (as many workers as connections, a pacer it
+// buyers over a warmed pool, on the http engine and on the raw one) and vegeta's attacker (as many workers as connections, a pacer it
 // cannot keep up with), and reports each one's requests per second and blast's over vegeta's.
 func BenchmarkBlastVsVegetaThroughput(b *testing.B) {
 	base := trivialEndpoint(b)
 	n := envInt(b, "BLAST_BENCH_REQUESTS", defaultRequests)
 	conns := envInt(b, "BLAST_BENCH_CONNS", defaultConns)
-	var blastRate, vegetaRate float64
-	for b.Loop() {
-		res := runBlast(b, benchPlan(base, n, conns))
+	var blastRate, rawRate, vegetaRate float64
+	// From the release to the last answer: the burst's whole life, preparation excluded.
+	rate := func(res *blast.Result) float64 {
 		done := make([]time.Time, 0, n)
 		for _, r := range res.Records {
 			done = append(done, r.Done)
 		}
-		// From the release to the last answer: the burst's whole life, preparation excluded.
-		blastRate += float64(n) / span(append(done, res.Released)).Seconds()
+		return float64(n) / span(append(done, res.Released)).Seconds()
+	}
+	for b.Loop() {
+		blastRate += rate(runBlast(b, benchPlan(base, n, conns)))
+		raw := benchPlan(base, n, conns)
+		raw.Engine = blast.EngineRaw
+		rawRate += rate(runBlast(b, raw))
 
 		results := runVegeta(b, base, n, conns, conns)
 		ends := make([]time.Time, 0, 2*n)
@@ -170,32 +175,43 @@ func BenchmarkBlastVsVegetaThroughput(b *testing.B) {
 		vegetaRate += float64(n) / span(ends).Seconds()
 	}
 	blastRate /= float64(b.N)
+	rawRate /= float64(b.N)
 	vegetaRate /= float64(b.N)
 	b.ReportMetric(blastRate, "blast-req/s")
+	b.ReportMetric(rawRate, "raw-req/s")
 	b.ReportMetric(vegetaRate, "vegeta-req/s")
 	b.ReportMetric(blastRate/vegetaRate, "blast/vegeta")
+	b.ReportMetric(rawRate/vegetaRate, "raw/vegeta")
 }
 
 // BenchmarkBlastVsVegetaReleaseSkew releases one large burst both ways. Blast's release spread is
 // from the first buyer to the last calling the client after the barrier opened; its written
 // spread, first to last request on the wire, also counts the wait for one of the pool's
-// connections. Vegeta's is the spread of its results' timestamps with one worker per hit: its
-// pacer hands the ticks out one at a time.
+// connections. The raw engine's spreads run from its first write to its last write's start
+// (released) and return (written); a connection's requests beyond its window wait for answers.
+// Vegeta's is the spread of its results' timestamps with one worker per hit: its pacer hands the
+// ticks out one at a time.
 func BenchmarkBlastVsVegetaReleaseSkew(b *testing.B) {
 	base := trivialEndpoint(b)
 	n := envInt(b, "BLAST_BENCH_BUYERS", defaultBurst)
 	conns := envInt(b, "BLAST_BENCH_CONNS", burstConns)
-	var released, written, paced time.Duration
-	for b.Loop() {
-		res := runBlast(b, benchPlan(base, n, conns))
+	var released, written, rawReleased, rawWritten, paced time.Duration
+	spans := func(res *blast.Result) (time.Duration, time.Duration) {
 		starts := make([]time.Time, 0, n)
 		wires := make([]time.Time, 0, n)
 		for _, r := range res.Records {
 			starts = append(starts, r.Started)
 			wires = append(wires, r.Written)
 		}
-		released += span(starts)
-		written += span(wires)
+		return span(starts), span(wires)
+	}
+	for b.Loop() {
+		rel, wr := spans(runBlast(b, benchPlan(base, n, conns)))
+		released, written = released+rel, written+wr
+		raw := benchPlan(base, n, conns)
+		raw.Engine = blast.EngineRaw
+		rel, wr = spans(runBlast(b, raw))
+		rawReleased, rawWritten = rawReleased+rel, rawWritten+wr
 
 		results := runVegeta(b, base, n, n, conns)
 		stamps := make([]time.Time, 0, n)
@@ -208,8 +224,11 @@ func BenchmarkBlastVsVegetaReleaseSkew(b *testing.B) {
 	b.ReportMetric(float64(n), "buyers")
 	b.ReportMetric(ms(released), "blast-release-ms")
 	b.ReportMetric(ms(written), "blast-written-ms")
+	b.ReportMetric(ms(rawReleased), "raw-release-ms")
+	b.ReportMetric(ms(rawWritten), "raw-written-ms")
 	b.ReportMetric(ms(paced), "vegeta-release-ms")
 	b.ReportMetric(float64(paced)/float64(released), "vegeta/blast-release")
+	b.ReportMetric(float64(paced)/float64(rawReleased), "vegeta/raw-release")
 }
 
 // BenchmarkBlastPreparedBuyer measures what preparing a buyer costs (token, key, built request,

@@ -77,6 +77,9 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.Engine == EngineRaw {
+		return p.runRaw(ctx, clicks, begin)
+	}
 	// loadgen's transport keeps at most Conns HTTP/1.1 connections to the one host and queues
 	// requests beyond them; its Timeout bounds a request including that wait, as a buyer sees it.
 	client := loadgen.NewClient(p.Conns, p.Timeout)

@@ -82,6 +82,8 @@ type Plan struct {
 	Now func() time.Time
 	// Progress, when set, is told how many buyers are prepared, about every 10%.
 	Progress func(done, total int)
+	// Engine sends the requests: EngineHTTP (the default, "" too) or EngineRaw.
+	Engine string
 }
 
 // Validate reports the first setting that cannot work.
@@ -107,6 +109,13 @@ func (p Plan) Validate() error {
 		return errors.New("no JWT secret to sign buyers' tokens with")
 	case p.Shard.Count > 0 && (p.Shard.Index < 0 || p.Shard.Index >= p.Shard.Count):
 		return fmt.Errorf("shard %d/%d out of range", p.Shard.Index, p.Shard.Count)
+	case p.Engine != "" && p.Engine != EngineHTTP && p.Engine != EngineRaw:
+		return fmt.Errorf("engine %q: want %s or %s", p.Engine, EngineHTTP, EngineRaw)
+	}
+	if p.Engine == EngineRaw {
+		if err := p.rawSupported(); err != nil {
+			return err
+		}
 	}
 	if p.Schedule != nil {
 		if err := p.Schedule.Validate(); err != nil {

@@ -54,6 +54,7 @@ type blastOptions struct {
 	ramp          time.Duration
 	duration      time.Duration
 	maxSkew       time.Duration
+	engine        string
 }
 
 func newBlastCmd(sub ...*cobra.Command) *cobra.Command {
@@ -151,6 +152,7 @@ error, 2 an invariant broken or a bad flag.`,
 	f.DurationVar(&o.ramp, "ramp", 0, "with --rate, climb from 0 to the rate over this long first")
 	f.DurationVar(&o.duration, "duration", 0, "with --rate, run this long: the buyers are as many as the schedule releases in it (instead of --buyers)")
 	f.DurationVar(&o.maxSkew, "max-skew", time.Second, "refuse to run when this machine's clock is further than this from the server's (0: do not check)")
+	f.StringVar(&o.engine, "engine", blast.EngineHTTP, "how requests are sent: http (net/http, every journey) or raw (pre-built HTTP/1.1 bytes pipelined over raw connections: the direct purchase only, http:// only, fastest release)")
 	return cmd
 }
 
@@ -160,7 +162,8 @@ func usageError(err error) error { return &exitError{code: 2, err: err} }
 // plan turns the flags into a burst plan, or a usage error.
 func (o blastOptions) plan(now time.Time) (blast.Plan, map[blast.Target]blast.ItemLimit, error) {
 	p := blast.Plan{BaseURL: strings.TrimRight(o.target, "/"), Buyers: o.buyers, UserPrefix: o.prefix,
-		Secret: []byte(o.secret), Clicks: o.clicks, Retries: o.retries, Replays: o.replays, Conns: o.conns, Timeout: o.timeout}
+		Secret: []byte(o.secret), Clicks: o.clicks, Retries: o.retries, Replays: o.replays, Conns: o.conns, Timeout: o.timeout,
+		Engine: o.engine}
 	if !strings.HasPrefix(p.BaseURL, "http://") && !strings.HasPrefix(p.BaseURL, "https://") {
 		return p, nil, fmt.Errorf("--target %q: want an http:// or https:// URL", o.target)
 	}

@@ -51,6 +51,9 @@ func TestBlastFlagErrorsAreUsageErrors(t *testing.T) {
 		{"--sale", "s", "--item", "i", "--stock", "5"},
 		{"--sale", "s", "--item", "i", "--target", "localhost:8080"},
 		{"--sale", "s", "--item", "i", "--classify", "/does/not/exist.yaml"},
+		{"--sale", "s", "--item", "i", "--engine", "turbo"},
+		{"--sale", "s", "--item", "i", "--engine", "raw", "--retries", "1"},
+		{"--sale", "s", "--item", "i", "--engine", "raw", "--target", "https://127.0.0.1:1"},
 	} {
 		_, code, err := runCLI(t, append([]string{"blast"}, args...)...)
 		if code != 2 || err == nil || err.Error() == "" {
@@ -76,6 +79,12 @@ func TestBlastFailsAnOversellingTarget(t *testing.T) {
 		"--in", "100ms", "--stock", "10", "--limit", "1", "--jwt-secret", "0123456789abcdef0123", "--results", results)
 	if code != 2 || !strings.Contains(out, "invariant BROKEN  no oversell") || !strings.Contains(out, "50 reservations for 10 units") {
 		t.Fatalf("exit %d (%v), want 2 with the oversell named:\n%s", code, err, out)
+	}
+	// The raw engine's records go through the same report and invariants.
+	out, code, err = runCLI(t, "blast", "--target", hs.URL, "--item", "s:i", "--buyers", "50", "--conns", "8", "--engine", "raw",
+		"--in", "100ms", "--stock", "10", "--limit", "1", "--jwt-secret", "0123456789abcdef0123")
+	if code != 2 || !strings.Contains(out, "50 reservations for 10 units") {
+		t.Fatalf("raw engine: exit %d (%v), want 2 with the oversell named:\n%s", code, err, out)
 	}
 	f, err := os.Open(results)
 	if err != nil {

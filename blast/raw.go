@@ -1,0 +1,347 @@
+package blast
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Engines a plan can send its requests with.
+const (
+	// EngineHTTP sends every click through net/http's client: every journey, retries and replays.
+	EngineHTTP = "http"
+	// EngineRaw writes pre-serialized HTTP/1.1 purchases, pipelined, over raw keep-alive TCP
+	// connections and parses the answers in order: the fastest release, the direct purchase only.
+	EngineRaw = "raw"
+)
+
+// rawWindow is how many requests a raw connection keeps unanswered: it bounds what a failing
+// connection loses and what the server's receive buffer holds, and still lets one write carry a
+// connection's whole share of a 50,000-buyer burst over 1,000 connections.
+const rawWindow = 64
+
+// rawSupported refuses what the raw engine cannot do, naming the engine that can.
+func (p Plan) rawSupported() error {
+	u, err := url.Parse(p.BaseURL)
+	switch {
+	case err != nil:
+		return fmt.Errorf("target %q: %w", p.BaseURL, err)
+	case u.Scheme != "http" || u.Host == "":
+		return fmt.Errorf("target %s: the raw engine speaks plain HTTP/1.1 to an http:// target only; use --engine http", p.BaseURL)
+	case p.Retries > 0 || p.Replays > 0:
+		return errors.New("retries and replays need --engine http")
+	case p.After != nil:
+		return errors.New("pay, cancel or abandon after the purchase needs --engine http")
+	}
+	if _, ok := p.Journey.(Purchase); p.Journey != nil && !ok {
+		return errors.New("the raw engine sends the direct purchase only; this journey needs --engine http")
+	}
+	return nil
+}
+
+// rawAddr is the host:port the raw engine dials.
+func rawAddr(base string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", err
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+	}
+	return net.JoinHostPort(u.Hostname(), port), nil
+}
+
+// lane is one connection's share of the clicks, in the order they are written and answered.
+type lane struct {
+	conn net.Conn
+	idx  []int    // indices into the records
+	wire [][]byte // each click's request bytes
+}
+
+// runRaw is Run on the raw engine: click i goes over connection i mod C, whose writer pipelines
+// the prepared bytes at the release and whose reader fills the records in order.
+func (p Plan) runRaw(ctx context.Context, clicks []click, begin time.Time) (*Result, error) {
+	addr, err := rawAddr(p.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	lanes := make([]*lane, min(p.Conns, max(1, len(clicks))))
+	for i := range lanes {
+		lanes[i] = &lane{}
+	}
+	recs := make([]Record, len(clicks))
+	for i, c := range clicks {
+		req, err := purchaseRequest(p, Buyer{Index: c.rec.Buyer, User: c.rec.User, Target: c.rec.Target}, c.rec.Key, c.token)
+		if err != nil {
+			return nil, err
+		}
+		var buf bytes.Buffer
+		if err := req.Write(&buf); err != nil {
+			return nil, fmt.Errorf("serialize buyer %d: %w", c.rec.Buyer, err)
+		}
+		recs[i] = c.rec
+		recs[i].Attempt, recs[i].Method, recs[i].URL = 1, req.Method, req.URL.String()
+		l := lanes[i%len(lanes)]
+		l.idx = append(l.idx, i)
+		l.wire = append(l.wire, buf.Bytes())
+	}
+	defer func() {
+		for _, l := range lanes {
+			if l.conn != nil {
+				l.conn.Close()
+			}
+		}
+	}()
+	if err := p.dialLanes(ctx, addr, lanes); err != nil {
+		return nil, err
+	}
+	res := &Result{At: p.At, Buyers: len(clicks) / p.Clicks, Conns: len(lanes), Prepared: p.now().Sub(begin)}
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, l := range lanes {
+		wg.Go(func() {
+			<-release
+			p.drive(ctx, addr, l, recs)
+		})
+	}
+	err = sleepUntil(ctx, p.At, p.now, spin)
+	if err == nil {
+		res.Released = p.now()
+	}
+	close(release)
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	res.Records = recs
+	return res, nil
+}
+
+// dialLanes opens every lane's connection and warms it with a GET /healthz (any status will do),
+// so the server's side of each connection is up before the release.
+func (p Plan) dialLanes(ctx context.Context, addr string, lanes []*lane) error {
+	errs := make([]error, len(lanes))
+	var wg sync.WaitGroup
+	for i, l := range lanes {
+		wg.Go(func() { l.conn, errs[i] = p.dialWarm(ctx, addr) })
+	}
+	wg.Wait()
+	failed := 0
+	var first error
+	for _, err := range errs {
+		if err != nil {
+			failed++
+			first = cmp.Or(first, err)
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("target %s unreachable: %d of %d connections failed: %w", p.BaseURL, failed, len(lanes), first)
+	}
+	return nil
+}
+
+func (p Plan) dialWarm(ctx context.Context, addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: p.Timeout, KeepAlive: 30 * time.Second}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	var host string
+	if u, err := url.Parse(p.BaseURL); err == nil {
+		host = u.Host
+	}
+	conn.SetDeadline(time.Now().Add(p.Timeout))
+	_, err = io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: "+host+"\r\nUser-Agent: Go-http-client/1.1\r\n\r\n")
+	var resp *http.Response
+	if err == nil {
+		resp, err = http.ReadResponse(bufio.NewReader(conn), nil)
+	}
+	if err == nil {
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if err != nil || resp.Close {
+		// A target that will not keep the warm-up's connection open still gets a fresh one.
+		conn.Close()
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	conn.SetDeadline(time.Time{})
+	return conn, nil
+}
+
+// drive sends a lane's clicks and reads their answers; when the connection fails or the server
+// closes it, it dials once more and resends what was never answered (the same keys, so the server's
+// idempotency makes the resend safe), and records TRANSPORT_ERROR for what is left after that.
+func (p Plan) drive(ctx context.Context, addr string, l *lane, recs []Record) {
+	idx, wire := l.idx, l.wire
+	for redials := 0; ; redials++ {
+		n, err := p.exchange(ctx, l.conn, idx, wire, recs)
+		idx, wire = idx[n:], wire[n:]
+		if len(idx) == 0 {
+			return
+		}
+		if redials == 0 && ctx.Err() == nil {
+			l.conn.Close()
+			var derr error
+			d := net.Dialer{Timeout: p.Timeout, KeepAlive: 30 * time.Second}
+			if l.conn, derr = d.DialContext(ctx, "tcp", addr); derr == nil {
+				continue
+			}
+			l.conn = nil
+			err = fmt.Errorf("%w; redial: %w", err, derr)
+		}
+		done := p.now()
+		for _, i := range idx {
+			recs[i].Done, recs[i].Outcome, recs[i].Error = done, TransportError, err.Error()
+		}
+		return
+	}
+}
+
+// errServerClosed stops a lane whose server answered with Connection: close.
+var errServerClosed = errors.New("server closed the connection")
+
+// exchange writes the requests over conn, at most rawWindow unanswered, and reads the answers in
+// order into recs. It returns how many of them are settled (answered, timed out or answered with
+// garbage) and, when that is not all, why it stopped.
+func (p Plan) exchange(ctx context.Context, conn net.Conn, idx []int, wire [][]byte, recs []Record) (int, error) {
+	stopCtx := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	defer stopCtx()
+	local := conn.LocalAddr().String()
+	slots := make(chan struct{}, rawWindow)
+	sent := make(chan time.Time, len(idx))
+	wctx, stop := context.WithCancel(ctx)
+	acquire := func() bool {
+		select {
+		case slots <- struct{}{}:
+			return true
+		default:
+			return false
+		}
+	}
+	var werr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(sent)
+		for i := 0; i < len(idx); {
+			// An open-model click waits for its place on the schedule; a burst's are all due.
+			if err := sleepUntil(wctx, recs[idx[i]].Intended, p.now, 0); err != nil {
+				werr = err
+				return
+			}
+			select {
+			case slots <- struct{}{}:
+			case <-wctx.Done():
+				werr = wctx.Err()
+				return
+			}
+			j := i + 1
+			for j < len(idx) && !recs[idx[j]].Intended.After(p.now()) && acquire() {
+				j++
+			}
+			start := p.now()
+			bufs := net.Buffers(append([][]byte(nil), wire[i:j]...))
+			_, err := bufs.WriteTo(conn)
+			written := p.now()
+			for k := i; k < j; k++ {
+				r := &recs[idx[k]]
+				r.Started, r.Conn = start, local
+				if err == nil {
+					r.Written = written
+				}
+			}
+			if err != nil {
+				werr = err
+				return
+			}
+			for range j - i {
+				sent <- written
+			}
+			i = j
+		}
+	})
+	defer func() {
+		stop()
+		wg.Wait()
+	}()
+	br := bufio.NewReaderSize(conn, 16<<10)
+	for n, i := range idx {
+		written, ok := <-sent
+		if !ok {
+			wg.Wait()
+			return n, fmt.Errorf("write: %w", werr)
+		}
+		r := &recs[i]
+		conn.SetReadDeadline(written.Add(p.Timeout))
+		if err := ctx.Err(); err != nil { // after the deadline is set: a cancel now still cuts the read
+			return n, err
+		}
+		settled, err := p.readAnswer(ctx, br, r)
+		if err != nil {
+			if settled {
+				n++
+			}
+			conn.Close() // the stream is out of step or over; the writer stops on it
+			return n, err
+		}
+		<-slots
+	}
+	return len(idx), nil
+}
+
+// readAnswer reads and classifies one answer into r. It reports whether r is settled: an answer,
+// a timeout or garbage settle it; a connection that ended before the answer does not.
+func (p Plan) readAnswer(ctx context.Context, br *bufio.Reader, r *Record) (bool, error) {
+	fail := func(err error) (bool, error) {
+		r.Done, r.Error = p.now(), err.Error()
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			r.Outcome, r.Error = TransportError, ctxErr.Error()
+			return true, ctxErr
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			r.Outcome = Timeout
+			return true, err
+		}
+		r.Outcome = TransportError
+		unanswered := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+			errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
+		return !unanswered, err
+	}
+	if _, err := br.Peek(1); err != nil {
+		return fail(err)
+	}
+	r.FirstByte = p.now()
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		return fail(err)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err == nil {
+		_, err = io.Copy(io.Discard, resp.Body) // keep the stream in step past an oversized answer
+	}
+	resp.Body.Close()
+	r.Status, r.Proto, r.BytesIn = resp.StatusCode, resp.Proto, len(body)
+	if err != nil {
+		r.Status, r.Proto = 0, ""
+		_, err := fail(err)
+		return true, err // the answer began: the server has the request
+	}
+	r.Done = p.now()
+	r.Outcome, r.OrderID = p.Classifier.Classify(resp.StatusCode, body)
+	if resp.Close {
+		return true, errServerClosed
+	}
+	return true, nil
+}
