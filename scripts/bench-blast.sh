@@ -72,6 +72,7 @@ END {
 	if (b == "" || v == "" || m["blast-release-ms"] == "") { print "bench-blast: benchmark figures missing" > "/dev/stderr"; exit 1 }
 	printf "\n%-44s %12s %10s\n", "throughput, " conns " connections", "req/s", "x blast"
 	printf "%-44s %12.0f %10.2f\n", "fsctl blast (prepared buyers, warmed pool)", b, 1
+	printf "%-44s %12.0f %10.2f\n", "fsctl blast --engine raw (pipelined bytes)", m["raw-req/s"], m["raw-req/s"] / b
 	printf "%-44s %12.0f %10.2f\n", "vegeta attacker (unreachable rate)", v, v / b
 	if (wrk != "") printf "%-44s %12.0f %10.2f\n", "wrk", wrk, wrk / b
 	else printf "%-44s %12s %10s\n", "wrk", "not installed", "-"
@@ -79,6 +80,7 @@ END {
 	printf "\n%-44s %12s %10s\n", "release of " m["buyers"] " buyers", "spread ms", "x blast"
 	printf "%-44s %12.1f %10.2f\n", "blast barrier (first to last sent)", r, 1
 	printf "%-44s %12.1f %10.2f\n", "blast on the wire (first to last written)", m["blast-written-ms"], m["blast-written-ms"] / r
+	printf "%-44s %12.1f %10.2f\n", "blast --engine raw (first to last written)", m["raw-written-ms"], m["raw-written-ms"] / r
 	printf "%-44s %12.1f %10.2f\n", "vegeta pacer (result timestamps)", m["vegeta-release-ms"], m["vegeta-release-ms"] / r
 	printf "\n%-44s %12.0f\n", "prepared buyer: bytes allocated", m["alloc-B/buyer"]
 	printf "%-44s %12.0f\n", "prepared buyer: live heap bytes", m["heap-B/buyer"]
