@@ -239,6 +239,12 @@ func warm(ctx context.Context, client *http.Client, base string, conns int) erro
 		})
 	}
 	wg.Wait()
+	return unreachable(base, "warm-up connections", errs)
+}
+
+// unreachable turns the errors of dialling a pool into one error naming the target and how many
+// connections failed (nil when none did).
+func unreachable(base, what string, errs []error) error {
 	failed := 0
 	var first error
 	for _, err := range errs {
@@ -248,7 +254,7 @@ func warm(ctx context.Context, client *http.Client, base string, conns int) erro
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("target %s unreachable: %d of %d warm-up connections failed: %w", base, failed, conns, first)
+		return fmt.Errorf("target %s unreachable: %d of %d %s failed: %w", base, failed, len(errs), what, first)
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package blast
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -137,18 +136,7 @@ func (p Plan) dialLanes(ctx context.Context, addr string, lanes []*lane) error {
 		wg.Go(func() { l.conn, errs[i] = p.dialWarm(ctx, addr) })
 	}
 	wg.Wait()
-	failed := 0
-	var first error
-	for _, err := range errs {
-		if err != nil {
-			failed++
-			first = cmp.Or(first, err)
-		}
-	}
-	if failed > 0 {
-		return fmt.Errorf("target %s unreachable: %d of %d connections failed: %w", p.BaseURL, failed, len(lanes), first)
-	}
-	return nil
+	return unreachable(p.BaseURL, "connections", errs)
 }
 
 func (p Plan) dialWarm(ctx context.Context, addr string) (net.Conn, error) {
