@@ -90,7 +90,10 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 	res := &Result{At: p.At, Buyers: len(clicks) / p.Clicks, Conns: p.Conns, Prepared: p.now().Sub(begin)}
 	out := make([][]Record, len(clicks))
 	follow := make([]*FollowUp, len(clicks))
-	run := func(i int) { out[i], follow[i] = p.buy(ctx, client, clicks[i]) }
+	run := func(i int) {
+		out[i], follow[i] = p.buy(ctx, client, clicks[i])
+		p.settled(1)
+	}
 	if p.Schedule == nil {
 		err = p.burst(ctx, clicks, run, res)
 	} else {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -82,8 +83,18 @@ type Plan struct {
 	Now func() time.Time
 	// Progress, when set, is told how many buyers are prepared, about every 10%.
 	Progress func(done, total int)
+	// Answered, when set, goes up by one as each click's answer is settled (answered, failed or
+	// timed out, retries included), so a caller can show progress during the burst.
+	Answered *atomic.Int64
 	// Engine sends the requests: EngineHTTP (the default, "" too) or EngineRaw.
 	Engine string
+}
+
+// settled counts n settled clicks for the caller's progress display.
+func (p Plan) settled(n int) {
+	if p.Answered != nil {
+		p.Answered.Add(int64(n))
+	}
 }
 
 // Validate reports the first setting that cannot work.

@@ -193,6 +193,7 @@ func (p Plan) drive(ctx context.Context, addr string, l *lane, recs []Record) {
 		for _, i := range idx {
 			recs[i].Done, recs[i].Outcome, recs[i].Error = done, TransportError, err.Error()
 		}
+		p.settled(len(idx))
 		return
 	}
 }
@@ -276,6 +277,9 @@ func (p Plan) exchange(ctx context.Context, conn net.Conn, idx []int, wire [][]b
 			return n, err
 		}
 		settled, err := p.readAnswer(ctx, br, r)
+		if settled {
+			p.settled(1)
+		}
 		if err != nil {
 			if settled {
 				n++

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -258,7 +259,10 @@ func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) erro
 		fmt.Fprintf(progress, "preparing buyers: %d/%d (%d%%)\n", done, total, done*100/total)
 	}
 	fmt.Fprintf(progress, "release at %s (in %s)\n", p.At.Format(time.RFC3339Nano), time.Until(p.At).Round(time.Millisecond))
+	p.Answered = new(atomic.Int64)
+	stop := showBurstProgress(progress, p.At, p.Answered)
 	res, err := blast.Run(ctx, p)
+	stop()
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,10 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"sync/atomic"
+	"time"
 
 	"github.com/fsctl/fsctl/blast"
 )
@@ -35,4 +38,36 @@ func writeFile(path string, write func(*os.File) error) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// showBurstProgress prints, once a second from the release on, how many clicks have their answer
+// and at what rate, so an operator watching a long burst sees it move. The returned stop ends it.
+func showBurstProgress(w io.Writer, at time.Time, answered *atomic.Int64) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		select {
+		case <-done:
+			return
+		case <-time.After(time.Until(at)):
+		}
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		last := int64(0)
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				n := answered.Load()
+				fmt.Fprintf(w, "burst: %d answered (%d/s)\n", n, n-last)
+				last = n
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
 }
