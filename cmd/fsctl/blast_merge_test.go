@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -49,23 +48,10 @@ func writeShardFiles(t *testing.T, n, buyers, sold int, stock int64) []string {
 	return paths
 }
 
+// runMerge runs fsctl blast merge with args through the real command tree.
 func runMerge(t *testing.T, args ...string) (string, int, error) {
 	t.Helper()
-	var out bytes.Buffer
-	cmd := newBlastMergeCmd()
-	cmd.SetOut(&out)
-	cmd.SetErr(&bytes.Buffer{})
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	code := 0
-	if err != nil {
-		code = 1
-		var ee *exitError
-		if errors.As(err, &ee) {
-			code = ee.code
-		}
-	}
-	return out.String(), code, err
+	return runCLI(t, append([]string{"blast", "merge"}, args...)...)
 }
 
 func TestBlastMerge(t *testing.T) {
