@@ -10,18 +10,17 @@ import (
 
 	"github.com/fsctl/fsctl/auth"
 	"github.com/fsctl/fsctl/events"
-	"github.com/fsctl/fsctl/lifecycle"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/provision"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/server"
-	"github.com/fsctl/fsctl/stack"
 	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/testenv"
+	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
 )
 
-var testSecret = []byte("blast-test-secret-0123456789abcdef")
+var testSecret = checkouttest.Secret
 
 // checkout is the bundled server on the real services, with its own database, topics and sale.
 type checkout struct {
@@ -37,44 +36,11 @@ func testSale(t *testing.T, quantity int64, limit int) sale.Sale {
 	return sl
 }
 
-// startCheckout runs the API and the order consumer in-process, as server/env_test.go does, and
-// provisions a one-item sale.
+// startCheckout runs the API and the order consumer in-process and provisions a one-item sale.
 func startCheckout(t *testing.T, quantity int64, limit int) checkout {
 	t.Helper()
-	testenv.Redis(t) // skip under -short, fail with a hint when the stack is down
-	topic := testenv.KafkaTopic(t, 3)
-	ctx, cancel := context.WithCancel(context.Background())
-	cfg := server.DefaultConfig()
-	cfg.Addr = "127.0.0.1:0"
-	cfg.ReadModelTTL = 0
-	lc := lifecycle.DefaultConfig()
-	app, err := server.Open(ctx, server.AppConfig{
-		Server: cfg, RedisURL: stack.EndpointsFromEnv().RedisURL, PostgresURL: testenv.Postgres(t),
-		Brokers: testenv.KafkaBrokers(t), OrdersTopic: topic, DeadLetterTopic: testenv.KafkaTopic(t, 1),
-		JWTSecret: testSecret, API: true, Consumer: true, ConsumerGroup: "g-" + topic, Migrate: true,
-		Lifecycle: lc, SwitchesKey: testenv.ID(t, "switches"), ControlPoll: 20 * time.Millisecond,
-	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		cancel()
-		t.Fatalf("open app: %v", err)
-	}
-	addr, done, err := app.Start(ctx)
-	if err != nil {
-		cancel()
-		app.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		app.Close()
-	})
-	sl := testSale(t, quantity, limit)
-	if _, err := provision.Sale(context.Background(), app.Orders, app.Stock, sl, provision.Options{}); err != nil {
-		t.Fatalf("provision: %v", err)
-	}
-	t.Cleanup(func() { _ = app.Stock.Reset(context.Background(), sl) })
-	return checkout{base: "http://" + addr.String(), app: app, sale: sl}
+	c := checkouttest.Start(t, checkouttest.Options{Quantity: quantity, Limit: limit})
+	return checkout{base: c.Base, app: c.App, sale: c.Sale}
 }
 
 // overseller is a deliberately broken Redis stage: it runs the real atomic reserve but turns a
