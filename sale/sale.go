@@ -4,6 +4,7 @@ package sale
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -171,54 +172,56 @@ func (s *Sale) Normalize() {
 }
 
 // Validate reports the first thing wrong with the sale, phrased so an operator knows what to fix.
+// The error is a *FieldError naming the field's path in a sale file.
 func (s Sale) Validate() error {
 	if !ValidSlug(s.ID) {
-		return fmt.Errorf("sale id %q: must match [A-Za-z0-9_-]{1,64}", s.ID)
+		return invalid("id", "sale id %q: must match [A-Za-z0-9_-]{1,64}", s.ID)
 	}
 	if s.PerUserLimit < 1 || s.PerUserLimit > MaxPerUserLimit {
-		return fmt.Errorf("sale %s: perUserLimit %d: must be between 1 and %d", s.ID, s.PerUserLimit, MaxPerUserLimit)
+		return invalid("perUserLimit", "sale %s: perUserLimit %d: must be between 1 and %d", s.ID, s.PerUserLimit, MaxPerUserLimit)
 	}
 	if s.HoldTTL < MinHoldTTL {
-		return fmt.Errorf("sale %s: holdTTL %s: must be at least %s", s.ID, s.HoldTTL, MinHoldTTL)
+		return invalid("holdTTL", "sale %s: holdTTL %s: must be at least %s", s.ID, s.HoldTTL, MinHoldTTL)
 	}
 	if s.OpensAt.IsZero() {
-		return fmt.Errorf("sale %s: opensAt is required (RFC 3339, e.g. 2026-12-01T12:00:00Z)", s.ID)
+		return invalid("opensAt", "sale %s: opensAt is required (RFC 3339, e.g. 2026-12-01T12:00:00Z)", s.ID)
 	}
 	if !s.ClosesAt.IsZero() && !s.ClosesAt.After(s.OpensAt) {
-		return fmt.Errorf("sale %s: closesAt %s must be after opensAt %s", s.ID, s.ClosesAt.Format(time.RFC3339), s.OpensAt.Format(time.RFC3339))
+		return invalid("closesAt", "sale %s: closesAt %s must be after opensAt %s", s.ID, s.ClosesAt.Format(time.RFC3339), s.OpensAt.Format(time.RFC3339))
 	}
 	if s.WaitReplicas < 0 || s.WaitReplicas > MaxWaitReplicas {
-		return fmt.Errorf("sale %s: waitReplicas %d: must be between 0 and %d", s.ID, s.WaitReplicas, MaxWaitReplicas)
+		return invalid("waitReplicas", "sale %s: waitReplicas %d: must be between 0 and %d", s.ID, s.WaitReplicas, MaxWaitReplicas)
 	}
 	if s.WaitTimeout < 0 || s.WaitTimeout > 5*time.Second {
-		return fmt.Errorf("sale %s: waitTimeout %s: must be between 0 and 5s", s.ID, s.WaitTimeout)
+		return invalid("waitTimeout", "sale %s: waitTimeout %s: must be between 0 and 5s", s.ID, s.WaitTimeout)
 	}
 	if err := s.Room.validate(); err != nil {
-		return fmt.Errorf("sale %s: room: %w", s.ID, err)
+		return invalid("room."+err.Field, "sale %s: room: %v", s.ID, err.Err)
 	}
 	if r := s.RateLimits; r.PerUser < 0 || r.PerAddress < 0 || r.PerUserBurst < 0 || r.PerAddressBurst < 0 {
-		return fmt.Errorf("sale %s: rateLimits must not be negative", s.ID)
+		return invalid("rateLimits", "sale %s: rateLimits must not be negative", s.ID)
 	}
 	if len(s.Items) == 0 {
-		return fmt.Errorf("sale %s: needs at least one item", s.ID)
+		return invalid("items", "sale %s: needs at least one item", s.ID)
 	}
 	seen := make(map[string]bool, len(s.Items))
-	for _, it := range s.Items {
+	for i, it := range s.Items {
+		field := func(name string) string { return fmt.Sprintf("items[%d].%s", i, name) }
 		if !ValidSlug(it.ID) {
-			return fmt.Errorf("sale %s: item id %q: must match [A-Za-z0-9_-]{1,64}", s.ID, it.ID)
+			return invalid(field("id"), "sale %s: item id %q: must match [A-Za-z0-9_-]{1,64}", s.ID, it.ID)
 		}
 		if seen[it.ID] {
-			return fmt.Errorf("sale %s: item %s appears twice", s.ID, it.ID)
+			return invalid(field("id"), "sale %s: item %s appears twice", s.ID, it.ID)
 		}
 		seen[it.ID] = true
 		if it.Quantity < 0 {
-			return fmt.Errorf("sale %s: item %s: quantity %d must not be negative", s.ID, it.ID, it.Quantity)
+			return invalid(field("quantity"), "sale %s: item %s: quantity %d must not be negative", s.ID, it.ID, it.Quantity)
 		}
 		if it.PriceCents < 0 {
-			return fmt.Errorf("sale %s: item %s: priceCents %d must not be negative", s.ID, it.ID, it.PriceCents)
+			return invalid(field("priceCents"), "sale %s: item %s: priceCents %d must not be negative", s.ID, it.ID, it.PriceCents)
 		}
 		if it.Shards < 0 || it.Shards > MaxShards {
-			return fmt.Errorf("sale %s: item %s: shards %d: must be between 1 and %d", s.ID, it.ID, it.Shards, MaxShards)
+			return invalid(field("shards"), "sale %s: item %s: shards %d: must be between 1 and %d", s.ID, it.ID, it.Shards, MaxShards)
 		}
 	}
 	return nil
@@ -253,16 +256,26 @@ func (s Sale) Item(id string) (Item, bool) {
 }
 
 // Parse reads a sale from YAML (JSON is valid YAML too), rejects unknown fields, fills defaults and
-// validates it.
+// validates it. Errors name the line: yaml's own for syntax and unknown fields, and a *FieldError
+// with the field's line for a value that does not validate.
 func Parse(r io.Reader) (Sale, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return Sale{}, fmt.Errorf("parse sale: %w", err)
+	}
 	var s Sale
-	dec := yaml.NewDecoder(r)
+	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&s); err != nil {
 		return Sale{}, fmt.Errorf("parse sale: %w", err)
 	}
 	s.Normalize()
 	if err := s.Validate(); err != nil {
+		var fe *FieldError
+		var doc yaml.Node
+		if errors.As(err, &fe) && yaml.Unmarshal(b, &doc) == nil {
+			fe.Line = lineOf(&doc, fe.Field)
+		}
 		return Sale{}, err
 	}
 	return s, nil
@@ -296,23 +309,25 @@ func (r *Room) normalize() {
 	}
 }
 
-func (r Room) validate() error {
+func (r Room) validate() *FieldError {
 	if !r.Enabled {
 		return nil
 	}
 	switch {
 	case r.AdmissionRate <= 0:
-		return fmt.Errorf("admissionRate %g: must be above 0 buyers per second", r.AdmissionRate)
+		return invalid("admissionRate", "admissionRate %g: must be above 0 buyers per second", r.AdmissionRate)
 	case r.MaxActive < 0:
-		return fmt.Errorf("maxActive %d must not be negative", r.MaxActive)
+		return invalid("maxActive", "maxActive %d must not be negative", r.MaxActive)
 	case r.FairStart != FairStartRandom && r.FairStart != FairStartFIFO:
-		return fmt.Errorf("fairStart %q: must be random or fifo", r.FairStart)
+		return invalid("fairStart", "fairStart %q: must be random or fifo", r.FairStart)
 	case r.FailMode != FailClosed && r.FailMode != FailOpen:
-		return fmt.Errorf("failMode %q: must be closed or open", r.FailMode)
-	case r.WaiterTTL < time.Second || r.ActiveTTL < time.Second:
-		return fmt.Errorf("waiterTTL %s and activeTTL %s must be at least 1s", r.WaiterTTL, r.ActiveTTL)
+		return invalid("failMode", "failMode %q: must be closed or open", r.FailMode)
+	case r.WaiterTTL < time.Second:
+		return invalid("waiterTTL", "waiterTTL %s must be at least 1s", r.WaiterTTL)
+	case r.ActiveTTL < time.Second:
+		return invalid("activeTTL", "activeTTL %s must be at least 1s", r.ActiveTTL)
 	case r.PowDifficulty < 0 || r.PowDifficulty > MaxPowDifficulty:
-		return fmt.Errorf("powDifficulty %d: must be between 0 and %d leading zero bits", r.PowDifficulty, MaxPowDifficulty)
+		return invalid("powDifficulty", "powDifficulty %d: must be between 0 and %d leading zero bits", r.PowDifficulty, MaxPowDifficulty)
 	}
 	return nil
 }

@@ -79,3 +79,23 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestParseNamesLineAndField(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"item quantity", "id: s1\nopensAt: 2026-12-01T12:00:00Z\nitems:\n  - id: a\n    quantity: 1\n  - id: b\n    quantity: -3\n", "line 7: items[1].quantity"},
+		{"room rate", "id: s1\nopensAt: 2026-12-01T12:00:00Z\nroom:\n  enabled: true\n  admissionRate: 0\nitems: [{id: a, quantity: 1}]\n", "line 5: room.admissionRate"},
+		{"limit", "id: s1\nopensAt: 2026-12-01T12:00:00Z\nperUserLimit: 99\nitems: [{id: a, quantity: 1}]\n", "line 3: perUserLimit"},
+		{"missing field points at its parent", "id: s1\nitems: [{id: a, quantity: 1}]\n", "line 1: opensAt"},
+		{"unknown field", "id: s1\nopensAt: 2026-12-01T12:00:00Z\nitems:\n  - id: a\n    quantty: 1\n", "line 5: field quantty not found"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse(strings.NewReader(tc.yaml))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
