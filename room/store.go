@@ -114,6 +114,15 @@ func (s *Store) LoadScripts(ctx context.Context) error {
 	return nil
 }
 
+// ScriptHashes names the SHA1 of every room script, for a readiness check's SCRIPT EXISTS.
+func (s *Store) ScriptHashes() map[string]string {
+	out := map[string]string{}
+	for name, sc := range s.scripts.all() {
+		out[name] = sc.Hash()
+	}
+	return out
+}
+
 // Configure writes (or updates) a sale's room settings and opening time, keeping the queue, the
 // admitted set and the counters; the operator also uses it to change rate, cap or pause live. Zero
 // fields of r take sale's defaults (random fair start, DefaultWaiterTTL, DefaultActiveTTL).

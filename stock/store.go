@@ -91,6 +91,15 @@ func (s *Store) LoadScripts(ctx context.Context) error {
 	return nil
 }
 
+// ScriptHashes names the SHA1 of every stock script, for a readiness check's SCRIPT EXISTS.
+func (s *Store) ScriptHashes() map[string]string {
+	out := map[string]string{}
+	for _, sc := range s.scripts() {
+		out[sc.name] = sc.sc.Hash()
+	}
+	return out
+}
+
 // ScriptsLoaded reports whether every script is in Redis's script cache.
 func (s *Store) ScriptsLoaded(ctx context.Context) (bool, error) {
 	scs := s.scripts()

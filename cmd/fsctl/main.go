@@ -55,6 +55,7 @@ func newRootCmd() *cobra.Command {
 		newDemoCmd(),
 		newPaymentsCmd(),
 		newBlastCmd(newBlastMergeCmd()),
+		newPreflightCmd(),
 	)
 	return root
 }

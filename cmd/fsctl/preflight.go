@@ -1,0 +1,119 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fsctl/fsctl/preflight"
+)
+
+// envServers names the variable listing the checkout instances, comma separated.
+const envServers = "FSCTL_SERVERS"
+
+type preflightOptions struct {
+	endpoints endpointFlags
+	cfg       preflight.Config
+	output    string
+	strict    bool
+}
+
+func newPreflightCmd() *cobra.Command {
+	var o preflightOptions
+	cmd := &cobra.Command{
+		Use:   "preflight --sale ID",
+		Short: "Check that everything is ready for a sale to open, and say exactly what is not",
+		Long: `Run the pre-sale checklist against PostgreSQL, Redis, Kafka and the checkout servers:
+
+  schema    migrations at the latest version; CHECK (sold <= quantity) and the live-order index
+  sale      exists, valid, opens in the future (or is open), hold TTL above --payment-timeout
+  stock     every item's counter on every shard equals quantity - sold - holds in flight;
+            each shard's keys share one hash slot; holds have buyer records
+  redis     maxmemory-policy cannot evict the stock; persistence; replicas (vs the sale's WAIT);
+            scripts cached (SCRIPT EXISTS); round trip
+  kafka     orders and dead-letter topics with leaders; replication and min.insync.replicas;
+            the order consumer group running, and its lag
+  servers   each --server's /readyz, one version everywhere, its view of the sale = PostgreSQL's
+  clocks    this machine vs each server, Redis TIME and PostgreSQL now(), within --max-skew
+  capacity  the room's admission rate below the throughput of a fsctl blast report
+  controls  no kill switch thrown; sale and room paused only with --expect-paused
+
+Every probe has a timeout (--timeout), so a service that is down is a failed check naming its
+address, never a hang. --fix applies only repairs that cannot hurt — preload missing stock
+counters (or reload an item nothing was sold of), load the scripts, create the topics — says
+what it did and checks again.
+
+Exit status: 0 ready; 1 not ready (a check failed, or warned with --strict) or preflight could not run.`,
+		Example: `  fsctl preflight --sale black-friday
+  fsctl preflight --sale black-friday --server http://10.0.0.5:8080 --server http://10.0.0.6:8080
+  fsctl preflight --sale black-friday --fix
+  fsctl preflight --sale black-friday --file examples/sale.yaml --capacity-report blast.json --strict -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runPreflight(cmd, o) },
+	}
+	f := cmd.Flags()
+	o.endpoints.bind(f, true)
+	c := &o.cfg
+	f.StringVar(&c.SaleID, "sale", "", "sale to check (required)")
+	f.StringSliceVar(&c.Servers, "server", defaultServers(), "base URL of a checkout instance; repeat for each (env "+envServers+")")
+	f.StringVarP(&c.SaleFile, "file", "f", "", "sale file the stored sale must match")
+	f.StringVar(&c.RoomRedisURL, "room-redis-url", os.Getenv(envRoomRedisURL), "Redis of the waiting rooms when not --redis-url (env "+envRoomRedisURL+")")
+	f.StringVar(&c.OrdersTopic, "orders-topic", "", "orders topic (default the server's)")
+	f.StringVar(&c.DeadLetterTopic, "dead-letter-topic", "", "dead-letter topic (default the server's)")
+	f.StringVar(&c.ConsumerGroup, "consumer-group", preflight.DefaultConsumerGroup, "the order consumer's group")
+	f.IntVar(&c.Partitions, "partitions", 6, "partitions of the orders topic when --fix creates it")
+	f.StringVar(&c.SwitchesKey, "switches-key", "", "Redis hash of the kill switches (default the server's)")
+	f.DurationVar(&c.PaymentTimeout, "payment-timeout", 0, "the servers' --payment-timeout (default the server's default)")
+	f.StringVar(&c.CapacityReport, "capacity-report", "", "fsctl blast --output json report whose throughput the admission rate must stay below")
+	f.DurationVar(&c.MaxSkew, "max-skew", 250*time.Millisecond, "largest clock difference allowed")
+	f.DurationVar(&c.MaxRedisRTT, "max-redis-rtt", 5*time.Millisecond, "Redis round trip above which it warns")
+	f.BoolVar(&c.ExpectPaused, "expect-paused", false, "the sale (and its room) should be paused, to be opened by hand")
+	f.BoolVar(&c.Fix, "fix", false, "apply the safe fixes, then check again")
+	f.DurationVar(&c.Timeout, "timeout", 1500*time.Millisecond, "timeout of each group of probes")
+	f.BoolVar(&o.strict, "strict", false, "fail on warnings too")
+	f.StringVarP(&o.output, "output", "o", "table", "table or json")
+	_ = cmd.MarkFlagRequired("sale")
+	return cmd
+}
+
+func defaultServers() []string {
+	if v := os.Getenv(envServers); v != "" {
+		return strings.Split(v, ",")
+	}
+	return []string{"http://127.0.0.1:8080"}
+}
+
+func runPreflight(cmd *cobra.Command, o preflightOptions) error {
+	if o.output != "table" && o.output != "json" {
+		return fmt.Errorf("--output %q: want table or json", o.output)
+	}
+	if o.cfg.Timeout <= 0 || o.cfg.MaxSkew <= 0 {
+		return errors.New("--timeout and --max-skew must be positive")
+	}
+	cfg := o.cfg
+	cfg.RedisURL, cfg.PostgresURL, cfg.Brokers = o.endpoints.redisURL, o.endpoints.postgresURL, o.endpoints.brokers
+	if o.output == "table" && cfg.Fix {
+		fmt.Fprintln(cmd.ErrOrStderr(), "preflight: checking, then applying the safe fixes and checking again...")
+	}
+	rep, err := preflight.Run(cmd.Context(), cfg)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if o.output == "json" {
+		err = rep.WriteJSON(out, o.strict)
+	} else {
+		err = rep.Render(out, o.strict)
+	}
+	switch {
+	case err != nil:
+		return err
+	case !rep.Ready(o.strict):
+		return &exitError{code: 1, err: fmt.Errorf("sale %s is not ready: %d failed, %d warnings", cfg.SaleID, rep.Count(preflight.Fail), rep.Count(preflight.Warn))}
+	}
+	return nil
+}

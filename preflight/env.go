@@ -1,0 +1,164 @@
+package preflight
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/stock"
+)
+
+// env is what one run connected to. A nil client means the service was unreachable; the checks
+// that need it then report one skip instead of repeating the connection error.
+type env struct {
+	cfg     Config
+	rdb     *redis.Client
+	roomRdb *redis.Client
+	db      *orders.Store
+	kafka   *kafka.Client
+	meta    *kafka.MetadataResponse
+	// sale is the stored sale (nil when it is missing or PostgreSQL is down); saleErr says why.
+	sale    *sale.Sale
+	saleErr error
+	// file is the parsed --file (nil when none or when it does not parse).
+	file           *sale.Sale
+	connectResults []Result
+	mu             sync.Mutex
+}
+
+func (e *env) add(r Result) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.connectResults = append(e.connectResults, r)
+}
+
+func (e *env) close() {
+	for _, c := range []*redis.Client{e.rdb, e.roomRdb} {
+		if c != nil {
+			_ = c.Close()
+		}
+	}
+	if e.db != nil {
+		e.db.Close()
+	}
+}
+
+func (e *env) stock() *stock.Store { return stock.New(e.rdb) }
+
+// connect reaches every service in parallel, each within the probe timeout.
+func connect(ctx context.Context, cfg Config) *env {
+	e := &env{cfg: cfg}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { e.rdb = e.dialRedis(ctx, "redis", cfg.RedisURL, "--redis-url / FSCTL_REDIS_URL") })
+	if cfg.RoomRedisURL != "" && cfg.RoomRedisURL != cfg.RedisURL {
+		wg.Go(func() {
+			e.roomRdb = e.dialRedis(ctx, "room redis", cfg.RoomRedisURL, "--room-redis-url / FSCTL_ROOM_REDIS_URL")
+		})
+	}
+	wg.Go(func() { e.openPostgres(ctx) })
+	wg.Go(func() { e.dialKafka(ctx) })
+	wg.Wait()
+	e.loadFile()
+	return e
+}
+
+// roomClient is the Redis of the waiting rooms.
+func (e *env) roomClient() *redis.Client {
+	if e.cfg.RoomRedisURL != "" && e.cfg.RoomRedisURL != e.cfg.RedisURL {
+		return e.roomRdb
+	}
+	return e.rdb
+}
+
+func (e *env) dialRedis(ctx context.Context, name, url, flag string) *redis.Client {
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		e.add(Result{Group: "redis", Check: name + " reachable", Status: Fail,
+			Detail: fmt.Sprintf("%q is not a Redis URL: %v", url, err), Fix: "set " + flag + " to redis://host:port/db"})
+		return nil
+	}
+	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = e.cfg.Timeout, e.cfg.Timeout, e.cfg.Timeout
+	opts.MaxRetries = -1
+	c := redis.NewClient(opts)
+	if err := c.Ping(ctx).Err(); err != nil {
+		_ = c.Close()
+		e.add(Result{Group: "redis", Check: name + " reachable", Status: Fail,
+			Detail: fmt.Sprintf("%s: %v", opts.Addr, err), Fix: "start Redis (fsctl stack up) or point " + flag + " at it"})
+		return nil
+	}
+	return c
+}
+
+func (e *env) openPostgres(ctx context.Context) {
+	db, err := orders.Open(ctx, e.cfg.PostgresURL)
+	if err != nil {
+		e.add(Result{Group: "schema", Check: "postgres reachable", Status: Fail, Detail: err.Error(),
+			Fix: "start PostgreSQL (fsctl stack up) or point --postgres-url / FSCTL_POSTGRES_URL at it"})
+		e.saleErr = errors.New("PostgreSQL unreachable")
+		return
+	}
+	e.db = db
+	sl, err := db.LoadSale(ctx, e.cfg.SaleID)
+	if err != nil {
+		e.saleErr = err
+		return
+	}
+	e.sale = &sl
+}
+
+func (e *env) dialKafka(ctx context.Context) {
+	if len(e.cfg.Brokers) == 0 {
+		e.add(Result{Group: "kafka", Check: "kafka reachable", Status: Fail, Detail: "no brokers given",
+			Fix: "set --kafka-brokers / FSCTL_KAFKA_BROKERS"})
+		return
+	}
+	c := &kafka.Client{Addr: kafka.TCP(e.cfg.Brokers...), Timeout: e.cfg.Timeout}
+	meta, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{e.cfg.OrdersTopic, e.cfg.DeadLetterTopic}})
+	if err != nil {
+		e.add(Result{Group: "kafka", Check: "kafka reachable", Status: Fail,
+			Detail: fmt.Sprintf("%v: %v", e.cfg.Brokers, err),
+			Fix: "start Kafka (fsctl stack up) or point --kafka-brokers / FSCTL_KAFKA_BROKERS at it"})
+		return
+	}
+	e.kafka, e.meta = c, meta
+}
+
+func (e *env) loadFile() {
+	if e.cfg.SaleFile == "" {
+		return
+	}
+	sl, err := sale.LoadFile(e.cfg.SaleFile)
+	if err != nil {
+		e.add(Result{Group: "sale", Check: "sale file", Status: Fail, Detail: err.Error(),
+			Fix: "correct the field on that line of " + e.cfg.SaleFile})
+		return
+	}
+	e.file = &sl
+}
+
+// needs returns a skip result when a dependency of a group is missing, naming it.
+func needs(group string, what ...string) []Result {
+	return []Result{{Group: group, Check: group, Status: Skip, Detail: "not checked: needs " + joinAnd(what) + " (see above)"}}
+}
+
+func joinAnd(s []string) string {
+	switch len(s) {
+	case 0:
+		return ""
+	case 1:
+		return s[0]
+	}
+	out := s[0]
+	for _, x := range s[1 : len(s)-1] {
+		out += ", " + x
+	}
+	return out + " and " + s[len(s)-1]
+}

@@ -1,0 +1,176 @@
+package preflight
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/fsctl/fsctl/events"
+)
+
+// checkKafka: the orders and dead-letter topics exist with leaders, how durable the order log is,
+// and the order consumer group is there and keeping up.
+func checkKafka(ctx context.Context, e *env) []Result {
+	if e.kafka == nil {
+		return needs("kafka", "Kafka")
+	}
+	orders := topicCheck(e, e.cfg.OrdersTopic, "orders topic", e.cfg.Partitions)
+	out := []Result{orders, topicCheck(e, e.cfg.DeadLetterTopic, "dead-letter topic", 1)}
+	if t := findTopic(e.meta, e.cfg.OrdersTopic); t != nil && t.Error == nil {
+		out = append(out, durability(ctx, e, *t), consumerGroup(ctx, e, *t))
+	}
+	return out
+}
+
+func findTopic(meta *kafka.MetadataResponse, name string) *kafka.Topic {
+	for i := range meta.Topics {
+		if meta.Topics[i].Name == name {
+			return &meta.Topics[i]
+		}
+	}
+	return nil
+}
+
+func topicCheck(e *env, name, what string, partitions int) Result {
+	r := Result{Group: "kafka", Check: what}
+	t := findTopic(e.meta, name)
+	if t == nil || t.Error != nil {
+		reason := "missing"
+		if t != nil && !errors.Is(t.Error, kafka.UnknownTopicOrPartition) {
+			reason = t.Error.Error()
+		}
+		r.Status, r.Detail = Fail, fmt.Sprintf("%s: %s", name, reason)
+		r.Fix = "fsctl preflight --fix creates it (the servers create it at start)"
+		r.Repair = fmt.Sprintf("create topic %s with %d partition(s)", name, partitions)
+		r.repair = func(ctx context.Context) error { return events.EnsureTopic(ctx, e.cfg.Brokers, name, partitions) }
+		return r
+	}
+	leaderless := 0
+	for _, p := range t.Partitions {
+		if p.Leader.Host == "" {
+			leaderless++
+		}
+	}
+	r.Status, r.Detail = Pass, fmt.Sprintf("%s: %d partition(s), replication factor %d", name, len(t.Partitions), replicationFactor(*t))
+	if leaderless > 0 {
+		r.Status = Fail
+		r.Detail += fmt.Sprintf(", %d partition(s) without a leader", leaderless)
+		r.Fix = "bring the brokers back: publishes to those partitions fail"
+	}
+	return r
+}
+
+func replicationFactor(t kafka.Topic) int {
+	rf := 0
+	for _, p := range t.Partitions {
+		if rf == 0 || len(p.Replicas) < rf {
+			rf = len(p.Replicas)
+		}
+	}
+	return rf
+}
+
+// durability: with acks=all, a write is safe once min.insync.replicas brokers have it.
+func durability(ctx context.Context, e *env, t kafka.Topic) Result {
+	r := Result{Group: "kafka", Check: "durability"}
+	res, err := e.kafka.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
+		ResourceType: kafka.ResourceTypeTopic, ResourceName: t.Name, ConfigNames: []string{"min.insync.replicas"},
+	}}})
+	minISR := -1
+	if err == nil && len(res.Resources) == 1 {
+		err = res.Resources[0].Error
+		for _, c := range res.Resources[0].ConfigEntries {
+			if c.ConfigName == "min.insync.replicas" {
+				minISR, _ = strconv.Atoi(c.ConfigValue)
+			}
+		}
+	}
+	if err != nil || minISR < 0 {
+		r.Status, r.Detail = Warn, fmt.Sprintf("min.insync.replicas of %s unreadable: %v", t.Name, err)
+		return r
+	}
+	rf := replicationFactor(t)
+	r.Status, r.Detail = Pass, fmt.Sprintf("replication factor %d, min.insync.replicas %d", rf, minISR)
+	switch {
+	case minISR > rf:
+		r.Status, r.Fix = Fail, "every publish fails: lower min.insync.replicas below the replication factor"
+	case rf == 1:
+		r.Status = Warn
+		r.Detail += ": one broker lost loses every order not yet in PostgreSQL"
+		r.Fix = "in production: replication factor 3, min.insync.replicas 2"
+	case minISR < 2:
+		r.Status = Warn
+		r.Detail += ": an acknowledged order may live on one broker only"
+		r.Fix = "kafka-configs --alter --add-config min.insync.replicas=2"
+	}
+	return r
+}
+
+// consumerGroup: someone consumes the orders, and the log is drained (lag is what a crash now
+// would leave to replay).
+func consumerGroup(ctx context.Context, e *env, t kafka.Topic) Result {
+	r := Result{Group: "kafka", Check: "consumer group"}
+	group := e.cfg.ConsumerGroup
+	parts := make([]int, len(t.Partitions))
+	var bounds []kafka.OffsetRequest
+	for i, p := range t.Partitions {
+		parts[i] = p.ID
+		bounds = append(bounds, kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
+	}
+	desc, err := e.kafka.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
+	if err == nil && len(desc.Groups) == 1 {
+		err = desc.Groups[0].Error
+	}
+	if err != nil {
+		r.Status, r.Detail = Fail, fmt.Sprintf("describe group %s: %v", group, err)
+		return r
+	}
+	g := desc.Groups[0]
+	committed, err := e.kafka.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{t.Name: parts}})
+	if err == nil {
+		err = committed.Error
+	}
+	var ends *kafka.ListOffsetsResponse
+	if err == nil {
+		ends, err = e.kafka.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{t.Name: bounds}})
+	}
+	if err != nil {
+		r.Status, r.Detail = Fail, fmt.Sprintf("offsets of group %s: %v", group, err)
+		return r
+	}
+	lag := groupLag(committed.Topics[t.Name], ends.Topics[t.Name])
+	r.Detail = fmt.Sprintf("%s: %s, %d member(s), lag %d over %d partition(s)", group, g.GroupState, len(g.Members), lag, len(parts))
+	switch {
+	case len(g.Members) == 0:
+		r.Status = Fail
+		r.Detail += ": nobody consumes the orders"
+		r.Fix = "start fsctl serve (the consumer role), or set --consumer-group to the group it uses"
+	case lag > 0:
+		r.Status = Warn
+		r.Detail += ": orders are still on their way to PostgreSQL"
+		r.Fix = "wait for the consumer to drain before opening"
+	default:
+		r.Status = Pass
+	}
+	return r
+}
+
+// groupLag sums end offset − committed offset; a partition never committed counts from its start.
+func groupLag(committed []kafka.OffsetFetchPartition, ends []kafka.PartitionOffsets) int64 {
+	pos := map[int]int64{}
+	for _, c := range committed {
+		pos[c.Partition] = c.CommittedOffset
+	}
+	var lag int64
+	for _, end := range ends {
+		at, ok := pos[end.Partition]
+		if !ok || at < 0 {
+			at = end.FirstOffset
+		}
+		lag += max(end.LastOffset-at, 0)
+	}
+	return lag
+}

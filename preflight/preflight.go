@@ -1,0 +1,210 @@
+// Package preflight is the pre-sale readiness check: it probes PostgreSQL, Redis, Kafka, the
+// checkout servers and their clocks for one sale and says "ready", or exactly what is not and how
+// to fix it. With Fix it applies the few repairs that cannot hurt (preload missing stock, load the
+// scripts, create the topics) and checks again.
+package preflight
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/lifecycle"
+)
+
+// Status is the verdict of one check.
+type Status string
+
+// The verdicts, from best to worst. A warning does not fail a run unless it is strict.
+const (
+	Pass Status = "pass"
+	Skip Status = "skip"
+	Warn Status = "warn"
+	Fail Status = "fail"
+)
+
+// Result is one line of the checklist.
+type Result struct {
+	Group  string `json:"group"`
+	Check  string `json:"check"`
+	Status Status `json:"status"`
+	Detail string `json:"detail"`
+	// Fix says what an operator does about a warning or failure.
+	Fix string `json:"fix,omitempty"`
+	// repair, when set, is the safe fix that --fix applies; Repair describes it.
+	repair func(context.Context) error
+	Repair string `json:"autoFix,omitempty"`
+}
+
+// Fixed is one repair --fix applied.
+type Fixed struct {
+	Check  string `json:"check"`
+	Action string `json:"action"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Report is the outcome of one preflight.
+type Report struct {
+	SaleID  string    `json:"sale"`
+	At      time.Time `json:"at"`
+	Results []Result  `json:"results"`
+	// Fixed lists what --fix did before Results were taken again.
+	Fixed     []Fixed `json:"fixed,omitempty"`
+	ElapsedMs float64 `json:"elapsedMs"`
+}
+
+// Count returns how many results have the given status.
+func (r Report) Count(s Status) int {
+	n := 0
+	for _, res := range r.Results {
+		if res.Status == s {
+			n++
+		}
+	}
+	return n
+}
+
+// Ready reports whether the sale may open: no failure, and no warning when strict.
+func (r Report) Ready(strict bool) bool {
+	return r.Count(Fail) == 0 && (!strict || r.Count(Warn) == 0)
+}
+
+// Config says what to check and where. Endpoints default to nothing: the CLI fills them from its
+// flags and environment.
+type Config struct {
+	SaleID      string
+	RedisURL    string
+	PostgresURL string
+	Brokers     []string
+	// OrdersTopic, DeadLetterTopic and ConsumerGroup default to the bundled server's.
+	OrdersTopic, DeadLetterTopic, ConsumerGroup string
+	// Partitions is the orders topic's partition count when --fix creates it.
+	Partitions int
+	// Servers are the base URLs of the checkout instances (http://host:port).
+	Servers []string
+	// RoomRedisURL is where the waiting rooms live; empty means RedisURL.
+	RoomRedisURL string
+	// SwitchesKey is the Redis hash of the kill switches (control.Key when empty).
+	SwitchesKey string
+	// SaleFile, when set, is the sale definition the stored sale must match.
+	SaleFile string
+	// PaymentTimeout is the servers' payment call timeout, which must stay below the hold TTL.
+	PaymentTimeout time.Duration
+	// CapacityReport is a `fsctl blast --output json` report whose throughput the admission rate
+	// must stay below.
+	CapacityReport string
+	// MaxSkew bounds the clock difference between this machine and each other clock.
+	MaxSkew time.Duration
+	// MaxRedisRTT is the round trip above which Redis's latency is a warning.
+	MaxRedisRTT time.Duration
+	// ExpectPaused: the sale (and its room) should be paused, as before a manual opening.
+	ExpectPaused bool
+	// Fix applies the safe repairs and runs the checks again.
+	Fix bool
+	// Timeout bounds every probe, so an unreachable service is a failed check, never a hang.
+	Timeout time.Duration
+	// Now is this machine's clock (injected by tests).
+	Now func() time.Time
+	// HTTP is the client of the server probes.
+	HTTP *http.Client
+}
+
+// Defaults fills what the caller left out.
+func (c *Config) Defaults() {
+	if c.OrdersTopic == "" {
+		c.OrdersTopic = events.DefaultOrdersTopic
+	}
+	if c.DeadLetterTopic == "" {
+		c.DeadLetterTopic = events.DefaultDeadLetterTopic
+	}
+	if c.ConsumerGroup == "" {
+		c.ConsumerGroup = DefaultConsumerGroup
+	}
+	if c.Partitions <= 0 {
+		c.Partitions = 6
+	}
+	if c.PaymentTimeout <= 0 {
+		c.PaymentTimeout = lifecycle.DefaultConfig().PaymentTimeout
+	}
+	if c.MaxSkew <= 0 {
+		c.MaxSkew = 250 * time.Millisecond
+	}
+	if c.MaxRedisRTT <= 0 {
+		c.MaxRedisRTT = 5 * time.Millisecond
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 1500 * time.Millisecond
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.HTTP == nil {
+		c.HTTP = &http.Client{Timeout: c.Timeout}
+	}
+}
+
+// DefaultConsumerGroup is the bundled server's order consumer group.
+const DefaultConsumerGroup = "fsctl-order-consumer"
+
+// Run checks everything once; with cfg.Fix it applies the safe repairs of what failed and checks
+// again, reporting the second run and what was repaired. Problems are results, never errors: Run
+// fails only when ctx ends.
+func Run(ctx context.Context, cfg Config) (Report, error) {
+	cfg.Defaults()
+	start := time.Now()
+	results := runOnce(ctx, cfg)
+	var fixed []Fixed
+	if cfg.Fix {
+		for _, r := range results {
+			if r.repair == nil || (r.Status != Fail && r.Status != Warn) {
+				continue
+			}
+			f := Fixed{Check: r.Check, Action: r.Repair}
+			rctx, cancel := context.WithTimeout(ctx, 5*cfg.Timeout)
+			if err := r.repair(rctx); err != nil {
+				f.Error = err.Error()
+			}
+			cancel()
+			fixed = append(fixed, f)
+		}
+		if len(fixed) > 0 {
+			results = runOnce(ctx, cfg)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return Report{}, err
+	}
+	return Report{SaleID: cfg.SaleID, At: cfg.Now().UTC(), Results: results, Fixed: fixed,
+		ElapsedMs: float64(time.Since(start).Microseconds()) / 1000}, nil
+}
+
+// groupOrder is the order the checklist is printed in.
+var groupOrder = []string{"schema", "sale", "stock", "redis", "kafka", "servers", "clocks", "capacity", "controls"}
+
+// runOnce connects, then runs every group of checks in parallel, each under the probe timeout.
+func runOnce(ctx context.Context, cfg Config) []Result {
+	e := connect(ctx, cfg)
+	defer e.close()
+	groups := []func(context.Context, *env) []Result{
+		checkSchema, checkSale, checkStock, checkRedis, checkKafka, checkServers, checkClocks,
+		checkCapacity, checkControls,
+	}
+	out := make([][]Result, len(groups))
+	var wg sync.WaitGroup
+	for i, g := range groups {
+		wg.Go(func() {
+			gctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+			defer cancel()
+			out[i] = g(gctx, e)
+		})
+	}
+	wg.Wait()
+	all := append(e.connectResults, slices.Concat(out...)...)
+	slices.SortStableFunc(all, func(a, b Result) int {
+		return slices.Index(groupOrder, a.Group) - slices.Index(groupOrder, b.Group)
+	})
+	return all
+}

@@ -1,0 +1,215 @@
+package preflight
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fsctl/fsctl/room"
+)
+
+// pings is how many round trips the latency probe times.
+const pings = 5
+
+// checkRedis: nothing can evict the stock keys, what a restart would lose, enough replicas for
+// the sale's WAIT, the scripts in the cache, and the round trip.
+func checkRedis(ctx context.Context, e *env) []Result {
+	if e.rdb == nil {
+		return needs("redis", "Redis")
+	}
+	out := []Result{eviction(ctx, e.rdb), persistence(ctx, e.rdb), replication(ctx, e), scripts(ctx, e), latency(ctx, e)}
+	return out
+}
+
+func configGet(ctx context.Context, rdb *redis.Client, names ...string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, n := range names {
+		m, err := rdb.ConfigGet(ctx, n).Result()
+		if err != nil {
+			return nil, fmt.Errorf("CONFIG GET %s: %w", n, err)
+		}
+		maps.Copy(out, m)
+	}
+	return out, nil
+}
+
+func eviction(ctx context.Context, rdb *redis.Client) Result {
+	r := Result{Group: "redis", Check: "eviction policy"}
+	cfg, err := configGet(ctx, rdb, "maxmemory-policy", "maxmemory")
+	if err != nil {
+		r.Status, r.Detail = Warn, err.Error()
+		r.Fix = "CONFIG is disabled here: confirm in your provider's console that maxmemory-policy is noeviction"
+		return r
+	}
+	policy, limit := cfg["maxmemory-policy"], cfg["maxmemory"]
+	r.Detail = fmt.Sprintf("maxmemory-policy %s, maxmemory %s", policy, humanBytes(limit))
+	switch {
+	case strings.HasPrefix(policy, "allkeys-"):
+		r.Status = Fail
+		r.Detail += ": Redis may evict a stock counter or a buyer record when memory runs short"
+		r.Fix = "CONFIG SET maxmemory-policy noeviction (and put it in redis.conf)"
+	case strings.HasPrefix(policy, "volatile-"):
+		r.Status = Warn
+		r.Detail += ": counters are safe (no TTL) but idempotency records may be evicted"
+		r.Fix = "CONFIG SET maxmemory-policy noeviction"
+	default:
+		r.Status = Pass
+	}
+	return r
+}
+
+func humanBytes(s string) string {
+	n, err := strconv.ParseInt(s, 10, 64)
+	switch {
+	case err != nil:
+		return s
+	case n == 0:
+		return "unlimited"
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	default:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+}
+
+func persistence(ctx context.Context, rdb *redis.Client) Result {
+	r := Result{Group: "redis", Check: "persistence"}
+	cfg, err := configGet(ctx, rdb, "appendonly", "appendfsync", "save")
+	if err != nil {
+		r.Status, r.Detail = Warn, err.Error()
+		return r
+	}
+	aof, save := cfg["appendonly"] == "yes", strings.TrimSpace(cfg["save"]) != ""
+	r.Detail = fmt.Sprintf("appendonly %s (fsync %s), RDB save %q", cfg["appendonly"], cfg["appendfsync"], cfg["save"])
+	if !aof && !save {
+		r.Status = Warn
+		r.Detail += ": a restart loses every hold and buyer record"
+		r.Fix = "enable appendonly, or plan how to rebuild Redis from PostgreSQL"
+		return r
+	}
+	r.Status = Pass
+	return r
+}
+
+func replication(ctx context.Context, e *env) Result {
+	r := Result{Group: "redis", Check: "replication"}
+	info, err := e.rdb.Info(ctx, "replication").Result()
+	if err != nil {
+		r.Status, r.Detail = Warn, fmt.Sprintf("INFO replication: %v", err)
+		return r
+	}
+	role, replicas := infoField(info, "role"), infoField(info, "connected_slaves")
+	n, _ := strconv.Atoi(replicas)
+	r.Status, r.Detail = Pass, fmt.Sprintf("role %s, %d connected replica(s)", role, n)
+	want := 0
+	if e.sale != nil {
+		want = e.sale.WaitReplicas
+	}
+	switch {
+	case role != "master":
+		r.Status, r.Fix = Fail, "point --redis-url at the primary: a replica refuses the scripts' writes"
+	case n < want:
+		r.Status = Fail
+		r.Detail += fmt.Sprintf(", the sale waits for %d", want)
+		r.Fix = "bring the replicas up, or lower the sale's waitReplicas"
+	case n == 0:
+		r.Status = Warn
+		r.Detail += ": losing this node loses the sale's state"
+		r.Fix = "add a replica (and waitReplicas: 1), or plan how to rebuild Redis from PostgreSQL"
+	}
+	return r
+}
+
+func infoField(info, name string) string {
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// scripts checks the script cache: the servers load it at start, and EVALSHA falls back to
+// sending the whole script when it is gone (a restart, SCRIPT FLUSH, a failover), which costs the
+// first burst.
+func scripts(ctx context.Context, e *env) Result {
+	r := Result{Group: "redis", Check: "scripts"}
+	hashes := e.stock().ScriptHashes()
+	roomEnabled := e.sale != nil && e.sale.Room.Enabled && e.roomClient() == e.rdb
+	if roomEnabled {
+		for name, h := range room.New(e.rdb).ScriptHashes() {
+			hashes["room "+name] = h
+		}
+	}
+	names := slices.Sorted(maps.Keys(hashes))
+	shas := make([]string, len(names))
+	for i, n := range names {
+		shas[i] = hashes[n]
+	}
+	exists, err := e.rdb.ScriptExists(ctx, shas...).Result()
+	if err != nil {
+		r.Status, r.Detail = Fail, fmt.Sprintf("SCRIPT EXISTS: %v", err)
+		return r
+	}
+	var missing []string
+	for i, ok := range exists {
+		if !ok {
+			missing = append(missing, names[i])
+		}
+	}
+	if len(missing) == 0 {
+		r.Status, r.Detail = Pass, fmt.Sprintf("%d scripts cached", len(names))
+		return r
+	}
+	r.Status = Fail
+	r.Detail = "not in the script cache: " + strings.Join(missing, ", ")
+	r.Fix = "fsctl preflight --fix loads them (servers load them at start)"
+	r.Repair = fmt.Sprintf("SCRIPT LOAD %d scripts", len(names))
+	r.repair = func(ctx context.Context) error {
+		if err := e.stock().LoadScripts(ctx); err != nil {
+			return err
+		}
+		if roomEnabled {
+			return room.New(e.rdb).LoadScripts(ctx)
+		}
+		return nil
+	}
+	return r
+}
+
+func latency(ctx context.Context, e *env) Result {
+	r := Result{Group: "redis", Check: "round trip"}
+	rtts := make([]time.Duration, 0, pings)
+	for range pings {
+		start := time.Now()
+		if err := e.rdb.Ping(ctx).Err(); err != nil {
+			r.Status, r.Detail = Fail, fmt.Sprintf("PING: %v", err)
+			return r
+		}
+		rtts = append(rtts, time.Since(start))
+	}
+	slices.Sort(rtts)
+	p50, worst := rtts[len(rtts)/2], rtts[len(rtts)-1]
+	r.Status, r.Detail = Pass, fmt.Sprintf("%d pings: median %s, worst %s", pings, round(p50), round(worst))
+	if p50 > e.cfg.MaxRedisRTT {
+		r.Status = Warn
+		r.Detail += fmt.Sprintf(", above %s", e.cfg.MaxRedisRTT)
+		r.Fix = "every reserve is one round trip: run the servers next to Redis"
+	}
+	return r
+}
+
+func round(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond)
+	default:
+		return d.Round(time.Microsecond)
+	}
+}

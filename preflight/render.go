@@ -1,0 +1,57 @@
+package preflight
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// Render prints the checklist as a table, what --fix did, and a one-line verdict.
+func (r Report) Render(w io.Writer, strict bool) error {
+	fmt.Fprintf(w, "preflight of sale %s at %s\n", r.SaleID, r.At.Format("2006-01-02T15:04:05Z"))
+	for _, f := range r.Fixed {
+		if f.Error != "" {
+			fmt.Fprintf(w, "fix FAILED  %s: %s: %s\n", f.Check, f.Action, f.Error)
+		} else {
+			fmt.Fprintf(w, "fixed       %s: %s\n", f.Check, f.Action)
+		}
+	}
+	// Long details and fixes wrap inside their columns, so the table fits a terminal.
+	t := tablewriter.NewTable(w, tablewriter.WithColumnWidths(tw.Mapper[int, int]{3: 60, 4: 44}),
+		tablewriter.WithRowAutoWrap(tw.WrapNormal))
+	t.Header("group", "check", "status", "detail", "how to fix")
+	for _, res := range r.Results {
+		fix := res.Fix
+		if res.repair != nil && res.Status != Pass {
+			fix = strings.TrimSpace(fix + " [--fix: " + res.Repair + "]")
+		}
+		if err := t.Append(res.Group, res.Check, strings.ToUpper(string(res.Status)), res.Detail, fix); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	verdict := "READY"
+	if !r.Ready(strict) {
+		verdict = "NOT READY"
+	}
+	_, err := fmt.Fprintf(w, "%s: %d passed, %d warnings, %d failed, %d skipped in %.0f ms\n", verdict,
+		r.Count(Pass), r.Count(Warn), r.Count(Fail), r.Count(Skip), r.ElapsedMs)
+	return err
+}
+
+// WriteJSON writes the report as one indented JSON document with the verdict.
+func (r Report) WriteJSON(w io.Writer, strict bool) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		Report
+		Ready  bool `json:"ready"`
+		Strict bool `json:"strict"`
+	}{r, r.Ready(strict), strict})
+}

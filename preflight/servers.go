@@ -1,0 +1,163 @@
+package preflight
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// readyBody is the bundled server's GET /readyz.
+type readyBody struct {
+	Status  string            `json:"status"`
+	Version string            `json:"version"`
+	Checks  map[string]string `json:"checks"`
+}
+
+// salePage is the part of GET /api/v1/sales/{sale} a server's view of the sale is compared on.
+type salePage struct {
+	OpensAt      time.Time  `json:"opensAt"`
+	ClosesAt     *time.Time `json:"closesAt"`
+	Paused       bool       `json:"paused"`
+	PerUserLimit int        `json:"perUserLimit"`
+	HoldTTL      string     `json:"holdTTL"`
+	Items        []struct {
+		ID       string `json:"id"`
+		Quantity int64  `json:"quantity"`
+	} `json:"items"`
+}
+
+// checkServers: every instance is ready, they run one version, and each serves the sale as
+// PostgreSQL defines it.
+func checkServers(ctx context.Context, e *env) []Result {
+	if len(e.cfg.Servers) == 0 {
+		return []Result{{Group: "servers", Check: "servers", Status: Skip, Detail: "no --server given"}}
+	}
+	out := make([][]Result, len(e.cfg.Servers))
+	versions := make([]string, len(e.cfg.Servers))
+	var wg sync.WaitGroup
+	for i, base := range e.cfg.Servers {
+		wg.Go(func() { out[i], versions[i] = checkServer(ctx, e, strings.TrimRight(base, "/")) })
+	}
+	wg.Wait()
+	all := slices.Concat(out...)
+	seen := map[string][]string{}
+	for i, v := range versions {
+		if v != "" {
+			seen[v] = append(seen[v], e.cfg.Servers[i])
+		}
+	}
+	if len(seen) > 1 {
+		var parts []string
+		for _, v := range slices.Sorted(maps.Keys(seen)) {
+			parts = append(parts, fmt.Sprintf("%s on %s", v, strings.Join(seen[v], ", ")))
+		}
+		all = append(all, Result{Group: "servers", Check: "versions", Status: Fail, Detail: strings.Join(parts, "; "),
+			Fix: "finish the rollout before the sale: instances of different versions may disagree on the rules"})
+	}
+	return all
+}
+
+func checkServer(ctx context.Context, e *env, base string) ([]Result, string) {
+	ready := Result{Group: "servers", Check: "ready " + base}
+	var body readyBody
+	status, err := getJSON(ctx, e.cfg.HTTP, base+"/readyz", &body)
+	switch {
+	case err != nil:
+		ready.Status, ready.Detail = Fail, err.Error()
+		ready.Fix = "start fsctl serve there, or correct --server"
+		return []Result{ready}, ""
+	case status != http.StatusOK || body.Status != "ready":
+		var failing []string
+		for _, k := range slices.Sorted(maps.Keys(body.Checks)) {
+			if body.Checks[k] != "ok" {
+				failing = append(failing, k+": "+body.Checks[k])
+			}
+		}
+		ready.Status = Fail
+		ready.Detail = fmt.Sprintf("/readyz answered %d %q, version %s; %s", status, body.Status, body.Version, strings.Join(failing, "; "))
+		ready.Fix = "fix what /readyz names; the server cannot take purchases"
+	default:
+		ready.Status, ready.Detail = Pass, "version "+body.Version
+	}
+	return []Result{ready, serverView(ctx, e, base)}, body.Version
+}
+
+func serverView(ctx context.Context, e *env, base string) Result {
+	r := Result{Group: "servers", Check: "sale view " + base}
+	if e.sale == nil {
+		r.Status, r.Detail = Skip, "the sale is not in PostgreSQL"
+		return r
+	}
+	var page salePage
+	status, err := getJSON(ctx, e.cfg.HTTP, base+"/api/v1/sales/"+e.cfg.SaleID, &page)
+	if err == nil && status != http.StatusOK {
+		err = fmt.Errorf("GET /api/v1/sales/%s answered %d", e.cfg.SaleID, status)
+	}
+	if err != nil {
+		r.Status, r.Detail = Fail, err.Error()
+		return r
+	}
+	sl := *e.sale
+	var diff []string
+	cmp := func(field string, server, stored any) {
+		if fmt.Sprint(server) != fmt.Sprint(stored) {
+			diff = append(diff, fmt.Sprintf("%s: server %v, PostgreSQL %v", field, server, stored))
+		}
+	}
+	closes := time.Time{}
+	if page.ClosesAt != nil {
+		closes = *page.ClosesAt
+	}
+	cmp("opensAt", stamp(page.OpensAt), stamp(sl.OpensAt))
+	cmp("closesAt", stamp(closes), stamp(sl.ClosesAt))
+	cmp("paused", page.Paused, sl.Paused)
+	cmp("perUserLimit", page.PerUserLimit, sl.PerUserLimit)
+	cmp("holdTTL", page.HoldTTL, sl.HoldTTL.String())
+	quantities := map[string]int64{}
+	for _, it := range page.Items {
+		quantities[it.ID] = it.Quantity
+	}
+	for _, it := range sl.Items {
+		q, ok := quantities[it.ID]
+		if !ok {
+			diff = append(diff, "item "+it.ID+" missing")
+			continue
+		}
+		cmp("items."+it.ID+".quantity", q, it.Quantity)
+	}
+	if len(diff) > 0 {
+		r.Status, r.Detail = Fail, strings.Join(diff, "; ")
+		r.Fix = "the server's read model is stale or it reads another database: check its --postgres-url"
+		return r
+	}
+	r.Status, r.Detail = Pass, fmt.Sprintf("agrees with PostgreSQL (%d items)", len(sl.Items))
+	return r
+}
+
+// getJSON GETs url and decodes a JSON body whatever the status, which it returns.
+func getJSON(ctx context.Context, client *http.Client, url string, into any) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, fmt.Errorf("GET %s: %w", url, err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("GET %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return resp.StatusCode, fmt.Errorf("GET %s: %w", url, err)
+	}
+	if err := json.Unmarshal(b, into); err != nil {
+		return resp.StatusCode, fmt.Errorf("GET %s answered %d, not JSON: %.80q", url, resp.StatusCode, b)
+	}
+	return resp.StatusCode, nil
+}

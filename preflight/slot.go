@@ -1,0 +1,30 @@
+package preflight
+
+import "strings"
+
+// KeySlot is the Redis Cluster hash slot of a key: CRC16 (XMODEM) of its hash tag — the part
+// between the first "{" and the next "}" when that is not empty — or of the whole key, mod 16384.
+// Computed here because CLUSTER KEYSLOT only answers on a cluster.
+func KeySlot(key string) int {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			key = key[open+1 : open+1+end]
+		}
+	}
+	return int(crc16(key) % 16384)
+}
+
+func crc16(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}

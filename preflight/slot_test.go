@@ -1,0 +1,45 @@
+package preflight
+
+import "testing"
+
+func TestKeySlot(t *testing.T) {
+	// foo and somekey are the examples of the Redis Cluster spec; the tag cases show which part is hashed.
+	tests := map[string]int{
+		"foo":                  12182,
+		"somekey":              11058,
+		"123456789":            12739,
+		"{user1000}.following": 3443,
+		"{user1000}.followers": 3443,
+		"foo{}{bar}":           8363, // an empty first tag hashes the whole key
+		"{}":                   15257,
+	}
+	for key, want := range tests {
+		if got := KeySlot(key); got != want {
+			t.Errorf("KeySlot(%q) = %d, want %d", key, got, want)
+		}
+	}
+}
+
+func FuzzKeySlot(f *testing.F) {
+	f.Add("{fs:s:i}:stock")
+	f.Add("{")
+	f.Add("a{b}c{d}")
+	f.Fuzz(func(t *testing.T, key string) {
+		slot := KeySlot(key)
+		if slot < 0 || slot >= 16384 {
+			t.Fatalf("slot %d out of range", slot)
+		}
+		if KeySlot("{"+key+"}:x") != KeySlot("{"+key+"}:y") && !containsBrace(key) {
+			t.Fatalf("keys with the same tag %q hash apart", key)
+		}
+	})
+}
+
+func containsBrace(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '{' || s[i] == '}' {
+			return true
+		}
+	}
+	return false
+}
