@@ -1,0 +1,255 @@
+package warroom
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Alert levels.
+const (
+	Warn = "warn"
+	Crit = "crit"
+)
+
+// Rule is one alert threshold: the metric crosses Warn or Crit (above them, or below them when
+// Below is set). A zero threshold is not checked.
+type Rule struct {
+	Metric string  `yaml:"metric" json:"metric"`
+	Warn   float64 `yaml:"warn" json:"warn,omitempty"`
+	Crit   float64 `yaml:"crit" json:"crit,omitempty"`
+	Below  bool    `yaml:"below" json:"below,omitempty"`
+}
+
+// AlertConfig is the alerts file: the rules the dashboard colours panels and logs events by.
+type AlertConfig struct {
+	Rules []Rule `yaml:"rules" json:"rules"`
+}
+
+// Alert is a rule that fires on a snapshot.
+type Alert struct {
+	Metric    string  `json:"metric"`
+	Level     string  `json:"level"`
+	Value     float64 `json:"value"`
+	Threshold float64 `json:"threshold"`
+	Below     bool    `json:"below,omitempty"`
+}
+
+// String reads like a log line: "crit latency_p99_ms 1200 ≥ 1000".
+func (a Alert) String() string {
+	op := "≥"
+	if a.Below {
+		op = "≤"
+	}
+	return fmt.Sprintf("%s %s %s %s %s", a.Level, a.Metric, num(a.Value), op, num(a.Threshold))
+}
+
+// metricDocs names every metric a rule can watch; metricValue computes them.
+var metricDocs = map[string]string{
+	"latency_p50_ms":        "purchase latency p50 over the window, ms",
+	"latency_p99_ms":        "purchase latency p99 over the window, ms",
+	"errors_per_sec":        "purchase answers that are server errors, per second",
+	"rate_limited_per_sec":  "purchases refused by rate limits, per second",
+	"not_admitted_per_sec":  "purchases refused for lack of admission, per second",
+	"queue_depth":           "buyers waiting in the room",
+	"wait_seconds":          "estimated wait of the last buyer in the queue",
+	"consumer_lag":          "orders published but not yet consumed, all partitions",
+	"dead_letters":          "messages on the dead-letter topic",
+	"drift_units":           "largest |redis stock + holds - (quantity - paid)| over the items",
+	"in_flight":             "redis holds not yet pending in PostgreSQL",
+	"breaker":               "payment breaker: 0 closed, 1 half-open, 2 open",
+	"payment_decline_ratio": "declined share of pay answers over the window",
+	"payment_error_ratio":   "failed share of pay answers over the window",
+	"seconds_to_sold_out":   "shortest time to sold out over the items (use below:)",
+	"sources_down":          "data sources that did not answer",
+}
+
+// DefaultAlerts are the thresholds used when no alerts file is given; examples/warroom-alerts.yaml
+// holds the same rules.
+func DefaultAlerts() AlertConfig {
+	return AlertConfig{Rules: []Rule{
+		{Metric: "latency_p99_ms", Warn: 250, Crit: 1000},
+		{Metric: "errors_per_sec", Warn: 1, Crit: 10},
+		{Metric: "consumer_lag", Warn: 1000, Crit: 10000},
+		{Metric: "dead_letters", Warn: 1},
+		{Metric: "drift_units", Crit: 1},
+		{Metric: "breaker", Warn: 1, Crit: 2},
+		{Metric: "payment_decline_ratio", Warn: 0.2, Crit: 0.5},
+		{Metric: "payment_error_ratio", Warn: 0.05, Crit: 0.2},
+		{Metric: "wait_seconds", Warn: 120, Crit: 600},
+		{Metric: "sources_down", Warn: 1, Crit: 3},
+	}}
+}
+
+// LoadAlerts reads an alerts file; an error names the file, line and field at fault.
+func LoadAlerts(path string) (AlertConfig, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return AlertConfig{}, fmt.Errorf("alerts file: %w", err)
+	}
+	c, err := ParseAlerts(b)
+	if err != nil {
+		return AlertConfig{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// ParseAlerts parses an alerts document: unknown fields and metrics, and a crit threshold on the
+// wrong side of warn, are errors that name their line.
+func ParseAlerts(b []byte) (AlertConfig, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	var c AlertConfig
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) { // an empty file has no rules
+		return AlertConfig{}, fmt.Errorf("alerts: %w", err)
+	}
+	var doc yaml.Node
+	_ = yaml.Unmarshal(b, &doc)
+	lines := ruleLines(&doc)
+	for i, r := range c.Rules {
+		line := 0
+		if i < len(lines) {
+			line = lines[i]
+		}
+		if _, ok := metricDocs[r.Metric]; !ok {
+			return AlertConfig{}, fmt.Errorf("line %d: rules[%d].metric %q is not a known metric (known: %s)", line, i, r.Metric, strings.Join(MetricNames(), ", "))
+		}
+		if r.Warn == 0 && r.Crit == 0 {
+			return AlertConfig{}, fmt.Errorf("line %d: rules[%d] (%s) needs warn or crit", line, i, r.Metric)
+		}
+		if r.Warn != 0 && r.Crit != 0 && (r.Crit < r.Warn) != r.Below {
+			return AlertConfig{}, fmt.Errorf("line %d: rules[%d].crit %s is on the wrong side of warn %s", line, i, num(r.Crit), num(r.Warn))
+		}
+	}
+	return c, nil
+}
+
+// ruleLines returns the line of each item of the document's rules sequence.
+func ruleLines(doc *yaml.Node) []int {
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil
+	}
+	m := doc.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == "rules" {
+			var out []int
+			for _, n := range m.Content[i+1].Content {
+				out = append(out, n.Line)
+			}
+			return out
+		}
+	}
+	return nil
+}
+
+// MetricNames lists the metrics a rule can watch, sorted.
+func MetricNames() []string {
+	names := make([]string, 0, len(metricDocs))
+	for n := range metricDocs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Evaluate returns the rules that fire on s, worst first; a metric whose source is not read does
+// not fire (its source's own state is what sources_down counts).
+func Evaluate(c AlertConfig, s *Snapshot) []Alert {
+	var out []Alert
+	for _, r := range c.Rules {
+		v, ok := metricValue(r.Metric, s)
+		if !ok {
+			continue
+		}
+		for _, lv := range []struct {
+			name string
+			th   float64
+		}{{Crit, r.Crit}, {Warn, r.Warn}} {
+			if lv.th == 0 {
+				continue
+			}
+			if (!r.Below && v >= lv.th) || (r.Below && v <= lv.th) {
+				out = append(out, Alert{Metric: r.Metric, Level: lv.name, Value: v, Threshold: lv.th, Below: r.Below})
+				break
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Alert) int {
+		if a.Level == b.Level {
+			return 0
+		}
+		if a.Level == Crit {
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+func metricValue(name string, s *Snapshot) (float64, bool) {
+	d := s.Derived
+	switch name {
+	case "latency_p50_ms":
+		return d.LatencyP50MS, s.Traffic.OK()
+	case "latency_p99_ms":
+		return d.LatencyP99MS, s.Traffic.OK()
+	case "errors_per_sec":
+		return d.OutcomesPerSec["errors"], s.Traffic.OK() && d.WindowSeconds > 0
+	case "rate_limited_per_sec":
+		return d.OutcomesPerSec["rate_limited"], s.Traffic.OK() && d.WindowSeconds > 0
+	case "not_admitted_per_sec":
+		return d.OutcomesPerSec["not_admitted"], s.Traffic.OK() && d.WindowSeconds > 0
+	case "queue_depth":
+		return s.Admission.Data.QueueDepth, s.Admission.OK()
+	case "wait_seconds":
+		return s.Admission.Data.WaitSeconds, s.Admission.OK()
+	case "consumer_lag":
+		return float64(s.Pipeline.Data.Lag), s.Pipeline.OK()
+	case "dead_letters":
+		return float64(s.Pipeline.Data.DeadLetters), s.Pipeline.OK()
+	case "drift_units":
+		return float64(d.MaxDrift), s.Items.OK() && s.Orders.OK()
+	case "in_flight":
+		return float64(d.InFlight), s.Items.OK() && s.Orders.OK()
+	case "breaker":
+		return breakerLevel(s.Payment.Data.Breaker), s.Payment.OK()
+	case "payment_decline_ratio":
+		return d.PaymentDeclineRatio, s.Payment.OK()
+	case "payment_error_ratio":
+		return d.PaymentErrorRatio, s.Payment.OK()
+	case "seconds_to_sold_out":
+		best := -1.0
+		for _, it := range d.Items {
+			if it.SecondsToSoldOut >= 0 && (best < 0 || it.SecondsToSoldOut < best) {
+				best = it.SecondsToSoldOut
+			}
+		}
+		return best, best >= 0
+	case "sources_down":
+		n := 0
+		for _, r := range s.Readings() {
+			if r.State == Down {
+				n++
+			}
+		}
+		return float64(n), true
+	}
+	return 0, false
+}
+
+func breakerLevel(s string) float64 {
+	switch s {
+	case "half-open":
+		return 1
+	case "open":
+		return 2
+	}
+	return 0
+}

@@ -1,0 +1,61 @@
+package warroom
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestExampleAlertsFileIsTheDefaults(t *testing.T) {
+	c, err := LoadAlerts("../examples/warroom-alerts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c, DefaultAlerts()) {
+		t.Fatalf("examples/warroom-alerts.yaml and DefaultAlerts differ:\n%+v\n%+v", c, DefaultAlerts())
+	}
+}
+
+func TestMalformedAlertsNameLineAndField(t *testing.T) {
+	for _, tc := range []struct{ name, doc, want string }{
+		{"unknown field", "rules:\n  - metric: consumer_lag\n    warn: 5\n    critical: 10\n", "line 4: field critical not found"},
+		{"unknown metric", "rules:\n  - metric: consumer_lag\n    warn: 5\n  - metric: p99\n    warn: 1\n", `line 4: rules[1].metric "p99" is not a known metric`},
+		{"no threshold", "rules:\n  - metric: dead_letters\n", "line 2: rules[0] (dead_letters) needs warn or crit"},
+		{"crit below warn", "rules:\n  - metric: queue_depth\n    warn: 100\n    crit: 10\n", "line 2: rules[0].crit 10 is on the wrong side of warn 100"},
+		{"wrong type", "rules:\n  - metric: queue_depth\n    warn: lots\n", "line 3: cannot unmarshal !!str `lots`"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseAlerts([]byte(tc.doc))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	if c, err := ParseAlerts(nil); err != nil || len(c.Rules) != 0 {
+		t.Fatalf("empty file: %v %+v", err, c)
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	c := AlertConfig{Rules: []Rule{
+		{Metric: "latency_p99_ms", Warn: 100, Crit: 500},
+		{Metric: "seconds_to_sold_out", Warn: 60, Crit: 10, Below: true},
+		{Metric: "consumer_lag", Warn: 10},
+	}}
+	s := &Snapshot{
+		Traffic:  Reading[Traffic]{Status: Status{State: OK}},
+		Pipeline: Reading[Pipeline]{Status: Status{State: Down}, Data: Pipeline{Lag: 99}},
+		Derived:  Derived{LatencyP99MS: 250, Items: []ItemDerived{{SecondsToSoldOut: 5}, {SecondsToSoldOut: -1}}},
+	}
+	got := Evaluate(c, s)
+	want := []Alert{
+		{Metric: "seconds_to_sold_out", Level: Crit, Value: 5, Threshold: 10, Below: true},
+		{Metric: "latency_p99_ms", Level: Warn, Value: 250, Threshold: 100},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v\nwant %+v (a down source's metric must not fire)", got, want)
+	}
+	if got[0].String() != "crit seconds_to_sold_out 5 ≤ 10" {
+		t.Fatalf("alert line %q", got[0])
+	}
+}

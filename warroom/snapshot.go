@@ -1,0 +1,180 @@
+// Package warroom is the live view of a sale window: it collects one Snapshot of a checkout from
+// small per-panel data sources (Redis stock, PostgreSQL orders, Kafka lag, the servers' /metrics and
+// admin API), derives rates and drift between snapshots, evaluates alert thresholds, records the
+// timeline, and renders it all as a bubbletea dashboard or a one-shot table.
+package warroom
+
+import (
+	"time"
+)
+
+// State says whether a panel's source answered.
+type State string
+
+// Source states. NotAvailable means the target has no such source (a foreign checkout that cannot
+// feed the panel); Down means the source exists but did not answer.
+const (
+	OK           State = "ok"
+	Down         State = "down"
+	NotAvailable State = "n/a"
+)
+
+// Status is how one reading went.
+type Status struct {
+	State State     `json:"state"`
+	Error string    `json:"error,omitempty"`
+	At    time.Time `json:"at,omitzero"`
+	// TookMS is how long the probe ran, in milliseconds.
+	TookMS float64 `json:"tookMs,omitempty"`
+}
+
+// Reading is one source's answer with its status; Data is the zero value unless State is OK.
+type Reading[T any] struct {
+	Status
+	Data T `json:"data,omitzero"`
+}
+
+// OK reports whether the reading holds data.
+func (r Reading[T]) OK() bool { return r.State == OK }
+
+// ItemStock is one item as Redis holds it, summed over the item's shards.
+type ItemStock struct {
+	ID        string `json:"id"`
+	Quantity  int64  `json:"quantity"`
+	Remaining int64  `json:"remaining"`
+	Held      int64  `json:"held"`
+	Shards    int    `json:"shards"`
+}
+
+// ItemOrders is one item's orders by status as PostgreSQL holds them.
+type ItemOrders struct {
+	ID        string `json:"id"`
+	Quantity  int64  `json:"quantity"`
+	Sold      int64  `json:"sold"`
+	Pending   int64  `json:"pending"`
+	Paid      int64  `json:"paid"`
+	Expired   int64  `json:"expired"`
+	Cancelled int64  `json:"cancelled"`
+	Failed    int64  `json:"failed"`
+}
+
+// Histogram is a cumulative Prometheus histogram: Counts[i] observations ≤ Bounds[i].
+type Histogram struct {
+	Bounds []float64 `json:"bounds,omitempty"`
+	Counts []float64 `json:"counts,omitempty"`
+	Count  float64   `json:"count"`
+	Sum    float64   `json:"sum"`
+}
+
+// Traffic is the purchase endpoint's cumulative counters, summed over the servers scraped.
+type Traffic struct {
+	// Outcomes counts purchase answers by outcome code (RESERVED, SOLD_OUT, ...).
+	Outcomes map[string]float64 `json:"outcomes"`
+	// Latency is the purchase route's request latency in seconds.
+	Latency Histogram `json:"latency"`
+	// Servers is how many servers answered, of ServersTotal.
+	Servers      int `json:"servers"`
+	ServersTotal int `json:"serversTotal"`
+}
+
+// Admission is the waiting room of the sale.
+type Admission struct {
+	QueueDepth    float64 `json:"queueDepth"`
+	Active        float64 `json:"active"`
+	Rate          float64 `json:"rate"`
+	WaitSeconds   float64 `json:"waitSeconds"`
+	AdmittedTotal float64 `json:"admittedTotal"`
+}
+
+// Payment is the payment provider as the servers see it.
+type Payment struct {
+	// Breaker is the worst circuit breaker state over the servers: closed, half-open or open.
+	Breaker string `json:"breaker"`
+	// Outcomes counts pay answers by outcome code (PAID, PAYMENT_DECLINED, ...).
+	Outcomes map[string]float64 `json:"outcomes"`
+}
+
+// PartitionLag is one partition of the orders topic.
+type PartitionLag struct {
+	Partition int   `json:"partition"`
+	End       int64 `json:"end"`
+	Committed int64 `json:"committed"`
+	Lag       int64 `json:"lag"`
+}
+
+// Pipeline is the Kafka side of the order pipeline.
+type Pipeline struct {
+	Topic      string         `json:"topic"`
+	Group      string         `json:"group"`
+	Partitions []PartitionLag `json:"partitions"`
+	Lag        int64          `json:"lag"`
+	// DeadLetters is the number of messages on the dead-letter topic.
+	DeadLetters int64 `json:"deadLetters"`
+}
+
+// Control is the operator state of the sale.
+type Control struct {
+	Paused bool `json:"paused"`
+	// Room is absent when the sale has no waiting room.
+	Room     *Room           `json:"room,omitempty"`
+	Switches map[string]bool `json:"switches"`
+}
+
+// Room is the waiting room's operator settings.
+type Room struct {
+	Paused    bool    `json:"paused"`
+	Rate      float64 `json:"admissionRate"`
+	MaxActive int     `json:"maxActive"`
+}
+
+// Snapshot is everything the dashboard shows at one instant; it is also one line of a record.
+type Snapshot struct {
+	Sale      string                `json:"sale"`
+	At        time.Time             `json:"at"`
+	Items     Reading[[]ItemStock]  `json:"items"`
+	Orders    Reading[[]ItemOrders] `json:"orders"`
+	Traffic   Reading[Traffic]      `json:"traffic"`
+	Admission Reading[Admission]    `json:"admission"`
+	Payment   Reading[Payment]      `json:"payment"`
+	Pipeline  Reading[Pipeline]     `json:"pipeline"`
+	Control   Reading[Control]      `json:"control"`
+	// Derived holds what needs two snapshots (rates) or two sources (drift).
+	Derived Derived `json:"derived"`
+	Alerts  []Alert `json:"alerts,omitempty"`
+}
+
+// Readings lists the snapshot's sources by panel name, in display order.
+func (s *Snapshot) Readings() []NamedStatus {
+	return []NamedStatus{
+		{"items", s.Items.Status}, {"orders", s.Orders.Status}, {"traffic", s.Traffic.Status},
+		{"admission", s.Admission.Status}, {"payment", s.Payment.Status}, {"pipeline", s.Pipeline.Status},
+		{"control", s.Control.Status},
+	}
+}
+
+// NamedStatus is a source's status with its panel name.
+type NamedStatus struct {
+	Name string
+	Status
+}
+
+// merge fills the sources this round did not read (State "") from prev, so a snapshot taken on a
+// fast tick still carries the slow sources' last answers.
+func (s *Snapshot) merge(prev *Snapshot) {
+	if prev == nil {
+		return
+	}
+	keep(&s.Items, prev.Items)
+	keep(&s.Orders, prev.Orders)
+	keep(&s.Traffic, prev.Traffic)
+	keep(&s.Admission, prev.Admission)
+	keep(&s.Payment, prev.Payment)
+	keep(&s.Pipeline, prev.Pipeline)
+	keep(&s.Control, prev.Control)
+}
+
+func keep[T any](cur *Reading[T], prev Reading[T]) {
+	if cur.State == "" {
+		*cur = prev
+	}
+}

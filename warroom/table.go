@@ -1,0 +1,141 @@
+package warroom
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteTable prints a snapshot as plain tables: what --once and a non-terminal stdout show.
+func WriteTable(w io.Writer, s *Snapshot) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	p := func(format string, a ...any) { fmt.Fprintf(tw, format+"\n", a...) }
+	p("SALE %s\tat %s\twindow %ss", s.Sale, s.At.UTC().Format("2006-01-02T15:04:05Z"), num(s.Derived.WindowSeconds))
+	p("")
+	p("SOURCE\tSTATE\tTOOK\tERROR")
+	for _, r := range s.Readings() {
+		p("%s\t%s\t%sms\t%s", r.Name, r.State, num(r.TookMS), r.Error)
+	}
+	p("")
+	p("ITEM\tQUANTITY\tREMAINING\tHELD\tPAID\tUNITS/S\tSOLD OUT IN\tDRIFT\tIN FLIGHT")
+	d := map[string]ItemDerived{}
+	for _, x := range s.Derived.Items {
+		d[x.ID] = x
+	}
+	for _, it := range s.Items.Data {
+		x := d[it.ID]
+		p("%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s", it.ID, it.Quantity, it.Remaining, it.Held, known(x.Consistent, x.Paid),
+			num(x.UnitsPerSec), eta(x.SecondsToSoldOut), known(x.Consistent, x.Drift), known(x.Consistent, x.InFlight))
+	}
+	p("")
+	if t := s.Derived.OutcomesPerSec; s.Traffic.OK() && t != nil {
+		p("TRAFFIC/S\treserved %s\tsold out %s\talready %s\tnot admitted %s\trate limited %s\terrors %s\tother %s",
+			num(t["reserved"]), num(t["sold_out"]), num(t["already_purchased"]), num(t["not_admitted"]),
+			num(t["rate_limited"]), num(t["errors"]), num(t["other"]))
+	}
+	if s.Traffic.OK() {
+		p("TOTALS\t%s", counts(s.Traffic.Data.Outcomes))
+		p("LATENCY\tp50 %sms\tp99 %sms\tservers %d/%d", num(s.Derived.LatencyP50MS), num(s.Derived.LatencyP99MS),
+			s.Traffic.Data.Servers, s.Traffic.Data.ServersTotal)
+	}
+	if s.Admission.OK() {
+		a := s.Admission.Data
+		p("ADMISSION\tqueue %s\tactive %s\trate %s/s\tadmitted %s/s\twait %ss", num(a.QueueDepth), num(a.Active),
+			num(a.Rate), num(s.Derived.AdmittedPerSec), num(a.WaitSeconds))
+	}
+	if s.Payment.OK() {
+		p("PAYMENT\tbreaker %s\tdeclines %s%%\terrors %s%%\t%s", s.Payment.Data.Breaker, num(100*s.Derived.PaymentDeclineRatio),
+			num(100*s.Derived.PaymentErrorRatio), counts(s.Payment.Data.Outcomes))
+	}
+	if s.Pipeline.OK() {
+		pl := s.Pipeline.Data
+		var parts []string
+		for _, x := range pl.Partitions {
+			parts = append(parts, fmt.Sprintf("p%d=%d", x.Partition, x.Lag))
+		}
+		p("PIPELINE\tlag %d\t%s\tdead letters %d", pl.Lag, strings.Join(parts, " "), pl.DeadLetters)
+	}
+	if s.Orders.OK() {
+		p("ORDERS\t%s", intCounts(s.Derived.OrdersByStatus))
+	}
+	if s.Control.OK() {
+		c := s.Control.Data
+		room := "none"
+		if c.Room != nil {
+			room = fmt.Sprintf("paused=%t rate=%s/s maxActive=%d", c.Room.Paused, num(c.Room.Rate), c.Room.MaxActive)
+		}
+		p("CONTROL\tsale paused=%t\troom %s\tswitches off: %s", c.Paused, room, offSwitches(c.Switches))
+	}
+	p("")
+	if len(s.Alerts) == 0 {
+		p("ALERTS\tnone")
+	}
+	for _, a := range s.Alerts {
+		p("ALERT\t%s", a)
+	}
+	return tw.Flush()
+}
+
+// num formats a number compactly: integers without decimals, others with up to two.
+func num(v float64) string {
+	if v == float64(int64(v)) {
+		return strconv.FormatInt(int64(v), 10)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+func known(ok bool, v int64) string {
+	if !ok {
+		return "?"
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+// eta formats seconds to sold out; "-" when stock is not falling.
+func eta(sec float64) string {
+	switch {
+	case sec < 0:
+		return "-"
+	case sec < 60:
+		return fmt.Sprintf("%.0fs", sec)
+	case sec < 3600:
+		return fmt.Sprintf("%dm%02ds", int(sec)/60, int(sec)%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(sec)/3600, int(sec)%3600/60)
+}
+
+func counts(m map[string]float64) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, k+"="+num(m[k]))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
+}
+
+func intCounts(m map[string]int64) string {
+	var parts []string
+	for _, k := range []string{"PENDING", "PAID", "EXPIRED", "CANCELLED", "FAILED"} {
+		parts = append(parts, k+"="+strconv.FormatInt(m[k], 10))
+	}
+	return strings.Join(parts, " ")
+}
+
+func offSwitches(m map[string]bool) string {
+	var off []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if m[k] {
+			off = append(off, k)
+		}
+	}
+	if len(off) == 0 {
+		return "none"
+	}
+	return strings.Join(off, ",")
+}
