@@ -124,4 +124,3 @@ func expectPause(r Result, e *env, paused bool, resume, pause string) Result {
 	}
 	return r
 }
-

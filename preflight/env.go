@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
@@ -22,7 +23,9 @@ type env struct {
 	roomRdb *redis.Client
 	db      *orders.Store
 	kafka   *kafka.Client
-	meta    *kafka.MetadataResponse
+	// transport is the Kafka client's own, closed with the env.
+	transport *kafka.Transport
+	meta      *kafka.MetadataResponse
 	// sale is the stored sale (nil when it is missing or PostgreSQL is down); saleErr says why.
 	sale    *sale.Sale
 	saleErr error
@@ -46,6 +49,9 @@ func (e *env) close() {
 	}
 	if e.db != nil {
 		e.db.Close()
+	}
+	if e.transport != nil {
+		e.transport.CloseIdleConnections()
 	}
 }
 
@@ -120,12 +126,15 @@ func (e *env) dialKafka(ctx context.Context) {
 			Fix: "set --kafka-brokers / FSCTL_KAFKA_BROKERS"})
 		return
 	}
-	c := &kafka.Client{Addr: kafka.TCP(e.cfg.Brokers...), Timeout: e.cfg.Timeout}
+	// A transport of its own: the default one caches metadata across runs, and would call a
+	// topic created a moment ago missing.
+	e.transport = &kafka.Transport{DialTimeout: e.cfg.Timeout, MetadataTTL: time.Second}
+	c := &kafka.Client{Addr: kafka.TCP(e.cfg.Brokers...), Timeout: e.cfg.Timeout, Transport: e.transport}
 	meta, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{e.cfg.OrdersTopic, e.cfg.DeadLetterTopic}})
 	if err != nil {
 		e.add(Result{Group: "kafka", Check: "kafka reachable", Status: Fail,
 			Detail: fmt.Sprintf("%v: %v", e.cfg.Brokers, err),
-			Fix: "start Kafka (fsctl stack up) or point --kafka-brokers / FSCTL_KAFKA_BROKERS at it"})
+			Fix:    "start Kafka (fsctl stack up) or point --kafka-brokers / FSCTL_KAFKA_BROKERS at it"})
 		return
 	}
 	e.kafka, e.meta = c, meta

@@ -155,7 +155,8 @@ const DefaultConsumerGroup = "fsctl-order-consumer"
 func Run(ctx context.Context, cfg Config) (Report, error) {
 	cfg.Defaults()
 	start := time.Now()
-	results := runOnce(ctx, cfg)
+	results, e := runOnce(ctx, cfg)
+	defer e.close() // the repairs use its connections
 	var fixed []Fixed
 	if cfg.Fix {
 		for _, r := range results {
@@ -171,7 +172,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			fixed = append(fixed, f)
 		}
 		if len(fixed) > 0 {
-			results = runOnce(ctx, cfg)
+			var again *env
+			results, again = runOnce(ctx, cfg)
+			again.close()
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -185,9 +188,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 var groupOrder = []string{"schema", "sale", "stock", "redis", "kafka", "servers", "clocks", "capacity", "controls"}
 
 // runOnce connects, then runs every group of checks in parallel, each under the probe timeout.
-func runOnce(ctx context.Context, cfg Config) []Result {
+// The caller closes the env once it is done with the results' repairs.
+func runOnce(ctx context.Context, cfg Config) ([]Result, *env) {
 	e := connect(ctx, cfg)
-	defer e.close()
 	groups := []func(context.Context, *env) []Result{
 		checkSchema, checkSale, checkStock, checkRedis, checkKafka, checkServers, checkClocks,
 		checkCapacity, checkControls,
@@ -206,5 +209,5 @@ func runOnce(ctx context.Context, cfg Config) []Result {
 	slices.SortStableFunc(all, func(a, b Result) int {
 		return slices.Index(groupOrder, a.Group) - slices.Index(groupOrder, b.Group)
 	})
-	return all
+	return all, e
 }

@@ -1,0 +1,132 @@
+package preflight
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fsctl/fsctl/sale"
+)
+
+func testSale() sale.Sale {
+	sl := sale.Sale{ID: "s1", OpensAt: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), HoldTTL: 10 * time.Minute,
+		Items: []sale.Item{{ID: "a", Quantity: 5}}}
+	sl.Normalize()
+	return sl
+}
+
+func TestCapacity(t *testing.T) {
+	dir := t.TempDir()
+	report := filepath.Join(dir, "blast.json")
+	// blast prints more after its summary in some modes; only the first JSON value counts.
+	if err := os.WriteFile(report, []byte(`{"throughputRps": 1000, "requests": 5000}`+"\n{\"journey\":1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	notJSON := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(notJSON, []byte("throughput was great"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		report string
+		room   sale.Room
+		want   Status
+		detail string
+	}{
+		{"no report", "", sale.Room{}, Skip, "no --capacity-report"},
+		{"unreadable", filepath.Join(dir, "none.json"), sale.Room{}, Fail, "no such file"},
+		{"not a blast report", notJSON, sale.Room{}, Fail, "notes.txt"},
+		{"no room", report, sale.Room{}, Warn, "no waiting room"},
+		{"below", report, sale.Room{Enabled: true, AdmissionRate: 500}, Pass, "admits 500 buyers/s"},
+		{"little headroom", report, sale.Room{Enabled: true, AdmissionRate: 900}, Warn, "admits 900"},
+		{"above", report, sale.Room{Enabled: true, AdmissionRate: 1500}, Fail, "1000 req/s"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sl := testSale()
+			sl.Room = tc.room
+			e := &env{cfg: Config{SaleID: sl.ID, CapacityReport: tc.report}, sale: &sl}
+			r := checkCapacity(t.Context(), e)[0]
+			if r.Status != tc.want || !strings.Contains(r.Detail, tc.detail) {
+				t.Fatalf("got %s %q, want %s with %q", r.Status, r.Detail, tc.want, tc.detail)
+			}
+		})
+	}
+}
+
+func TestLimitsAndSchedule(t *testing.T) {
+	sl := testSale()
+	if r := limits(sl, 3*time.Second); r.Status != Pass {
+		t.Fatalf("sane limits: %+v", r)
+	}
+	if r := limits(sl, 10*time.Minute); r.Status != Fail || r.Fix == "" {
+		t.Fatalf("payment timeout = hold TTL: %+v", r)
+	}
+	short := sl
+	short.HoldTTL = 20 * time.Second
+	if r := limits(short, time.Second); r.Status != Warn {
+		t.Fatalf("20s hold: %+v", r)
+	}
+	before := sl.OpensAt.Add(-5 * time.Minute)
+	if r := schedule(sl, before); r.Status != Pass || !strings.Contains(r.Detail, "in 5m0s") {
+		t.Fatalf("before the opening: %+v", r)
+	}
+	ended := sl
+	ended.ClosesAt = sl.OpensAt.Add(time.Hour)
+	if r := schedule(ended, ended.ClosesAt.Add(time.Second)); r.Status != Fail {
+		t.Fatalf("after the close: %+v", r)
+	}
+}
+
+func TestMatchesFile(t *testing.T) {
+	sl := testSale()
+	if r := matchesFile(sl, sl, "f.yaml"); r.Status != Pass {
+		t.Fatalf("same sale: %+v", r)
+	}
+	other := testSale()
+	other.OpensAt = other.OpensAt.Add(time.Hour)
+	other.Items = append(other.Items, sale.Item{ID: "b", Quantity: 1, Shards: 1})
+	r := matchesFile(sl, other, "f.yaml")
+	for _, want := range []string{"opensAt: stored 2026-12-01T12:00:00Z, file 2026-12-01T13:00:00Z", "items: stored [a], file [a b]"} {
+		if r.Status != Fail || !strings.Contains(r.Detail, want) {
+			t.Fatalf("got %+v, want a failure naming %q", r, want)
+		}
+	}
+}
+
+func TestReportOutputs(t *testing.T) {
+	rep := Report{SaleID: "s1", At: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Results: []Result{
+		{Group: "redis", Check: "scripts", Status: Fail, Detail: "not in the script cache: reserve", Fix: "load them",
+			Repair: "SCRIPT LOAD 6 scripts", repair: func(context.Context) error { return nil }},
+		{Group: "kafka", Check: "durability", Status: Warn, Detail: "replication factor 1"},
+	}, Fixed: []Fixed{{Check: "stock a", Action: "preload"}}}
+	var table bytes.Buffer
+	if err := rep.Render(&table, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"NOT READY: 0 passed, 1 warnings, 1 failed", "[--fix: SCRIPT LOAD 6 scripts]", "fixed       stock a: preload"} {
+		if !strings.Contains(table.String(), want) {
+			t.Fatalf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+	var js bytes.Buffer
+	if err := rep.WriteJSON(&js, true); err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Ready   bool     `json:"ready"`
+		Results []Result `json:"results"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Ready || len(back.Results) != 2 || back.Results[0].Repair == "" {
+		t.Fatalf("json %s: %+v %v", js.String(), back, err)
+	}
+	warnOnly := Report{Results: rep.Results[1:]}
+	if !warnOnly.Ready(false) || warnOnly.Ready(true) {
+		t.Fatal("a warning must fail only a strict run")
+	}
+}

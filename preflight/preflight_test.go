@@ -1,0 +1,239 @@
+package preflight_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fsctl/fsctl/preflight"
+	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/testenv"
+	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
+)
+
+func TestHealthyStackIsReady(t *testing.T) {
+	tg := newTarget(t, checkouttest.Options{Quantity: 40, Shards: 4})
+	rep := tg.run(t)
+	if !rep.Ready(false) {
+		t.Fatalf("a healthy stack is not ready: %v", failures(rep))
+	}
+	for _, check := range []string{"migrations", "constraints", "sale definition", "schedule", "limits", "stock hot",
+		"hash slots hot", "eviction policy", "scripts", "orders topic", "dead-letter topic", "consumer group",
+		"ready " + tg.c.Base, "sale view " + tg.c.Base, "clock redis", "clock postgres", "clock server", "kill switches", "sale pause"} {
+		if r := result(t, rep, check); r.Status != preflight.Pass && r.Status != preflight.Warn {
+			t.Errorf("%s: %s %s", check, r.Status, r.Detail)
+		}
+	}
+	expect(t, rep, "stock hot", preflight.Pass, "redis 40 on 4 shard(s), expected 40")
+}
+
+// TestWrongPreloadIsFixedBeforeTheSale: a counter off by ten units fails; nothing was sold yet, so
+// --fix reloads the item from PostgreSQL and the re-run passes.
+func TestWrongPreloadIsFixedBeforeTheSale(t *testing.T) {
+	tg := newTarget(t, checkouttest.Options{Quantity: 40, Shards: 2})
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	if err := rdb.DecrBy(ctx, stock.ShardKeys(tg.c.Sale.ID, "hot", 1).Stock(), 10).Err(); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, tg.run(t), "stock hot", preflight.Fail, "redis 30")
+	tg.cfg.Fix = true
+	rep := tg.run(t)
+	if len(rep.Fixed) != 1 || rep.Fixed[0].Check != "stock hot" || rep.Fixed[0].Error != "" {
+		t.Fatalf("fixed %+v, want the item reloaded", rep.Fixed)
+	}
+	expect(t, rep, "stock hot", preflight.Pass, "redis 40")
+}
+
+// TestWrongPreloadAfterSalesIsNotRewritten: once a unit is taken, --fix leaves the counters alone.
+func TestWrongPreloadAfterSalesIsNotRewritten(t *testing.T) {
+	tg := newTarget(t, checkouttest.Options{Quantity: 10})
+	if code, body := tg.c.Buy("u1", "hot", "k1"); code != 202 {
+		t.Fatalf("purchase: %d %s", code, body)
+	}
+	waitPending(t, tg, 1)
+	rdb := testenv.Redis(t)
+	if err := rdb.IncrBy(context.Background(), stock.ItemKeys(tg.c.Sale.ID, "hot").Stock(), 5).Err(); err != nil {
+		t.Fatal(err)
+	}
+	tg.cfg.Fix = true
+	rep := tg.run(t)
+	if len(rep.Fixed) != 0 {
+		t.Fatalf("--fix rewrote live counters: %+v", rep.Fixed)
+	}
+	r := expect(t, rep, "stock hot", preflight.Fail, "units lost or doubled")
+	if r.Repair != "" {
+		t.Fatalf("a live counter was offered a repair: %+v", r)
+	}
+}
+
+func waitPending(t *testing.T, tg *target, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		counts, err := tg.c.App.Orders.Counts(context.Background(), tg.c.Sale.ID)
+		if err == nil && len(counts) == 1 && counts[0].Pending == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("orders never reached PostgreSQL: %+v %v", counts, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestMissingCounterIsPreloaded(t *testing.T) {
+	tg := newTarget(t, checkouttest.Options{Quantity: 9, Shards: 3})
+	rdb := testenv.Redis(t)
+	if err := rdb.Del(context.Background(), stock.ShardKeys(tg.c.Sale.ID, "hot", 2).Stock()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, tg.run(t), "stock hot", preflight.Fail, "no stock counter on shard(s) [2]")
+	tg.cfg.Fix = true
+	expect(t, tg.run(t), "stock hot", preflight.Pass, "redis 9 on 3 shard(s)")
+}
+
+func TestMissingTopicIsCreated(t *testing.T) {
+	tg := newTarget(t, checkouttest.Options{Quantity: 1})
+	tg.cfg.DeadLetterTopic = testenv.ID(t, "missing-dlq")
+	expect(t, tg.run(t), "dead-letter topic", preflight.Fail, tg.cfg.DeadLetterTopic+": missing")
+	tg.cfg.Fix = true
+	rep := tg.run(t)
+	expect(t, rep, "dead-letter topic", preflight.Pass, "1 partition(s)")
+	if len(rep.Fixed) != 1 || rep.Fixed[0].Check != "dead-letter topic" {
+		t.Fatalf("fixed %+v", rep.Fixed)
+	}
+}
+
+func TestConsumerGroupWithoutConsumers(t *testing.T) {
+	tg := newTarget(t, checkouttest.Options{Quantity: 1})
+	tg.cfg.ConsumerGroup = testenv.ID(t, "nobody")
+	expect(t, tg.run(t), "consumer group", preflight.Fail, "nobody consumes the orders")
+}
+
+// TestEvictingMemoryPolicy changes the shared Redis's policy for the length of the test: with
+// maxmemory unlimited nothing is evicted meanwhile.
+func TestEvictingMemoryPolicy(t *testing.T) {
+	tg := newTarget(t, checkouttest.Options{Quantity: 1})
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	old, err := rdb.ConfigGet(ctx, "maxmemory-policy").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.ConfigSet(context.Background(), "maxmemory-policy", old["maxmemory-policy"]) })
+	if err := rdb.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err(); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, tg.run(t), "eviction policy", preflight.Fail, "maxmemory-policy allkeys-lru")
+	if err := rdb.ConfigSet(ctx, "maxmemory-policy", "volatile-lru").Err(); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, tg.run(t), "eviction policy", preflight.Warn, "idempotency records may be evicted")
+}
+
+// TestMissingScriptsAreLoaded flushes the shared script cache; every caller of the scripts falls
+// back to sending them on NOSCRIPT, so other tests are not disturbed.
+func TestMissingScriptsAreLoaded(t *testing.T) {
+	tg := newTarget(t, checkouttest.Options{Quantity: 1})
+	rdb := testenv.Redis(t)
+	if err := rdb.ScriptFlush(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, tg.run(t), "scripts", preflight.Fail, "not in the script cache: ")
+	tg.cfg.Fix = true
+	expect(t, tg.run(t), "scripts", preflight.Pass, "scripts cached")
+}
+
+// TestSkewedClock moves this machine's clock 5 s ahead; every other clock is then behind.
+func TestSkewedClock(t *testing.T) {
+	tg := newTarget(t, checkouttest.Options{Quantity: 1})
+	tg.cfg.Now = func() time.Time { return time.Now().Add(5 * time.Second) }
+	rep := tg.run(t)
+	for _, check := range []string{"clock redis", "clock postgres", "clock server"} {
+		expect(t, rep, check, preflight.Fail, "ahead of")
+	}
+}
+
+func TestPausedSale(t *testing.T) {
+	tg := newTarget(t, checkouttest.Options{Quantity: 1})
+	ctx := context.Background()
+	sl := tg.c.Sale
+	if err := tg.c.App.Orders.SetPaused(ctx, sl.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	// PostgreSQL paused, Redis not: the two disagree.
+	expect(t, tg.run(t), "sale pause", preflight.Fail, "PostgreSQL says paused, Redis says otherwise on shard(s) hot/0")
+	if err := tg.c.App.Stock.SetPaused(ctx, sl, true); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, tg.run(t), "sale pause", preflight.Fail, "paused")
+	tg.cfg.ExpectPaused = true
+	expect(t, tg.run(t), "sale pause", preflight.Pass, "paused")
+}
+
+func TestThrownKillSwitch(t *testing.T) {
+	tg := newTarget(t, checkouttest.Options{Quantity: 1})
+	if err := tg.c.App.Switches.Set(context.Background(), "payment", true); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, tg.run(t), "kill switches", preflight.Fail, "thrown: payment")
+}
+
+func TestDroppedConstraint(t *testing.T) {
+	tg := newTarget(t, checkouttest.Options{Quantity: 1})
+	_, err := tg.c.App.Orders.Pool().Exec(context.Background(), "ALTER TABLE sale_items DROP CONSTRAINT sale_items_sold_le_quantity")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, tg.run(t), "constraints", preflight.Fail, "CHECK (sold <= quantity)")
+}
+
+func TestSaleFile(t *testing.T) {
+	tg := newTarget(t, checkouttest.Options{Quantity: 7})
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	opens := tg.c.Sale.OpensAt.UTC().Format(time.RFC3339)
+	tg.cfg.SaleFile = write("same.yaml", "id: "+tg.c.Sale.ID+"\nopensAt: "+opens+"\nholdTTL: 10m\nitems:\n  - id: hot\n    quantity: 7\n")
+	expect(t, tg.run(t), "matches", preflight.Pass, "the stored sale is the file's")
+	tg.cfg.SaleFile = write("more.yaml", "id: "+tg.c.Sale.ID+"\nopensAt: "+opens+"\nholdTTL: 10m\nitems:\n  - id: hot\n    quantity: 8\n")
+	expect(t, tg.run(t), "matches", preflight.Fail, "items.hot.quantity: stored 7, file 8")
+	tg.cfg.SaleFile = write("bad.yaml", "id: "+tg.c.Sale.ID+"\nopensAt: "+opens+"\nitems:\n  - id: hot\n    quantity: -1\n")
+	expect(t, tg.run(t), "sale file", preflight.Fail, "line 5: items[0].quantity")
+}
+
+func TestMissingSale(t *testing.T) {
+	tg := newTarget(t, checkouttest.Options{Quantity: 1})
+	tg.cfg.SaleID = testenv.ID(t, "nosale")
+	rep := tg.run(t)
+	r := expect(t, rep, "sale exists", preflight.Fail, "not found")
+	if r.Fix != "fsctl sale create -f SALE.yaml" {
+		t.Fatalf("fix %q", r.Fix)
+	}
+	expect(t, rep, "stock", preflight.Skip, "needs the sale")
+}
+
+// TestUnreachableServicesFailFast: nothing listens on port 1, so every probe fails at once with
+// the address; none hangs and none panics.
+func TestUnreachableServicesFailFast(t *testing.T) {
+	testenv.Redis(t) // an integration test like the others: skipped under -short
+	rep := run(t, preflight.Config{
+		SaleID: "any", RedisURL: "redis://127.0.0.1:1/0", PostgresURL: "postgres://u@127.0.0.1:1/db?sslmode=disable",
+		Brokers: []string{"127.0.0.1:1"}, Servers: []string{"http://127.0.0.1:1"}, Timeout: 2 * time.Second,
+	})
+	expect(t, rep, "redis reachable", preflight.Fail, "127.0.0.1:1")
+	expect(t, rep, "postgres reachable", preflight.Fail, "127.0.0.1:1")
+	expect(t, rep, "kafka reachable", preflight.Fail, "127.0.0.1:1")
+	expect(t, rep, "ready http://127.0.0.1:1", preflight.Fail, "connection refused")
+	if rep.Ready(false) {
+		t.Fatal("a stack that is down is ready")
+	}
+}
