@@ -49,6 +49,7 @@ func (r Report) Render(w io.Writer, strict bool) error {
 func (r Report) WriteJSON(w io.Writer, strict bool) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // details hold SQL such as "sold <= quantity"
 	return enc.Encode(struct {
 		Report
 		Ready  bool `json:"ready"`

@@ -68,9 +68,9 @@ func schedule(sl sale.Sale, now time.Time) Result {
 		r.Status, r.Detail = Fail, "closed at "+stamp(sl.ClosesAt)
 		r.Fix = "move closesAt (and opensAt) into the future and run fsctl sale create -f SALE.yaml"
 	case sl.OpenAt(now):
-		r.Status, r.Detail = Pass, fmt.Sprintf("open since %s (%s ago)", stamp(sl.OpensAt), now.Sub(sl.OpensAt).Round(time.Second))
+		r.Status, r.Detail = Pass, fmt.Sprintf("open since %s (%s ago)", stamp(sl.OpensAt), span(now.Sub(sl.OpensAt)))
 	default:
-		r.Status, r.Detail = Pass, fmt.Sprintf("opens %s (in %s)", stamp(sl.OpensAt), sl.OpensAt.Sub(now).Round(time.Second))
+		r.Status, r.Detail = Pass, fmt.Sprintf("opens %s (in %s)", stamp(sl.OpensAt), span(sl.OpensAt.Sub(now)))
 	}
 	if r.Status == Pass && !sl.ClosesAt.IsZero() {
 		r.Detail += ", closes " + stamp(sl.ClosesAt)
@@ -128,6 +128,14 @@ func matchesFile(stored, file sale.Sale, path string) Result {
 	}
 	r.Status, r.Detail = Pass, "the stored sale is the file's"
 	return r
+}
+
+// span prints a stretch of time the way an operator reads a schedule: days beyond two of them.
+func span(d time.Duration) string {
+	if d >= 48*time.Hour {
+		return fmt.Sprintf("%dd", int(d.Hours()/24))
+	}
+	return d.Round(time.Second).String()
 }
 
 func itemIDs(sl sale.Sale) []string {

@@ -99,7 +99,7 @@ func itemStock(e *env, sl sale.Sale, it sale.Item, r reconcile.ItemReport, missi
 	case len(missing) > 0:
 		// Preload never overwrites a counter that exists, so loading the missing ones is safe.
 		res.Fix = "fsctl preflight --fix (or fsctl sale create -f SALE.yaml) preloads the missing counters"
-		res.Repair = fmt.Sprintf("preload item %s: %d units over the missing counters", it.ID, r.Quantity-c.Sold)
+		res.Repair = fmt.Sprintf("preload item %s: shard(s) %v get their share of %d units", it.ID, missing, r.Quantity-c.Sold)
 		res.repair = func(ctx context.Context) error {
 			_, err := e.stock().Preload(ctx, one, remaining)
 			return err
