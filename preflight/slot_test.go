@@ -29,7 +29,8 @@ func FuzzKeySlot(f *testing.F) {
 		if slot < 0 || slot >= 16384 {
 			t.Fatalf("slot %d out of range", slot)
 		}
-		if KeySlot("{"+key+"}:x") != KeySlot("{"+key+"}:y") && !containsBrace(key) {
+		// An empty tag does not count: "{}:x" hashes whole.
+		if key != "" && !containsBrace(key) && KeySlot("{"+key+"}:x") != KeySlot("{"+key+"}:y") {
 			t.Fatalf("keys with the same tag %q hash apart", key)
 		}
 	})
