@@ -84,7 +84,7 @@ func (s *Scraper) fetch(ctx context.Context, url string) (map[string]*dto.Metric
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", url, err)
+		return nil, err // *url.Error names the address
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -205,8 +205,14 @@ func addByLabel(out map[string]float64, f *dto.MetricFamily, name string) {
 	}
 }
 
+// addHistogram adds p's finite buckets to h (the +Inf bucket is h.Count, and JSON has no +Inf).
 func addHistogram(h *Histogram, p *dto.Histogram) {
-	bs := p.GetBucket()
+	var bs []*dto.Bucket
+	for _, b := range p.GetBucket() {
+		if !math.IsInf(b.GetUpperBound(), 1) {
+			bs = append(bs, b)
+		}
+	}
 	if len(h.Bounds) == 0 {
 		for _, b := range bs {
 			h.Bounds = append(h.Bounds, b.GetUpperBound())

@@ -2,6 +2,7 @@ package warroom
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -54,6 +55,9 @@ func TestScraperSumsServersAndSkipsOtherSales(t *testing.T) {
 	}
 	if tr.Latency.Count != 400 || tr.Latency.Counts[0] != 320 || quantile(tr.Latency, 0.99) != 0.01 {
 		t.Fatalf("latency must sum the purchase route only over both servers: %+v", tr.Latency)
+	}
+	if _, err := json.Marshal(tr); err != nil {
+		t.Fatalf("a scrape must be recordable: %v", err)
 	}
 	adm, _ := sc.Admission(ctx)
 	if adm.QueueDepth != 70 || adm.Active != 12 || adm.Rate != 20 || adm.WaitSeconds != 3.5 || adm.AdmittedTotal != 600 {

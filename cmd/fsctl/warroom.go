@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/term"
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+
+	"github.com/fsctl/fsctl/warroom"
+)
+
+type warroomOptions struct {
+	endpoints  endpointFlags
+	wr         warroom.Endpoints
+	alerts     string
+	once       bool
+	output     string
+	record     string
+	interval   time.Duration
+	window     time.Duration
+	timeout    time.Duration
+	slowEvery  int
+	noRedis    bool
+	noPostgres bool
+	noKafka    bool
+}
+
+func newWarroomCmd() *cobra.Command {
+	var o warroomOptions
+	cmd := &cobra.Command{
+		Use:   "warroom --sale ID",
+		Short: "Watch a sale live: stock, traffic, admission, pipeline, payment and alerts on one screen",
+		Long: `The live dashboard of the sale window. It reads the servers' /metrics and Kafka's offsets every
+--interval (250ms), and Redis's counters (plain reads, no scripts), PostgreSQL's order counts and
+the admin API's state once a second, so it never loads the reservation path.
+
+Panels: items (remaining / held / paid, sell-through velocity, time to sold out), traffic
+(outcomes per second, latency p50/p99), admission (queue, rate, active buyers, wait), pipeline
+(consumer lag per partition, orders by status, Redis vs PostgreSQL drift, dead letters), payment
+(breaker, decline and error rates), alerts from --alerts (docs/warroom.md) with an event log.
+Operator actions (pause/resume the sale or admission, the admission rate, kill switches) go
+through the first --server's /admin/v1 API with --admin-token, each after a y/n confirmation.
+
+A source that is down shows DOWN on its panel and the dashboard goes on; one that is not
+configured (--no-redis, no --admin-token, ...) shows "not available". When stdout is not a
+terminal, or with --once, it prints one snapshot (rates over --window) as a table or JSON.
+--record appends every snapshot as a JSON line, the timeline of a game day.`,
+		Example: `  fsctl warroom --sale black-friday --admin-token $FSCTL_ADMIN_TOKEN
+  fsctl warroom --sale black-friday --server http://10.0.0.5:8080 --server http://10.0.0.6:8080 --alerts examples/warroom-alerts.yaml
+  fsctl warroom --sale black-friday --record gameday.jsonl
+  fsctl warroom --sale black-friday --once --output json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runWarroom(cmd, o) },
+	}
+	f := cmd.Flags()
+	o.endpoints.bind(f, true)
+	f.StringVar(&o.wr.Sale, "sale", "", "sale to watch (required)")
+	f.StringSliceVar(&o.wr.Servers, "server", defaultServers(), "base URL of a checkout instance; repeat for each (env "+envServers+")")
+	f.StringVar(&o.wr.AdminToken, "admin-token", os.Getenv(envAdminToken), "operator token for the control panel and actions (env "+envAdminToken+")")
+	f.StringVar(&o.wr.OrdersTopic, "orders-topic", "", "orders topic (default the server's)")
+	f.StringVar(&o.wr.DeadLetterTopic, "dead-letter-topic", "", "dead-letter topic (default the server's)")
+	f.StringVar(&o.wr.ConsumerGroup, "consumer-group", "", "the order consumer's group (default the server's)")
+	f.BoolVar(&o.noRedis, "no-redis", false, "the target has no Redis to read (items panel not available)")
+	f.BoolVar(&o.noPostgres, "no-postgres", false, "the target has no PostgreSQL to read")
+	f.BoolVar(&o.noKafka, "no-kafka", false, "the target has no Kafka to read")
+	f.StringVar(&o.alerts, "alerts", "", "alert thresholds file (YAML; default the built-in rules, see examples/warroom-alerts.yaml)")
+	f.BoolVar(&o.once, "once", false, "print one snapshot and exit")
+	f.StringVarP(&o.output, "output", "o", "table", "snapshot format with --once: table or json")
+	f.StringVar(&o.record, "record", "", "append every snapshot to this file as JSON lines")
+	f.DurationVar(&o.interval, "interval", warroom.DefaultInterval, "refresh interval of the fast sources (metrics, Kafka)")
+	f.IntVar(&o.slowEvery, "slow-every", warroom.DefaultSlowEvery, "read Redis, PostgreSQL and the admin API every N refreshes")
+	f.DurationVar(&o.window, "window", time.Second, "with --once: the window rates are measured over (0: cumulative only)")
+	f.DurationVar(&o.timeout, "timeout", warroom.DefaultProbeTimeout, "timeout of each source's probe")
+	_ = cmd.MarkFlagRequired("sale")
+	return cmd
+}
+
+func runWarroom(cmd *cobra.Command, o warroomOptions) error {
+	if o.output != "table" && o.output != "json" {
+		return fmt.Errorf("--output %q: want table or json", o.output)
+	}
+	if o.interval <= 0 || o.timeout <= 0 || o.slowEvery <= 0 {
+		return errors.New("--interval, --timeout and --slow-every must be positive")
+	}
+	alerts := warroom.DefaultAlerts()
+	if o.alerts != "" {
+		var err error
+		if alerts, err = warroom.LoadAlerts(o.alerts); err != nil {
+			return err
+		}
+	}
+	e := o.wr
+	e.RedisURL, e.PostgresURL, e.Brokers = o.endpoints.redisURL, o.endpoints.postgresURL, o.endpoints.brokers
+	if o.noRedis {
+		e.RedisURL = ""
+	}
+	if o.noPostgres {
+		e.PostgresURL = ""
+	}
+	if o.noKafka {
+		e.Brokers = nil
+	}
+	src, closeSources, err := warroom.Open(e)
+	if err != nil {
+		return err
+	}
+	defer closeSources()
+	var record func(warroom.Snapshot) error
+	if o.record != "" {
+		f, err := os.OpenFile(o.record, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("--record: %w", err)
+		}
+		defer f.Close()
+		record = warroom.NewRecorder(f).Write
+	}
+	out := cmd.OutOrStdout()
+	ctx := cmd.Context()
+	if o.once || !isTerminal(out) {
+		s := warroom.Once(ctx, src, alerts, o.window, warroom.CollectOptions{Timeout: o.timeout})
+		if record != nil {
+			if err := record(s); err != nil {
+				return err
+			}
+		}
+		return printSnapshot(out, &s, o.output)
+	}
+	redis.SetLogger(quietRedis{}) // its dial errors would scribble over the dashboard; panels show them
+	m := warroom.New(warroom.Options{Sources: src, Alerts: alerts, Interval: o.interval, SlowEvery: o.slowEvery,
+		Timeout: o.timeout, Record: record, Context: ctx})
+	_, err = tea.NewProgram(m, tea.WithContext(ctx), tea.WithOutput(out)).Run()
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return nil // interrupted: a normal way to leave
+	}
+	return err
+}
+
+func printSnapshot(w io.Writer, s *warroom.Snapshot, format string) error {
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	}
+	return warroom.WriteTable(w, s)
+}
+
+// quietRedis drops go-redis's log lines.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
+// isTerminal reports whether w is a terminal the dashboard can draw on.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(f.Fd())
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fsctl/fsctl/stack"
+	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
+	"github.com/fsctl/fsctl/warroom"
+)
+
+func TestWarroomOnceJSONMatchesTheCheckout(t *testing.T) {
+	c := checkouttest.Start(t, checkouttest.Options{Quantity: 5, Limit: 1})
+	for _, u := range []string{"ann", "ben"} {
+		if code, body := c.Buy(u, "hot", "k-"+u); code != 202 {
+			t.Fatalf("purchase: %d %s", code, body)
+		}
+	}
+	rec := filepath.Join(t.TempDir(), "timeline.jsonl")
+	out, code, err := runCLI(t, "warroom", "--once", "--output", "json", "--window", "0", "--sale", c.Sale.ID,
+		"--server", c.Base, "--admin-token", checkouttest.AdminToken, "--redis-url", stack.EndpointsFromEnv().RedisURL,
+		"--postgres-url", c.PostgresURL, "--kafka-brokers", strings.Join(c.Brokers, ","), "--orders-topic", c.OrdersTopic,
+		"--dead-letter-topic", c.DeadLetterTopic, "--consumer-group", c.ConsumerGroup, "--record", rec)
+	if err != nil || code != 0 {
+		t.Fatalf("exit %d: %v\n%s", code, err, out)
+	}
+	var s warroom.Snapshot
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("output is not a snapshot: %v\n%s", err, out)
+	}
+	for _, r := range s.Readings() {
+		if r.State != warroom.OK {
+			t.Errorf("%s: %+v", r.Name, r.Status)
+		}
+	}
+	if len(s.Items.Data) != 1 || s.Items.Data[0].Remaining != 3 || s.Items.Data[0].Held != 2 || s.Traffic.Data.Outcomes["RESERVED"] != 2 {
+		t.Fatalf("snapshot %+v %+v", s.Items.Data, s.Traffic.Data)
+	}
+	f, err := os.Open(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if recs, err := warroom.ReadRecords(f); err != nil || len(recs) != 1 || recs[0].Sale != c.Sale.ID {
+		t.Fatalf("record: %v %+v", err, recs)
+	}
+}
+
+func TestWarroomTableWithoutATerminalAndAbsentParts(t *testing.T) {
+	c := checkouttest.Start(t, checkouttest.Options{Quantity: 5, Limit: 1})
+	out, code, err := runCLI(t, "warroom", "--sale", c.Sale.ID, "--window", "0", "--server", c.Base,
+		"--no-redis", "--no-kafka", "--postgres-url", c.PostgresURL, "--admin-token", "")
+	if err != nil || code != 0 {
+		t.Fatalf("exit %d: %v\n%s", code, err, out)
+	}
+	for _, want := range []string{"SOURCE", "items      n/a", "pipeline   n/a", "control    n/a", "orders     ok", "traffic    ok", "ALERTS\tnone"} {
+		if !strings.Contains(strings.ReplaceAll(out, "  none", "\tnone"), want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestWarroomRejectsBadFlags(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "alerts.yaml")
+	if err := os.WriteFile(bad, []byte("rules:\n  - metric: consumer_lag\n    wran: 5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"warroom"}, `"sale" not set`},
+		{[]string{"warroom", "--sale", "s", "--output", "yaml"}, "--output"},
+		{[]string{"warroom", "--sale", "s", "--alerts", bad}, "line 3: field wran not found"},
+	} {
+		_, code, err := runCLI(t, tc.args...)
+		if code == 0 || err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: exit %d, %v; want an error containing %q", tc.args, code, err, tc.want)
+		}
+	}
+}
