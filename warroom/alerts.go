@@ -197,9 +197,9 @@ func metricValue(name string, s *Snapshot) (float64, bool) {
 	d := s.Derived
 	switch name {
 	case "latency_p50_ms":
-		return d.LatencyP50MS, s.Traffic.OK()
+		return d.LatencyP50MS, s.Traffic.OK() && d.LatencyCount > 0
 	case "latency_p99_ms":
-		return d.LatencyP99MS, s.Traffic.OK()
+		return d.LatencyP99MS, s.Traffic.OK() && d.LatencyCount > 0
 	case "errors_per_sec":
 		return d.OutcomesPerSec["errors"], s.Traffic.OK() && d.WindowSeconds > 0
 	case "rate_limited_per_sec":

@@ -45,7 +45,7 @@ func TestEvaluate(t *testing.T) {
 	s := &Snapshot{
 		Traffic:  Reading[Traffic]{Status: Status{State: OK}},
 		Pipeline: Reading[Pipeline]{Status: Status{State: Down}, Data: Pipeline{Lag: 99}},
-		Derived:  Derived{LatencyP99MS: 250, Items: []ItemDerived{{SecondsToSoldOut: 5}, {SecondsToSoldOut: -1}}},
+		Derived:  Derived{LatencyP99MS: 250, LatencyCount: 10, Items: []ItemDerived{{SecondsToSoldOut: 5}, {SecondsToSoldOut: -1}}},
 	}
 	got := Evaluate(c, s)
 	want := []Alert{

@@ -27,6 +27,9 @@ type Derived struct {
 	// servers' lifetime for a first snapshot), from histogram buckets: an upper bound.
 	LatencyP50MS float64 `json:"latencyP50Ms"`
 	LatencyP99MS float64 `json:"latencyP99Ms"`
+	// LatencyCount is how many purchases the latency is over; 0 means none in the window, and the
+	// quantiles are 0 (an idle window has no latency, so no latency alert).
+	LatencyCount float64 `json:"latencyCount"`
 	// AdmittedPerSec is the observed admission rate.
 	AdmittedPerSec float64 `json:"admittedPerSec"`
 	// PaymentDeclineRatio and PaymentErrorRatio are shares of pay answers over the window.
@@ -116,9 +119,7 @@ func deriveTraffic(d *Derived, prev *Traffic, cur Traffic, dt float64) {
 	if ph != nil && len(ph.Counts) == len(h.Counts) {
 		h = subtractHistogram(h, *ph)
 	}
-	if h.Count > 0 || ph == nil {
-		d.LatencyP50MS, d.LatencyP99MS = 1000*quantile(h, 0.5), 1000*quantile(h, 0.99)
-	}
+	d.LatencyP50MS, d.LatencyP99MS, d.LatencyCount = 1000*quantile(h, 0.5), 1000*quantile(h, 0.99), h.Count
 }
 
 // deriveOutcomes groups the answers of one window into per-second rates.

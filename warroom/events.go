@@ -5,6 +5,8 @@ import (
 	"image/color"
 	"strings"
 	"time"
+
+	"github.com/charmbracelet/x/ansi"
 )
 
 // event is one line of the event log.
@@ -66,7 +68,7 @@ func (l *eventLog) observe(prev, cur *Snapshot) {
 	}
 }
 
-func (l eventLog) view(s *Snapshot, lines int) string {
+func (l eventLog) view(s *Snapshot, lines, width int) string {
 	var out []string
 	for _, a := range s.Alerts {
 		c := colWarn
@@ -91,7 +93,8 @@ func (l eventLog) view(s *Snapshot, lines int) string {
 		case Crit:
 			c = colCrit
 		}
-		out = append(out, fg(colDim).Render(e.at.UTC().Format("15:04:05"))+" "+fg(c).Render(e.text))
+		// One line per event, cut to the pane, so the newest event is never wrapped out of view.
+		out = append(out, ansi.Truncate(fg(colDim).Render(e.at.UTC().Format("15:04:05"))+" "+fg(c).Render(e.text), width, "…"))
 	}
 	return strings.Join(out, "\n")
 }

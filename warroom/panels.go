@@ -117,7 +117,7 @@ func trafficView(s *Snapshot) string {
 		row("rate limited", "rate_limited"),
 		fmt.Sprintf("%-18s %9s/s", "errors", rate("errors")),
 		fmt.Sprintf("%-18s %9s/s", "other", rate("other")),
-		fmt.Sprintf("latency p50 %sms  p99 %sms", num(s.Derived.LatencyP50MS), num(s.Derived.LatencyP99MS)),
+		latencyLine(s.Derived),
 		fg(colDim).Render(fmt.Sprintf("servers %d/%d", s.Traffic.Data.Servers, s.Traffic.Data.ServersTotal)),
 	}
 	if r["errors"] > 0 {
@@ -214,4 +214,11 @@ func pipelineView(s *Snapshot) string {
 		lines = append(lines, fg(colDim).Render("drift unknown (needs redis and postgres)"))
 	}
 	return strings.Join(lines, "\n")
+}
+
+func latencyLine(d Derived) string {
+	if d.LatencyCount == 0 {
+		return "latency p50 -  p99 -  (no purchases)"
+	}
+	return fmt.Sprintf("latency p50 %sms  p99 %sms  n=%s", num(d.LatencyP50MS), num(d.LatencyP99MS), num(d.LatencyCount))
 }

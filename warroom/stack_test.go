@@ -23,7 +23,7 @@ import (
 // given file: how docs/warroom-snapshot.txt is made (see docs/warroom.md).
 var capture = flag.String("warroom.capture", "", "write a mid-burst text capture of the dashboard to this file")
 
-func stackSources(t *testing.T, c *checkouttest.Checkout, servers ...string) Sources {
+func stackSources(t testing.TB, c *checkouttest.Checkout, servers ...string) Sources {
 	t.Helper()
 	src, closeFn, err := Open(Endpoints{Sale: c.Sale.ID, RedisURL: stack.EndpointsFromEnv().RedisURL, PostgresURL: c.PostgresURL,
 		Brokers: c.Brokers, OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic, ConsumerGroup: c.ConsumerGroup,
@@ -236,5 +236,22 @@ func TestOperatorActionsReachTheServer(t *testing.T) {
 	s = Collect(ctx, src, CollectOptions{})
 	if s.Control.Data.Paused || s.Control.Data.Switches["payment"] {
 		t.Fatalf("after resume: %+v", s.Control)
+	}
+}
+
+// BenchmarkCollect measures one refresh against the local stack and the bundled checkout: the full
+// one (every source, as on the slow tick and --once) and the fast one (metrics and Kafka only).
+func BenchmarkCollect(b *testing.B) {
+	c := checkouttest.Start(b, checkouttest.Options{Quantity: 100, Limit: 1})
+	src := stackSources(b, c)
+	for _, fast := range []bool{false, true} {
+		b.Run(map[bool]string{false: "full", true: "fast"}[fast], func(b *testing.B) {
+			for b.Loop() {
+				s := Collect(context.Background(), src, CollectOptions{FastOnly: fast})
+				if !s.Traffic.OK() {
+					b.Fatal(s.Traffic.Error)
+				}
+			}
+		})
 	}
 }

@@ -32,24 +32,24 @@ func WriteTable(w io.Writer, s *Snapshot) error {
 			num(x.UnitsPerSec), eta(x.SecondsToSoldOut), known(x.Consistent, x.Drift), known(x.Consistent, x.InFlight))
 	}
 	p("")
+	tw.Flush()
+	line := func(label string, parts ...string) { fmt.Fprintf(w, "%-10s %s\n", label, strings.Join(parts, "  ")) }
 	if t := s.Derived.OutcomesPerSec; s.Traffic.OK() && t != nil {
-		p("TRAFFIC/S\treserved %s\tsold out %s\talready %s\tnot admitted %s\trate limited %s\terrors %s\tother %s",
-			num(t["reserved"]), num(t["sold_out"]), num(t["already_purchased"]), num(t["not_admitted"]),
-			num(t["rate_limited"]), num(t["errors"]), num(t["other"]))
+		line("TRAFFIC/S", "reserved "+num(t["reserved"]), "sold out "+num(t["sold_out"]), "already "+num(t["already_purchased"]),
+			"not admitted "+num(t["not_admitted"]), "rate limited "+num(t["rate_limited"]), "errors "+num(t["errors"]), "other "+num(t["other"]))
 	}
 	if s.Traffic.OK() {
-		p("TOTALS\t%s", counts(s.Traffic.Data.Outcomes))
-		p("LATENCY\tp50 %sms\tp99 %sms\tservers %d/%d", num(s.Derived.LatencyP50MS), num(s.Derived.LatencyP99MS),
-			s.Traffic.Data.Servers, s.Traffic.Data.ServersTotal)
+		line("TOTALS", counts(s.Traffic.Data.Outcomes))
+		line("LATENCY", strings.TrimPrefix(latencyLine(s.Derived), "latency "), fmt.Sprintf("servers %d/%d", s.Traffic.Data.Servers, s.Traffic.Data.ServersTotal))
 	}
 	if s.Admission.OK() {
 		a := s.Admission.Data
-		p("ADMISSION\tqueue %s\tactive %s\trate %s/s\tadmitted %s/s\twait %ss", num(a.QueueDepth), num(a.Active),
-			num(a.Rate), num(s.Derived.AdmittedPerSec), num(a.WaitSeconds))
+		line("ADMISSION", "queue "+num(a.QueueDepth), "active "+num(a.Active), "rate "+num(a.Rate)+"/s",
+			"admitted "+num(s.Derived.AdmittedPerSec)+"/s", "wait "+num(a.WaitSeconds)+"s")
 	}
 	if s.Payment.OK() {
-		p("PAYMENT\tbreaker %s\tdeclines %s%%\terrors %s%%\t%s", s.Payment.Data.Breaker, num(100*s.Derived.PaymentDeclineRatio),
-			num(100*s.Derived.PaymentErrorRatio), counts(s.Payment.Data.Outcomes))
+		line("PAYMENT", "breaker "+s.Payment.Data.Breaker, "declines "+num(round2(100*s.Derived.PaymentDeclineRatio))+"%",
+			"errors "+num(round2(100*s.Derived.PaymentErrorRatio))+"%", counts(s.Payment.Data.Outcomes))
 	}
 	if s.Pipeline.OK() {
 		pl := s.Pipeline.Data
@@ -57,10 +57,10 @@ func WriteTable(w io.Writer, s *Snapshot) error {
 		for _, x := range pl.Partitions {
 			parts = append(parts, fmt.Sprintf("p%d=%d", x.Partition, x.Lag))
 		}
-		p("PIPELINE\tlag %d\t%s\tdead letters %d", pl.Lag, strings.Join(parts, " "), pl.DeadLetters)
+		line("PIPELINE", fmt.Sprintf("lag %d", pl.Lag), strings.Join(parts, " "), fmt.Sprintf("dead letters %d", pl.DeadLetters))
 	}
 	if s.Orders.OK() {
-		p("ORDERS\t%s", intCounts(s.Derived.OrdersByStatus))
+		line("ORDERS", intCounts(s.Derived.OrdersByStatus))
 	}
 	if s.Control.OK() {
 		c := s.Control.Data
@@ -68,16 +68,16 @@ func WriteTable(w io.Writer, s *Snapshot) error {
 		if c.Room != nil {
 			room = fmt.Sprintf("paused=%t rate=%s/s maxActive=%d", c.Room.Paused, num(c.Room.Rate), c.Room.MaxActive)
 		}
-		p("CONTROL\tsale paused=%t\troom %s\tswitches off: %s", c.Paused, room, offSwitches(c.Switches))
+		line("CONTROL", fmt.Sprintf("sale paused=%t", c.Paused), "room "+room, "switches off: "+offSwitches(c.Switches))
 	}
-	p("")
+	fmt.Fprintln(w)
 	if len(s.Alerts) == 0 {
-		p("ALERTS\tnone")
+		line("ALERTS", "none")
 	}
 	for _, a := range s.Alerts {
-		p("ALERT\t%s", a)
+		line("ALERT", a.String())
 	}
-	return tw.Flush()
+	return nil
 }
 
 // num formats a number compactly: integers without decimals, others with up to two.

@@ -48,7 +48,7 @@ func (m Model) Render() string {
 	footer := []string{pad(m.prompt(s), w), m.help.View(m.keys)}
 	footerH := strings.Count(strings.Join(footer, "\n"), "\n") + 1
 	eventsH := max(h-1-itemsH-midH-footerH, 3)
-	rows = append(rows, box("Alerts & events", m.log.view(s, eventsH-2), w, eventsH, borderFor("alerts", s)))
+	rows = append(rows, box("Alerts & events", m.log.view(s, eventsH-2, w-2), w, eventsH, borderFor("alerts", s)))
 	rows = append(rows, footer...)
 
 	lines := strings.Split(strings.Join(rows, "\n"), "\n")
