@@ -56,8 +56,8 @@ func TestWarroomTableWithoutATerminalAndAbsentParts(t *testing.T) {
 	if err != nil || code != 0 {
 		t.Fatalf("exit %d: %v\n%s", code, err, out)
 	}
-	for _, want := range []string{"SOURCE", "items      n/a", "pipeline   n/a", "control    n/a", "orders     ok", "traffic    ok", "ALERTS\tnone"} {
-		if !strings.Contains(strings.ReplaceAll(out, "  none", "\tnone"), want) {
+	for _, want := range []string{"SOURCE", "items      n/a", "pipeline   n/a", "control    n/a", "orders     ok", "traffic    ok", "ALERTS     none"} {
+		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
