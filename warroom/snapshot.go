@@ -31,7 +31,7 @@ type Status struct {
 // Reading is one source's answer with its status; Data is the zero value unless State is OK.
 type Reading[T any] struct {
 	Status
-	Data T `json:"data,omitzero"`
+	Data T `json:"data"`
 }
 
 // OK reports whether the reading holds data.
