@@ -34,3 +34,8 @@ var TransferOut string
 //
 //go:embed apply_transfer.lua
 var ApplyTransfer string
+
+// Restore puts an order PostgreSQL knows back into a shard's Redis state (reconcile's repairs).
+//
+//go:embed restore.lua
+var Restore string

@@ -113,42 +113,18 @@ func durability(ctx context.Context, e *env, t kafka.Topic) Result {
 // would leave to replay).
 func consumerGroup(ctx context.Context, e *env, t kafka.Topic) Result {
 	r := Result{Group: "kafka", Check: "consumer group"}
-	group := e.cfg.ConsumerGroup
-	parts := make([]int, len(t.Partitions))
-	var bounds []kafka.OffsetRequest
-	for i, p := range t.Partitions {
-		parts[i] = p.ID
-		bounds = append(bounds, kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
-	}
-	desc, err := e.kafka.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
-	if err == nil && len(desc.Groups) == 1 {
-		err = desc.Groups[0].Error
-	}
+	g, err := events.GroupLag(ctx, e.kafka, t.Name, e.cfg.ConsumerGroup)
 	if err != nil {
-		r.Status, r.Detail = Fail, fmt.Sprintf("describe group %s: %v", group, err)
+		r.Status, r.Detail = Fail, err.Error()
 		return r
 	}
-	g := desc.Groups[0]
-	committed, err := e.kafka.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{t.Name: parts}})
-	if err == nil {
-		err = committed.Error
-	}
-	var ends *kafka.ListOffsetsResponse
-	if err == nil {
-		ends, err = e.kafka.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{t.Name: bounds}})
-	}
-	if err != nil {
-		r.Status, r.Detail = Fail, fmt.Sprintf("offsets of group %s: %v", group, err)
-		return r
-	}
-	lag := groupLag(committed.Topics[t.Name], ends.Topics[t.Name])
-	r.Detail = fmt.Sprintf("%s: %s, %d member(s), lag %d over %d partition(s)", group, g.GroupState, len(g.Members), lag, len(parts))
+	r.Detail = fmt.Sprintf("%s: %s, %d member(s), lag %d over %d partition(s)", g.Group, g.State, g.Members, g.Lag, len(g.PartitionLag))
 	switch {
-	case len(g.Members) == 0:
+	case g.Members == 0:
 		r.Status = Fail
 		r.Detail += ": nobody consumes the orders"
 		r.Fix = "start fsctl serve (the consumer role), or set --consumer-group to the group it uses"
-	case lag > 0:
+	case g.Lag > 0:
 		r.Status = Warn
 		r.Detail += ": orders are still on their way to PostgreSQL"
 		r.Fix = "wait for the consumer to drain before opening"
@@ -156,21 +132,4 @@ func consumerGroup(ctx context.Context, e *env, t kafka.Topic) Result {
 		r.Status = Pass
 	}
 	return r
-}
-
-// groupLag sums end offset − committed offset; a partition never committed counts from its start.
-func groupLag(committed []kafka.OffsetFetchPartition, ends []kafka.PartitionOffsets) int64 {
-	pos := map[int]int64{}
-	for _, c := range committed {
-		pos[c.Partition] = c.CommittedOffset
-	}
-	var lag int64
-	for _, end := range ends {
-		at, ok := pos[end.Partition]
-		if !ok || at < 0 {
-			at = end.FirstOffset
-		}
-		lag += max(end.LastOffset-at, 0)
-	}
-	return lag
 }

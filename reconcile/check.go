@@ -25,16 +25,21 @@ type Orders interface {
 
 // ItemReport is one item as both stores see it.
 type ItemReport struct {
-	ItemID   string
-	Quantity int64
+	ItemID   string `json:"item"`
+	Quantity int64  `json:"quantity"`
 	// Redis: stock summed over shards (units in transit between shards included) and live holds.
-	Stock, Holds int64
-	Shards       []stock.ShardState
+	Stock  int64              `json:"redisStock"`
+	Holds  int64              `json:"redisHolds"`
+	Shards []stock.ShardState `json:"shards"`
 	// PostgreSQL.
-	Counts         orders.ItemCounts
-	MaxLivePerUser int
+	Counts         orders.ItemCounts `json:"postgres"`
+	MaxLivePerUser int               `json:"maxLivePerUser"`
 	// Problems lists every invariant the item breaks; empty means it is consistent.
-	Problems []string
+	Problems []string `json:"problems"`
+	// Findings are Run's order-by-order comparison; InFlight counts the Redis orders on their way
+	// to PostgreSQL, which the unit and hold counts wait for.
+	Findings []Finding `json:"findings,omitempty"`
+	InFlight int       `json:"inFlight"`
 }
 
 // Sale checks every item of a settled sale (no order still in flight between Redis, Kafka and

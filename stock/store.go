@@ -29,6 +29,7 @@ type Store struct {
 	preload       *redis.Script
 	transferOut   *redis.Script
 	applyTransfer *redis.Script
+	restore       *redis.Script
 	idemTTL       time.Duration
 	markerTTL     time.Duration
 	transferBatch int64
@@ -54,6 +55,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 		preload:       redis.NewScript(lua.Preload),
 		transferOut:   redis.NewScript(lua.TransferOut),
 		applyTransfer: redis.NewScript(lua.ApplyTransfer),
+		restore:       redis.NewScript(lua.Restore),
 		idemTTL:       DefaultIdemTTL,
 		markerTTL:     DefaultMarkerTTL,
 		transferBatch: DefaultTransferBatch,
@@ -76,7 +78,7 @@ func (s *Store) scripts() []struct {
 		sc   *redis.Script
 	}{
 		{"reserve", s.reserve}, {"release", s.release}, {"settle", s.settle}, {"preload", s.preload},
-		{"transfer_out", s.transferOut}, {"apply_transfer", s.applyTransfer},
+		{"transfer_out", s.transferOut}, {"apply_transfer", s.applyTransfer}, {"restore", s.restore},
 	}
 }
 

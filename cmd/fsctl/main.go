@@ -56,6 +56,7 @@ func newRootCmd() *cobra.Command {
 		newPaymentsCmd(),
 		newBlastCmd(newBlastMergeCmd()),
 		newPreflightCmd(),
+		newReconcileCmd(),
 		newWarroomCmd(),
 	)
 	return root

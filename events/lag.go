@@ -1,0 +1,106 @@
+package events
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// GroupState is how far a consumer group is behind on one topic.
+type GroupState struct {
+	Group   string `json:"group"`
+	State   string `json:"state"`
+	Members int    `json:"members"`
+	// Lag is the messages not yet committed, over all partitions; PartitionLag per partition.
+	Lag          int64         `json:"lag"`
+	PartitionLag map[int]int64 `json:"partitionLag"`
+}
+
+// Offsets are the first and next offsets of each partition of a topic.
+type Offsets struct {
+	First, End map[int]int64
+}
+
+// Messages is how many messages the topic holds (end − first, summed).
+func (o Offsets) Messages() int64 {
+	var n int64
+	for p, end := range o.End {
+		n += max(end-o.First[p], 0)
+	}
+	return n
+}
+
+// TopicOffsets reads the first and end offsets of every partition of topic.
+func TopicOffsets(ctx context.Context, c *kafka.Client, topic string) (Offsets, error) {
+	meta, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return Offsets{}, fmt.Errorf("metadata of %s: %w", topic, err)
+	}
+	if len(meta.Topics) != 1 || meta.Topics[0].Error != nil {
+		var terr error
+		if len(meta.Topics) == 1 {
+			terr = meta.Topics[0].Error
+		}
+		return Offsets{}, fmt.Errorf("topic %s: %v", topic, terr)
+	}
+	var req []kafka.OffsetRequest
+	for _, p := range meta.Topics[0].Partitions {
+		req = append(req, kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
+	}
+	res, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: req}})
+	if err != nil {
+		return Offsets{}, fmt.Errorf("offsets of %s: %w", topic, err)
+	}
+	o := Offsets{First: map[int]int64{}, End: map[int]int64{}}
+	for _, p := range res.Topics[topic] {
+		if p.Error != nil {
+			return Offsets{}, fmt.Errorf("offsets of %s/%d: %w", topic, p.Partition, p.Error)
+		}
+		o.First[p.Partition], o.End[p.Partition] = p.FirstOffset, p.LastOffset
+	}
+	return o, nil
+}
+
+// GroupLag describes a consumer group and sums how far its committed offsets are behind the end
+// of topic; a partition it never committed counts from its first offset.
+func GroupLag(ctx context.Context, c *kafka.Client, topic, group string) (GroupState, error) {
+	g := GroupState{Group: group, PartitionLag: map[int]int64{}}
+	desc, err := c.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
+	if err == nil && len(desc.Groups) == 1 {
+		err = desc.Groups[0].Error
+	}
+	if err != nil {
+		return g, fmt.Errorf("describe group %s: %w", group, err)
+	}
+	g.State, g.Members = desc.Groups[0].GroupState, len(desc.Groups[0].Members)
+	offs, err := TopicOffsets(ctx, c, topic)
+	if err != nil {
+		return g, err
+	}
+	parts := make([]int, 0, len(offs.End))
+	for p := range offs.End {
+		parts = append(parts, p)
+	}
+	committed, err := c.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
+	if err == nil {
+		err = committed.Error
+	}
+	if err != nil {
+		return g, fmt.Errorf("offsets of group %s: %w", group, err)
+	}
+	pos := map[int]int64{}
+	for _, cp := range committed.Topics[topic] {
+		pos[cp.Partition] = cp.CommittedOffset
+	}
+	for p, end := range offs.End {
+		at, ok := pos[p]
+		if !ok || at < 0 {
+			at = offs.First[p]
+		}
+		lag := max(end-at, 0)
+		g.PartitionLag[p] = lag
+		g.Lag += lag
+	}
+	return g, nil
+}

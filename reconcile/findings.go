@@ -1,0 +1,243 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/stock"
+)
+
+// Kinds of finding, each a way Redis and PostgreSQL can disagree about a sale.
+const (
+	KindOrphanedHold      = "orphaned hold"       // a Redis hold whose order is closed or was never recorded
+	KindUnsettledHold     = "unsettled hold"      // a Redis hold of an order PostgreSQL says is paid
+	KindMissingHold       = "missing hold"        // a pending order whose Redis hold is gone
+	KindBuyerWithoutOrder = "buyer without order" // a Redis slot or record no live order stands behind
+	KindOrderWithoutBuyer = "order without buyer" // a live order Redis knows nothing about
+	KindDuplicateLive     = "duplicate live orders"
+	KindUnits             = "units lost or doubled"
+	KindOversold          = "oversold"
+	KindSoldCounter       = "sold counter"
+	KindNegativeShard     = "negative shard"
+	KindMalformed         = "malformed entry"
+)
+
+// Finding is one disagreement, with what --fix would do about it (or why it will not).
+type Finding struct {
+	Kind   string `json:"kind"`
+	Order  string `json:"order,omitempty"`
+	User   string `json:"user,omitempty"`
+	Shard  int    `json:"shard"`
+	Detail string `json:"detail"`
+	// Fix says what --fix does, or why it leaves the finding to a person.
+	Fix string `json:"fix"`
+	// repair is nil when the finding is not safe to repair automatically.
+	repair func(context.Context) error
+}
+
+func (f Finding) key() string {
+	return f.Kind + "|" + f.Order + "|" + f.User + "|" + fmt.Sprint(f.Shard)
+}
+
+// analysis compares one item's two sides. inFlight counts the Redis orders PostgreSQL has not
+// recorded yet and that are too young (or the log too far behind) to call orphaned.
+type analysis struct {
+	findings []Finding
+	inFlight int
+}
+
+// analyzer holds what every item's comparison needs.
+type analyzer struct {
+	sale      sale.Sale
+	st        *stock.Store
+	readStart time.Time
+	now       time.Time
+	orphanAge time.Duration
+	lag       int64
+	republish func(context.Context, stock.Hold, sale.Item) error
+}
+
+func (a analyzer) item(s itemState) analysis {
+	var out analysis
+	add := func(f Finding) { out.findings = append(out.findings, f) }
+	it := s.item
+	redisOrders := map[uuid.UUID]stock.Hold{}
+	slots := map[string]map[int]uint32{} // user → shard → slots of Redis orders
+	for _, sh := range s.shards {
+		for _, m := range sh.Malformed {
+			add(Finding{Kind: KindMalformed, Shard: sh.Shard, Detail: m, Fix: "left alone: inspect the key by hand"})
+		}
+		if sh.Stock < 0 {
+			add(Finding{Kind: KindNegativeShard, Shard: sh.Shard, Detail: fmt.Sprintf("stock %d", sh.Stock), Fix: "left alone: units were given out twice"})
+		}
+		for id, h := range sh.Orders {
+			redisOrders[id] = h
+			if slots[h.UserID] == nil {
+				slots[h.UserID] = map[int]uint32{}
+			}
+			slots[h.UserID][sh.Shard] |= 1 << h.Slot
+		}
+	}
+	for _, sh := range s.shards {
+		for id, exp := range sh.Holds {
+			a.hold(&out, s, sh.Shard, id, exp, redisOrders)
+		}
+		for id, h := range sh.Orders {
+			if _, held := sh.Holds[id]; held {
+				continue
+			}
+			a.settledRecord(&out, s, h)
+		}
+		for user, mask := range sh.Buyers {
+			if want := slots[user][sh.Shard]; mask&^want != 0 {
+				add(Finding{Kind: KindBuyerWithoutOrder, User: user, Shard: sh.Shard,
+					Detail: fmt.Sprintf("buyer record has slots %b, its live orders %b", mask, want),
+					Fix:    fmt.Sprintf("clear the empty slots (record %b)", want),
+					repair: a.setMask(it.ID, sh.Shard, user, want)})
+			}
+		}
+	}
+	a.unrecorded(&out, s, redisOrders)
+	a.duplicates(&out, s)
+	return out
+}
+
+// hold classifies one Redis hold by what PostgreSQL says of its order.
+func (a analyzer) hold(out *analysis, s itemState, shard int, id uuid.UUID, exp time.Time, redisOrders map[uuid.UUID]stock.Hold) {
+	it := s.item
+	rec, hasRec := redisOrders[id]
+	o, live := s.live[id]
+	switch {
+	case live && o.Status == "PENDING":
+		return
+	case live && o.Status == "PAID":
+		out.findings = append(out.findings, Finding{Kind: KindUnsettledHold, Order: id.String(), Shard: shard,
+			Detail: "paid in PostgreSQL, still held in Redis (it would be released again at expiry)",
+			Fix:    "settle the hold", repair: func(ctx context.Context) error {
+				_, err := a.st.Settle(ctx, stock.Settle{SaleID: a.sale.ID, ItemID: it.ID, Shard: shard, OrderID: id})
+				return err
+			}})
+	case s.other[id] != "":
+		status := s.other[id]
+		out.findings = append(out.findings, Finding{Kind: KindOrphanedHold, Order: id.String(), Shard: shard,
+			Detail: fmt.Sprintf("%s in PostgreSQL, still held in Redis: its unit never came back", status),
+			Fix:    "release the hold (the unit returns to stock once)", repair: func(ctx context.Context) error {
+				_, err := a.st.Release(ctx, stock.Release{SaleID: a.sale.ID, ItemID: it.ID, Shard: shard, OrderID: id, Status: status})
+				return err
+			}})
+	case a.lag > 0 || exp.Add(-a.sale.HoldTTL).After(a.now.Add(-a.orphanAge)):
+		out.inFlight++ // on its way through Kafka
+	case !hasRec:
+		out.findings = append(out.findings, Finding{Kind: KindOrphanedHold, Order: id.String(), Shard: shard,
+			Detail: "a hold with neither an order record in Redis nor an order in PostgreSQL",
+			Fix:    "left alone: nobody can say whom it belongs to; release it by hand once understood"})
+	default:
+		f := Finding{Kind: KindOrphanedHold, Order: id.String(), User: rec.UserID, Shard: shard,
+			Detail: fmt.Sprintf("reserved %s ago, never recorded in PostgreSQL (the buyer was told RESERVED)", a.now.Sub(exp.Add(-a.sale.HoldTTL)).Round(time.Second)),
+			Fix:    "left alone: no Kafka brokers given to re-publish it"}
+		if a.republish != nil {
+			rec.ExpiresAt = exp
+			f.Fix = "re-publish its OrderPlaced: the consumer records it, expiry or payment ends it"
+			f.repair = func(ctx context.Context) error { return a.republish(ctx, rec, it) }
+		}
+		out.findings = append(out.findings, f)
+	}
+}
+
+// settledRecord checks a Redis order without a hold: the unit is sold to the buyer in Redis, so
+// PostgreSQL must say paid (or still pending, if the hold was lost).
+func (a analyzer) settledRecord(out *analysis, s itemState, h stock.Hold) {
+	o, live := s.live[h.OrderID]
+	switch {
+	case live && o.Status == "PAID":
+	case live:
+		o := o
+		out.findings = append(out.findings, Finding{Kind: KindMissingHold, Order: h.OrderID.String(), User: h.UserID, Shard: h.Shard,
+			Detail: "pending in PostgreSQL but Redis has no hold: expiry could never return its unit",
+			Fix:    fmt.Sprintf("restore the hold (expires %s)", o.ExpiresAt.UTC().Format(time.RFC3339)),
+			repair: a.restore(s.item.ID, o, false)})
+	case a.lag > 0:
+		out.inFlight++
+	default:
+		status := s.other[h.OrderID]
+		if status == "" {
+			status = "no order"
+		}
+		out.findings = append(out.findings, Finding{Kind: KindBuyerWithoutOrder, Order: h.OrderID.String(), User: h.UserID, Shard: h.Shard,
+			Detail: fmt.Sprintf("Redis counts the unit sold to %s, PostgreSQL says %s", h.UserID, status),
+			Fix:    "left alone: decide whether the buyer has the unit, then release or record it by hand"})
+	}
+}
+
+// unrecorded finds live orders Redis knows nothing about. Only orders older than the Redis read
+// count: one recorded after it may have been reserved after it too.
+func (a analyzer) unrecorded(out *analysis, s itemState, redisOrders map[uuid.UUID]stock.Hold) {
+	perUser := map[string]int{}
+	for _, o := range s.live {
+		perUser[o.UserID]++
+	}
+	for _, o := range sortedOrders(s.live) {
+		if _, ok := redisOrders[o.ID]; ok || !o.CreatedAt.Before(a.readStart) {
+			continue
+		}
+		f := Finding{Kind: KindOrderWithoutBuyer, Order: o.ID.String(), User: o.UserID, Shard: o.Shard,
+			Detail: fmt.Sprintf("%s in PostgreSQL, unknown to Redis (its unit is still counted on sale there)", o.Status)}
+		if o.Slot < a.sale.PerUserLimit && perUser[o.UserID] <= a.sale.PerUserLimit {
+			f.Fix = "record it in Redis: take its unit out of stock, set the buyer's slot"
+			if o.Status == "PENDING" {
+				f.Fix += ", restore its hold"
+			}
+			f.repair = a.restore(s.item.ID, o, true)
+		} else {
+			f.Fix = "left alone: it breaks the per-user limit (see duplicate live orders)"
+		}
+		out.findings = append(out.findings, f)
+	}
+}
+
+func (a analyzer) duplicates(out *analysis, s itemState) {
+	byUser := map[string][]string{}
+	for _, o := range sortedOrders(s.live) {
+		byUser[o.UserID] = append(byUser[o.UserID], o.ID.String()+" "+o.Status)
+	}
+	users := make([]string, 0, len(byUser))
+	for u := range byUser {
+		users = append(users, u)
+	}
+	sort.Strings(users)
+	for _, u := range users {
+		if n := len(byUser[u]); n > a.sale.PerUserLimit {
+			out.findings = append(out.findings, Finding{Kind: KindDuplicateLive, User: u,
+				Detail: fmt.Sprintf("%d live orders, limit %d: %v", n, a.sale.PerUserLimit, byUser[u]),
+				Fix:    "left alone: cancel the extra one (DELETE /api/v1/orders/{id}), refunding it if paid"})
+		}
+	}
+}
+
+func sortedOrders(m map[uuid.UUID]pgOrder) []pgOrder {
+	out := make([]pgOrder, 0, len(m))
+	for _, o := range m {
+		out = append(out, o)
+	}
+	slices.SortFunc(out, func(x, y pgOrder) int { return x.CreatedAt.Compare(y.CreatedAt) })
+	return out
+}
+
+func (a analyzer) restore(itemID string, o pgOrder, takeUnit bool) func(context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := a.st.RestoreOrder(ctx, stock.Restore{SaleID: a.sale.ID, ItemID: itemID, Shard: o.Shard,
+			Hold:    stock.Hold{OrderID: o.ID, UserID: o.UserID, Slot: o.Slot, ExpiresAt: o.ExpiresAt},
+			Pending: o.Status == "PENDING", TakeUnit: takeUnit})
+		return err
+	}
+}
+
+func (a analyzer) setMask(itemID string, shard int, user string, mask uint32) func(context.Context) error {
+	return func(ctx context.Context) error { return a.st.SetBuyerMask(ctx, a.sale.ID, itemID, shard, user, mask) }
+}

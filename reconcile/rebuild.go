@@ -1,0 +1,85 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/stock"
+)
+
+// rebuild restores a sale's Redis state from PostgreSQL after Redis lost it: once the order log
+// has drained, the sale is paused in Redis, its keys are wiped and preloaded with quantity − sold,
+// every live order gets its record and buyer slot back (pending ones their hold), and the pause
+// flag is set back to PostgreSQL's. Buyers meanwhile hear PAUSED, a transient answer they retry.
+// Idempotency records cannot come back (PostgreSQL does not keep the keys): a buyer retrying an
+// old key gets ALREADY_PURCHASED from the restored slot instead of the first answer.
+func (c *conns) rebuild(ctx context.Context, sl sale.Sale) ([]Action, error) {
+	var acts []Action
+	act := func(item, what, why string) {
+		acts = append(acts, Action{ItemID: item, What: what, Why: why})
+		fmt.Fprintf(c.cfg.Progress, "reconcile: %s\n", what)
+	}
+	if err := c.drain(ctx); err != nil {
+		return acts, err
+	}
+	paused := sl
+	paused.Paused = true
+	// Pause whatever is left first, so no reserve runs on half-wiped keys.
+	if err := c.st.SetPaused(ctx, sl, true); err != nil {
+		return acts, err
+	}
+	if err := c.st.Reset(ctx, sl); err != nil {
+		return acts, err
+	}
+	act("", "wiped the sale's Redis keys", "--rebuild-redis: Redis is rebuilt from PostgreSQL, the source of truth")
+	counts, err := c.db.Counts(ctx, sl.ID)
+	if err != nil {
+		return acts, err
+	}
+	remaining := map[string]int64{}
+	for _, cnt := range counts {
+		remaining[cnt.ItemID] = cnt.Quantity - cnt.Sold
+	}
+	if err := c.st.LoadScripts(ctx); err != nil {
+		return acts, err
+	}
+	if _, err := c.st.Preload(ctx, paused, remaining); err != nil {
+		return acts, err
+	}
+	live, err := liveOrders(ctx, c.db, sl.ID)
+	if err != nil {
+		return acts, err
+	}
+	restored := map[string][2]int{}
+	for _, o := range live {
+		_, err := c.st.RestoreOrder(ctx, stock.Restore{SaleID: sl.ID, ItemID: o.ItemID, Shard: o.Shard,
+			Hold:    stock.Hold{OrderID: o.ID, UserID: o.UserID, Slot: o.Slot, ExpiresAt: o.ExpiresAt},
+			Pending: o.Status == "PENDING"})
+		if err != nil {
+			return acts, fmt.Errorf("restore order %s: %w", o.ID, err)
+		}
+		if err := c.st.SetOrderRef(ctx, o.ID, sl.ID, o.ItemID, o.UserID, o.Shard); err != nil {
+			return acts, err
+		}
+		n := restored[o.ItemID]
+		if o.Status == "PENDING" {
+			n[0]++
+		} else {
+			n[1]++
+		}
+		restored[o.ItemID] = n
+	}
+	for _, it := range sl.Items {
+		n := restored[it.ID]
+		act(it.ID, fmt.Sprintf("preloaded %d units over %d shard(s); restored %d pending holds and %d paid orders",
+			remaining[it.ID], it.ShardCount(), n[0], n[1]), "PostgreSQL: quantity − sold, and every live order")
+	}
+	if err := c.st.SetPaused(ctx, sl, sl.Paused); err != nil {
+		return acts, err
+	}
+	if !sl.Paused {
+		act("", "resumed the sale in Redis", "it is not paused in PostgreSQL")
+	}
+	return acts, nil
+}

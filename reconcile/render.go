@@ -1,0 +1,83 @@
+package reconcile
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// Render prints one row per item, then every finding with what --fix does about it, the order
+// log, what was repaired, and a verdict.
+func (r Report) Render(w io.Writer) error {
+	fmt.Fprintf(w, "reconcile of sale %s at %s\n", r.SaleID, r.At.Format("2006-01-02T15:04:05Z"))
+	t := tablewriter.NewWriter(w)
+	t.Header("item", "quantity", "redis stock", "redis holds", "pending", "paid", "closed", "sold", "in flight", "findings")
+	for _, it := range r.Items {
+		c := it.Counts
+		closed := c.Expired + c.Cancelled + c.Failed
+		if err := t.Append(it.ItemID, i64(it.Quantity), i64(it.Stock), i64(it.Holds), i64(c.Pending), i64(c.Paid),
+			i64(closed), i64(c.Sold), strconv.Itoa(it.InFlight), strconv.Itoa(len(it.Findings))); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	if err := r.renderFindings(w); err != nil {
+		return err
+	}
+	if k := r.Kafka; k != nil {
+		fmt.Fprintf(w, "kafka: group %s %s, %d member(s), lag %d; dead letters: %d of this sale (%d in all)\n",
+			k.Group.Group, k.Group.State, k.Group.Members, k.Group.Lag, k.DeadLetters, k.DeadLettersTotal)
+		if k.Error != "" {
+			fmt.Fprintf(w, "kafka: %s\n", k.Error)
+		}
+	}
+	for _, a := range r.Actions {
+		item := ""
+		if a.ItemID != "" {
+			item = a.ItemID + ": "
+		}
+		if a.Error != "" {
+			fmt.Fprintf(w, "repair FAILED %s%s: %s (because %s)\n", item, a.What, a.Error, a.Why)
+		} else {
+			fmt.Fprintf(w, "repaired %s%s (because %s)\n", item, a.What, a.Why)
+		}
+	}
+	verdict := "OK: Redis, PostgreSQL and Kafka agree"
+	if !r.OK() {
+		verdict = "VIOLATIONS: see the findings"
+	}
+	_, err := fmt.Fprintln(w, verdict)
+	return err
+}
+
+func (r Report) renderFindings(w io.Writer) error {
+	n := 0
+	for _, it := range r.Items {
+		n += len(it.Findings)
+	}
+	if n == 0 {
+		return nil
+	}
+	t := tablewriter.NewTable(w, tablewriter.WithColumnWidths(tw.Mapper[int, int]{3: 56, 4: 40}),
+		tablewriter.WithRowAutoWrap(tw.WrapNormal))
+	t.Header("item", "finding", "order / buyer", "detail", "--fix")
+	for _, it := range r.Items {
+		for _, f := range it.Findings {
+			who := f.Order
+			if f.User != "" {
+				who = f.User + " " + who
+			}
+			if err := t.Append(it.ItemID, f.Kind, who, f.Detail, f.Fix); err != nil {
+				return err
+			}
+		}
+	}
+	return t.Render()
+}
+
+func i64(n int64) string { return strconv.FormatInt(n, 10) }

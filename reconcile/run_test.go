@@ -1,0 +1,334 @@
+package reconcile_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/reconcile"
+	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/testenv"
+	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
+)
+
+// target is a running checkout (no background jobs, so nothing repairs a planted corruption
+// behind the test's back) and the reconcile configuration pointing at it.
+type target struct {
+	c   *checkouttest.Checkout
+	cfg reconcile.Config
+}
+
+func newTarget(t *testing.T, quantity int64, shards int) *target {
+	t.Helper()
+	c := checkouttest.Start(t, checkouttest.Options{Quantity: quantity, Shards: shards})
+	return &target{c: c, cfg: reconcile.Config{
+		SaleID: c.Sale.ID, RedisURL: stack.EndpointsFromEnv().RedisURL, PostgresURL: c.PostgresURL,
+		Brokers: c.Brokers, OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic, ConsumerGroup: c.ConsumerGroup,
+		OrphanAge: time.Hour, DrainTimeout: 30 * time.Second,
+	}}
+}
+
+func (tg *target) run(t *testing.T, fix bool) reconcile.Report {
+	t.Helper()
+	cfg := tg.cfg
+	cfg.Fix = fix
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := reconcile.Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	return rep
+}
+
+// buy makes n buyers reserve one unit each and waits until PostgreSQL has every order.
+func (tg *target) buy(t *testing.T, n int) []uuid.UUID {
+	t.Helper()
+	var ids []uuid.UUID
+	for i := range n {
+		code, body := tg.c.Buy(fmt.Sprintf("buyer-%d", i), "hot", fmt.Sprintf("k-%d", i))
+		if code != 202 {
+			t.Fatalf("purchase %d: %d %s", i, code, body)
+		}
+		ids = append(ids, uuid.MustParse(body[strings.Index(body, `"orderId":"`)+11:][:36]))
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		counts, err := tg.c.App.Orders.Counts(context.Background(), tg.c.Sale.ID)
+		if err == nil && counts[0].Pending == int64(n) {
+			return ids
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("orders never reached PostgreSQL: %+v %v", counts, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (tg *target) exec(t *testing.T, sql string, args ...any) {
+	t.Helper()
+	if _, err := tg.c.App.Orders.Pool().Exec(context.Background(), sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// findings lists the kinds of an item's findings.
+func findings(rep reconcile.Report) []string {
+	var out []string
+	for _, it := range rep.Items {
+		for _, f := range it.Findings {
+			out = append(out, f.Kind)
+		}
+	}
+	return out
+}
+
+// expectFound runs reconcile, wants exactly the given kinds (in any order), then --fix, and
+// then a consistent sale when repairable is true, else the same findings left alone.
+func expectFound(t *testing.T, tg *target, repairable bool, kinds ...string) reconcile.Report {
+	t.Helper()
+	rep := tg.run(t, false)
+	got := findings(rep)
+	if rep.OK() || !sameKinds(got, kinds) {
+		t.Fatalf("found %v, want %v (report %+v)", got, kinds, rep.Items)
+	}
+	fixed := tg.run(t, true)
+	switch {
+	case repairable && !fixed.OK():
+		t.Fatalf("--fix left %v; actions %+v", findings(fixed), fixed.Actions)
+	case !repairable && (fixed.OK() || len(fixed.Actions) > 0):
+		t.Fatalf("--fix touched what it must leave alone: %+v, left %v", fixed.Actions, findings(fixed))
+	}
+	for _, a := range fixed.Actions {
+		if a.Error != "" || a.What == "" || a.Why == "" {
+			t.Fatalf("action without explanation or failed: %+v", a)
+		}
+	}
+	return fixed
+}
+
+func sameKinds(got, want []string) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	count := map[string]int{}
+	for _, k := range got {
+		count[k]++
+	}
+	for _, k := range want {
+		count[k]--
+	}
+	for _, n := range count {
+		if n != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func TestConsistentSale(t *testing.T) {
+	tg := newTarget(t, 20, 4)
+	tg.buy(t, 5)
+	rep := tg.run(t, false)
+	if !rep.OK() || rep.Kafka == nil || rep.Kafka.Group.Lag != 0 || rep.Items[0].Holds != 5 || rep.Items[0].Stock != 15 {
+		t.Fatalf("a consistent sale: ok=%v %+v kafka %+v", rep.OK(), rep.Items, rep.Kafka)
+	}
+}
+
+func TestUnitAddedToRedisStock(t *testing.T) {
+	tg := newTarget(t, 10, 1)
+	tg.buy(t, 2)
+	if err := testenv.Redis(t).Incr(context.Background(), stock.ItemKeys(tg.c.Sale.ID, "hot").Stock()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rep := expectFound(t, tg, true, reconcile.KindUnits)
+	if rep.Items[0].Stock != 8 {
+		t.Fatalf("stock %d after the fix, want 8", rep.Items[0].Stock)
+	}
+}
+
+func TestHoldDeleted(t *testing.T) {
+	tg := newTarget(t, 10, 1)
+	ids := tg.buy(t, 3)
+	if err := testenv.Redis(t).ZRem(context.Background(), stock.ItemKeys(tg.c.Sale.ID, "hot").Holds(), ids[1].String()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rep := expectFound(t, tg, true, reconcile.KindMissingHold, reconcile.KindUnits)
+	if rep.Items[0].Holds != 3 {
+		t.Fatalf("holds %d after the fix, want 3", rep.Items[0].Holds)
+	}
+}
+
+// TestOrderWithoutBuyer records an order PostgreSQL-side only, as a consumer fed a forged or
+// replayed event would: Redis still counts its unit on sale.
+func TestOrderWithoutBuyer(t *testing.T) {
+	tg := newTarget(t, 10, 1)
+	tg.buy(t, 1)
+	now := time.Now().Add(-time.Minute)
+	res, err := tg.c.App.Orders.PlaceBatch(context.Background(), []orders.Placement{{OrderID: uuid.Must(uuid.NewV7()),
+		SaleID: tg.c.Sale.ID, ItemID: "hot", UserID: "ghost", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}})
+	if err != nil || res[0].Result != orders.Placed {
+		t.Fatalf("plant the order: %v %v", res, err)
+	}
+	// Redis still balances (stock + holds = quantity − paid) but would sell the unit again: the
+	// order is the finding, not the count.
+	rep := expectFound(t, tg, true, reconcile.KindOrderWithoutBuyer)
+	if it := rep.Items[0]; it.Stock != 8 || it.Holds != 2 {
+		t.Fatalf("after the fix: stock %d holds %d, want 8 and 2", it.Stock, it.Holds)
+	}
+}
+
+func TestDuplicateLiveOrder(t *testing.T) {
+	tg := newTarget(t, 10, 1)
+	tg.buy(t, 1)
+	now := time.Now().Add(-time.Minute)
+	// slot 1 under a limit of 1: only a bug (or a hand-written INSERT) can put it there.
+	tg.exec(t, `INSERT INTO orders (id, sale_id, item_id, user_id, slot, status, created_at, expires_at)
+		VALUES ($1, $2, 'hot', 'buyer-0', 1, 'PENDING', $3, $4)`, uuid.Must(uuid.NewV7()), tg.c.Sale.ID, now, now.Add(time.Hour))
+	tg.exec(t, `UPDATE sale_items SET sold = sold + 1 WHERE sale_id = $1`, tg.c.Sale.ID)
+	expectFound(t, tg, false, reconcile.KindDuplicateLive, reconcile.KindOrderWithoutBuyer)
+}
+
+// TestOrphanedAndUnsettledHolds: expiry committed but its release never ran, and a payment
+// recorded but never settled in Redis.
+func TestOrphanedAndUnsettledHolds(t *testing.T) {
+	tg := newTarget(t, 10, 1)
+	ids := tg.buy(t, 3)
+	tg.exec(t, `UPDATE orders SET status = 'EXPIRED' WHERE id = $1`, ids[0])
+	tg.exec(t, `UPDATE orders SET status = 'PAID' WHERE id = $1`, ids[1])
+	tg.exec(t, `UPDATE sale_items SET sold = sold - 1 WHERE sale_id = $1`, tg.c.Sale.ID)
+	rep := expectFound(t, tg, true, reconcile.KindOrphanedHold, reconcile.KindUnsettledHold, reconcile.KindUnits)
+	if it := rep.Items[0]; it.Stock != 8 || it.Holds != 1 || it.Counts.Paid != 1 {
+		t.Fatalf("after the fix: %+v", it)
+	}
+}
+
+func TestBuyerRecordWithoutOrder(t *testing.T) {
+	tg := newTarget(t, 10, 1)
+	tg.buy(t, 1)
+	if err := testenv.Redis(t).HSet(context.Background(), stock.ItemKeys(tg.c.Sale.ID, "hot").Buyers(), "nobody", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	expectFound(t, tg, true, reconcile.KindBuyerWithoutOrder)
+}
+
+func TestSoldCounter(t *testing.T) {
+	tg := newTarget(t, 10, 1)
+	tg.buy(t, 2)
+	tg.exec(t, `UPDATE sale_items SET sold = 5 WHERE sale_id = $1`, tg.c.Sale.ID)
+	rep := expectFound(t, tg, true, reconcile.KindSoldCounter)
+	if rep.Items[0].Counts.Sold != 2 {
+		t.Fatalf("sold %d after the fix", rep.Items[0].Counts.Sold)
+	}
+}
+
+// TestNeverRecordedHoldIsRepublished: a reserve whose OrderPlaced never reached Kafka (the server
+// died in between). Once it is older than the orphan age, --fix re-publishes it and the consumer
+// records it.
+func TestNeverRecordedHoldIsRepublished(t *testing.T) {
+	tg := newTarget(t, 10, 1)
+	id := uuid.Must(uuid.NewV7())
+	rv, err := tg.c.App.Stock.Reserve(context.Background(), stock.Request{SaleID: tg.c.Sale.ID, ItemID: "hot", UserID: "lost", IdemKey: "k", OrderID: id})
+	if err != nil || rv.OrderID != id {
+		t.Fatalf("reserve: %+v %v", rv, err)
+	}
+	if rep := tg.run(t, false); !rep.OK() || rep.Items[0].InFlight != 1 {
+		t.Fatalf("a young unrecorded hold is in flight, not a violation: %+v", rep.Items)
+	}
+	tg.cfg.OrphanAge = time.Millisecond
+	time.Sleep(5 * time.Millisecond)
+	if rep := tg.run(t, false); !sameKinds(findings(rep), []string{reconcile.KindOrphanedHold}) {
+		t.Fatalf("found %v, want the orphaned hold", findings(rep))
+	}
+	if fixed := tg.run(t, true); len(fixed.Actions) != 1 || !strings.Contains(fixed.Actions[0].What, "re-publish") {
+		t.Fatalf("--fix did %+v", fixed.Actions)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		o, err := tg.c.App.Orders.GetOrder(context.Background(), id)
+		if err == nil && o.Status == "PENDING" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the re-published order never reached PostgreSQL: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if rep := tg.run(t, false); !rep.OK() || rep.Items[0].InFlight != 0 || rep.Items[0].Counts.Pending != 1 {
+		t.Fatalf("after the consumer recorded it: %v %+v", findings(rep), rep.Items)
+	}
+}
+
+// TestRebuildRedis loses the sale's Redis state after reservations and payments, then rebuilds it.
+func TestRebuildRedis(t *testing.T) {
+	tg := newTarget(t, 12, 3)
+	ids := tg.buy(t, 4)
+	tg.exec(t, `UPDATE orders SET status = 'PAID' WHERE id = $1`, ids[0])
+	if _, err := tg.c.App.Stock.Settle(context.Background(), stock.Settle{SaleID: tg.c.Sale.ID, ItemID: "hot",
+		Shard: stock.HomeShard("buyer-0", 3), OrderID: ids[0]}); err != nil {
+		t.Fatal(err)
+	}
+	if !tg.run(t, false).OK() {
+		t.Fatal("not consistent before the loss")
+	}
+	if err := tg.c.App.Stock.Reset(context.Background(), tg.c.Sale); err != nil {
+		t.Fatal(err)
+	}
+	if rep := tg.run(t, false); rep.OK() {
+		t.Fatal("a sale whose Redis state is gone reconciles OK")
+	}
+	tg.cfg.RebuildRedis = true
+	rep := tg.run(t, false)
+	if it := rep.Items[0]; !rep.OK() || it.Stock != 8 || it.Holds != 3 || len(rep.Actions) == 0 {
+		t.Fatalf("after the rebuild: ok=%v %+v %v actions %+v", rep.OK(), it, findings(rep), rep.Actions)
+	}
+	// The restored buyer records keep the limit: buyer-1 cannot buy again, a new buyer can.
+	if code, _ := tg.c.Buy("buyer-1", "hot", "again"); code != 409 {
+		t.Fatalf("buyer-1 bought a second unit after the rebuild: %d", code)
+	}
+	if code, body := tg.c.Buy("fresh", "hot", "k"); code != 202 {
+		t.Fatalf("a new buyer after the rebuild: %d %s", code, body)
+	}
+}
+
+// TestDuringABurst: reconcile reads while 200 buyers compete for 50 units; it must report
+// nothing but orders in flight, and all agree once they land.
+func TestDuringABurst(t *testing.T) {
+	tg := newTarget(t, 50, 2)
+	tg.cfg.OrphanAge = 30 * time.Second
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Go(func() { tg.c.Buy(fmt.Sprintf("b%d", i), "hot", "k") })
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	runs := 0
+	for burst := true; burst; runs++ {
+		select {
+		case <-done:
+			burst = false
+		default:
+		}
+		if rep := tg.run(t, false); !rep.OK() {
+			t.Fatalf("run %d during the burst reported %v", runs, findings(rep))
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		rep := tg.run(t, false)
+		if rep.OK() && rep.Items[0].InFlight == 0 && rep.Items[0].Counts.Pending == 50 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never settled: %+v", rep.Items)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
