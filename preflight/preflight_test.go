@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/fsctl/fsctl/preflight"
 	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/testenv"
@@ -113,17 +115,17 @@ func TestConsumerGroupWithoutConsumers(t *testing.T) {
 	expect(t, tg.run(t), "consumer group", preflight.Fail, "nobody consumes the orders")
 }
 
-// TestEvictingMemoryPolicy changes the shared Redis's policy for the length of the test: with
-// maxmemory unlimited nothing is evicted meanwhile.
+// TestEvictingMemoryPolicy sets the policy on a Redis of its own, leaving the shared one alone.
 func TestEvictingMemoryPolicy(t *testing.T) {
 	tg := newTarget(t, checkouttest.Options{Quantity: 1})
-	rdb := testenv.Redis(t)
-	ctx := context.Background()
-	old, err := rdb.ConfigGet(ctx, "maxmemory-policy").Result()
+	tg.cfg.RedisURL = testenv.PrivateRedis(t)
+	opts, err := redis.ParseURL(tg.cfg.RedisURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { rdb.ConfigSet(context.Background(), "maxmemory-policy", old["maxmemory-policy"]) })
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	ctx := context.Background()
 	if err := rdb.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -132,16 +134,17 @@ func TestEvictingMemoryPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect(t, tg.run(t), "eviction policy", preflight.Warn, "idempotency records may be evicted")
-}
-
-// TestMissingScriptsAreLoaded flushes the shared script cache; every caller of the scripts falls
-// back to sending them on NOSCRIPT, so other tests are not disturbed.
-func TestMissingScriptsAreLoaded(t *testing.T) {
-	tg := newTarget(t, checkouttest.Options{Quantity: 1})
-	rdb := testenv.Redis(t)
-	if err := rdb.ScriptFlush(context.Background()).Err(); err != nil {
+	if err := rdb.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
 		t.Fatal(err)
 	}
+	expect(t, tg.run(t), "eviction policy", preflight.Pass, "noeviction")
+}
+
+// TestMissingScriptsAreLoaded points the check at a Redis of its own: on the shared one, any other
+// test's reserve puts a flushed script straight back.
+func TestMissingScriptsAreLoaded(t *testing.T) {
+	tg := newTarget(t, checkouttest.Options{Quantity: 1})
+	tg.cfg.RedisURL = testenv.PrivateRedis(t)
 	expect(t, tg.run(t), "scripts", preflight.Fail, "not in the script cache: ")
 	tg.cfg.Fix = true
 	expect(t, tg.run(t), "scripts", preflight.Pass, "scripts cached")

@@ -36,15 +36,18 @@ func (r Report) Render(w io.Writer) error {
 			fmt.Fprintf(w, "kafka: %s\n", k.Error)
 		}
 	}
+	if len(r.Actions) > 0 {
+		fmt.Fprintln(w, "changes made:")
+	}
 	for _, a := range r.Actions {
 		item := ""
 		if a.ItemID != "" {
 			item = a.ItemID + ": "
 		}
 		if a.Error != "" {
-			fmt.Fprintf(w, "repair FAILED %s%s: %s (because %s)\n", item, a.What, a.Error, a.Why)
+			fmt.Fprintf(w, "  FAILED %s%s: %s (because %s)\n", item, a.What, a.Error, a.Why)
 		} else {
-			fmt.Fprintf(w, "repaired %s%s (because %s)\n", item, a.What, a.Why)
+			fmt.Fprintf(w, "  %s%s (because %s)\n", item, a.What, a.Why)
 		}
 	}
 	verdict := "OK: Redis, PostgreSQL and Kafka agree"
@@ -65,7 +68,7 @@ func (r Report) renderFindings(w io.Writer) error {
 	}
 	t := tablewriter.NewTable(w, tablewriter.WithColumnWidths(tw.Mapper[int, int]{3: 56, 4: 40}),
 		tablewriter.WithRowAutoWrap(tw.WrapNormal))
-	t.Header("item", "finding", "order / buyer", "detail", "--fix")
+	t.Header("item", "finding", "buyer and order", "detail", "what fix does")
 	for _, it := range r.Items {
 		for _, f := range it.Findings {
 			who := f.Order

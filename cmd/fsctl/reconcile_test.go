@@ -36,7 +36,7 @@ func TestReconcileCommand(t *testing.T) {
 		t.Fatalf("3 units added: exit %d\n%s", code, out)
 	}
 	out, code, _ = runCLI(t, append(args, "--fix")...)
-	if code != 0 || !strings.Contains(out, "repaired hot: move shard 0's counter by -3") {
+	if code != 0 || !strings.Contains(out, "hot: move shard 0's counter by -3") {
 		t.Fatalf("--fix: exit %d\n%s", code, out)
 	}
 	if _, _, err := runCLI(t, "reconcile", "--sale", c.Sale.ID, "-o", "xml"); err == nil || !strings.Contains(err.Error(), "table or json") {
