@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -20,12 +21,16 @@ const (
 )
 
 // Rule is one alert threshold: the metric crosses Warn or Crit (above them, or below them when
-// Below is set). A zero threshold is not checked.
+// Below is set). A zero threshold is not checked. With For, the live dashboard fires the rule only
+// once its condition has held that long, so a blip (a payment on its way to PostgreSQL shows as a
+// unit of drift for a moment) does not page anyone; a single snapshot (--once) reports the
+// condition as it stands.
 type Rule struct {
-	Metric string  `yaml:"metric" json:"metric"`
-	Warn   float64 `yaml:"warn" json:"warn,omitempty"`
-	Crit   float64 `yaml:"crit" json:"crit,omitempty"`
-	Below  bool    `yaml:"below" json:"below,omitempty"`
+	Metric string        `yaml:"metric" json:"metric"`
+	Warn   float64       `yaml:"warn" json:"warn,omitempty"`
+	Crit   float64       `yaml:"crit" json:"crit,omitempty"`
+	Below  bool          `yaml:"below" json:"below,omitempty"`
+	For    time.Duration `yaml:"for" json:"for,omitempty"`
 }
 
 // AlertConfig is the alerts file: the rules the dashboard colours panels and logs events by.
@@ -79,7 +84,7 @@ func DefaultAlerts() AlertConfig {
 		{Metric: "errors_per_sec", Warn: 1, Crit: 10},
 		{Metric: "consumer_lag", Warn: 1000, Crit: 10000},
 		{Metric: "dead_letters", Warn: 1},
-		{Metric: "drift_units", Crit: 1},
+		{Metric: "drift_units", Crit: 1, For: 3 * time.Second},
 		{Metric: "breaker", Warn: 1, Crit: 2},
 		{Metric: "payment_decline_ratio", Warn: 0.2, Crit: 0.5},
 		{Metric: "payment_error_ratio", Warn: 0.05, Crit: 0.2},
@@ -159,25 +164,54 @@ func MetricNames() []string {
 	return names
 }
 
-// Evaluate returns the rules that fire on s, worst first; a metric whose source is not read does
-// not fire (its source's own state is what sources_down counts).
-func Evaluate(c AlertConfig, s *Snapshot) []Alert {
+// Evaluate returns the rules whose condition holds on s, worst first, ignoring For (one snapshot
+// has no history); a metric whose source is not read does not fire (its source's own state is what
+// sources_down counts).
+func Evaluate(c AlertConfig, s *Snapshot) []Alert { return evaluate(c, s, nil) }
+
+// Alerter evaluates rules over a timeline of snapshots, honouring each rule's For.
+type Alerter struct {
+	cfg AlertConfig
+	// since is when each rule's condition started to hold, per level ("<rule>/<level>").
+	since map[string]time.Time
+}
+
+// NewAlerter returns an Alerter of the rules.
+func NewAlerter(c AlertConfig) *Alerter { return &Alerter{cfg: c, since: map[string]time.Time{}} }
+
+// Evaluate returns the rules firing on s, the next snapshot of the timeline.
+func (a *Alerter) Evaluate(s *Snapshot) []Alert { return evaluate(a.cfg, s, a.since) }
+
+// evaluate checks every rule on s; with since (a timeline) a rule with For fires only once its
+// condition has held that long at that level or worse.
+func evaluate(c AlertConfig, s *Snapshot, since map[string]time.Time) []Alert {
 	var out []Alert
-	for _, r := range c.Rules {
+	for i, r := range c.Rules {
 		v, ok := metricValue(r.Metric, s)
-		if !ok {
-			continue
-		}
+		held := false
 		for _, lv := range []struct {
 			name string
 			th   float64
 		}{{Crit, r.Crit}, {Warn, r.Warn}} {
-			if lv.th == 0 {
+			key := fmt.Sprintf("%d/%s", i, lv.name)
+			if !ok || lv.th == 0 || !((!r.Below && v >= lv.th) || (r.Below && v <= lv.th)) {
+				if since != nil {
+					delete(since, key)
+				}
 				continue
 			}
-			if (!r.Below && v >= lv.th) || (r.Below && v <= lv.th) {
+			if since != nil && r.For > 0 {
+				first, seen := since[key]
+				if !seen {
+					since[key], first = s.At, s.At
+				}
+				if s.At.Sub(first) < r.For {
+					continue
+				}
+			}
+			if !held {
 				out = append(out, Alert{Metric: r.Metric, Level: lv.name, Value: v, Threshold: lv.th, Below: r.Below})
-				break
+				held = true
 			}
 		}
 	}

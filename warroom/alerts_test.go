@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestExampleAlertsFileIsTheDefaults(t *testing.T) {
@@ -57,5 +58,34 @@ func TestEvaluate(t *testing.T) {
 	}
 	if got[0].String() != "crit seconds_to_sold_out 5 ≤ 10" {
 		t.Fatalf("alert line %q", got[0])
+	}
+}
+
+func TestAlerterWaitsForARuleToHold(t *testing.T) {
+	a := NewAlerter(AlertConfig{Rules: []Rule{{Metric: "consumer_lag", Warn: 10, Crit: 100, For: 2 * time.Second}}})
+	t0 := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	snap := func(sec int, lag int64) *Snapshot {
+		return &Snapshot{At: t0.Add(time.Duration(sec) * time.Second), Pipeline: Reading[Pipeline]{Status: Status{State: OK}, Data: Pipeline{Lag: lag}}}
+	}
+	var got []string
+	for _, step := range []struct {
+		sec int
+		lag int64
+	}{{0, 500}, {1, 500}, {2, 500}, {3, 50}, {4, 0}, {5, 500}} {
+		s := snap(step.sec, step.lag)
+		al := a.Evaluate(s)
+		line := "-"
+		if len(al) > 0 {
+			line = al[0].Level
+		}
+		got = append(got, line)
+		if n := len(Evaluate(a.cfg, s)); (step.lag >= 10) != (n == 1) {
+			t.Errorf("the stateless Evaluate must report the condition as it stands (lag %d: %d alerts)", step.lag, n)
+		}
+	}
+	// crit needs 2s of lag ≥ 100; at 3s the lag drops to warn level, which has held since 0s.
+	want := []string{"-", "-", "crit", "warn", "-", "-"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("got %v, want %v", got, want)
 	}
 }

@@ -73,6 +73,7 @@ type Model struct {
 	ticks      int
 	collecting bool
 	forceSlow  bool
+	alerter    *Alerter
 	items      itemsPanel
 	log        eventLog
 	pending    *action // awaiting y/n
@@ -101,7 +102,7 @@ func New(o Options) Model {
 	in.Prompt = "admission rate (buyers/s): "
 	in.CharLimit = 12
 	return Model{opt: o, keys: newKeyMap(), help: help.New(), input: in, width: 120, height: 40,
-		items: newItemsPanel(60), log: eventLog{size: 200}, recordMu: &sync.Mutex{}}
+		items: newItemsPanel(60), log: eventLog{size: 200}, recordMu: &sync.Mutex{}, alerter: NewAlerter(o.Alerts)}
 }
 
 // Init starts the first full collection and the refresh clock.
@@ -167,7 +168,7 @@ func (m *Model) observe(s Snapshot) tea.Cmd {
 	prev := m.snap
 	s.merge(prev)
 	Derive(prev, &s)
-	s.Alerts = Evaluate(m.opt.Alerts, &s)
+	s.Alerts = m.alerter.Evaluate(&s)
 	m.items.observe(&s, prev == nil || !s.Items.At.Equal(prev.Items.At))
 	m.log.observe(prev, &s)
 	m.snap = &s

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -28,6 +29,7 @@ type warroomOptions struct {
 	window     time.Duration
 	timeout    time.Duration
 	slowEvery  int
+	failOn     string
 	noRedis    bool
 	noPostgres bool
 	noKafka    bool
@@ -51,12 +53,14 @@ through the first --server's /admin/v1 API with --admin-token, each after a y/n 
 
 A source that is down shows DOWN on its panel and the dashboard goes on; one that is not
 configured (--no-redis, no --admin-token, ...) shows "not available". When stdout is not a
-terminal, or with --once, it prints one snapshot (rates over --window) as a table or JSON.
+terminal, or with --once, it prints one snapshot (rates over --window) as a table or JSON;
+--fail-on warn|crit makes that exit 1 when such an alert fires.
 --record appends every snapshot as a JSON line, the timeline of a game day.`,
 		Example: `  fsctl warroom --sale black-friday --admin-token $FSCTL_ADMIN_TOKEN
   fsctl warroom --sale black-friday --server http://10.0.0.5:8080 --server http://10.0.0.6:8080 --alerts examples/warroom-alerts.yaml
   fsctl warroom --sale black-friday --record gameday.jsonl
-  fsctl warroom --sale black-friday --once --output json`,
+  fsctl warroom --sale black-friday --once --output json
+  fsctl warroom --sale black-friday --once --fail-on crit   # CI: exit 1 on a critical alert`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runWarroom(cmd, o) },
 	}
@@ -79,22 +83,26 @@ terminal, or with --once, it prints one snapshot (rates over --window) as a tabl
 	f.IntVar(&o.slowEvery, "slow-every", warroom.DefaultSlowEvery, "read Redis, PostgreSQL and the admin API every N refreshes")
 	f.DurationVar(&o.window, "window", time.Second, "with --once: the window rates are measured over (0: cumulative only)")
 	f.DurationVar(&o.timeout, "timeout", warroom.DefaultProbeTimeout, "timeout of each source's probe")
+	f.StringVar(&o.failOn, "fail-on", "none", "with --once: exit 1 when an alert of this level (warn or crit) fires; none never fails")
 	_ = cmd.MarkFlagRequired("sale")
 	return cmd
 }
 
 func runWarroom(cmd *cobra.Command, o warroomOptions) error {
 	if o.output != "table" && o.output != "json" {
-		return fmt.Errorf("--output %q: want table or json", o.output)
+		return usageError(fmt.Errorf("--output %q: want table or json", o.output))
+	}
+	if o.failOn != "none" && o.failOn != warroom.Warn && o.failOn != warroom.Crit {
+		return usageError(fmt.Errorf("--fail-on %q: want none, warn or crit", o.failOn))
 	}
 	if o.interval <= 0 || o.timeout <= 0 || o.slowEvery <= 0 {
-		return errors.New("--interval, --timeout and --slow-every must be positive")
+		return usageError(errors.New("--interval, --timeout and --slow-every must be positive"))
 	}
 	alerts := warroom.DefaultAlerts()
 	if o.alerts != "" {
 		var err error
 		if alerts, err = warroom.LoadAlerts(o.alerts); err != nil {
-			return err
+			return usageError(err)
 		}
 	}
 	e := o.wr
@@ -131,7 +139,10 @@ func runWarroom(cmd *cobra.Command, o warroomOptions) error {
 				return err
 			}
 		}
-		return printSnapshot(out, &s, o.output)
+		if err := printSnapshot(out, &s, o.output); err != nil {
+			return err
+		}
+		return failOn(s.Alerts, o.failOn)
 	}
 	redis.SetLogger(quietRedis{}) // its dial errors would scribble over the dashboard; panels show them
 	m := warroom.New(warroom.Options{Sources: src, Alerts: alerts, Interval: o.interval, SlowEvery: o.slowEvery,
@@ -141,6 +152,20 @@ func runWarroom(cmd *cobra.Command, o warroomOptions) error {
 		return nil // interrupted: a normal way to leave
 	}
 	return err
+}
+
+// failOn turns firing alerts at level (or worse) into exit status 1, for CI and scripts.
+func failOn(alerts []warroom.Alert, level string) error {
+	var firing []string
+	for _, a := range alerts {
+		if a.Level == warroom.Crit || (level == warroom.Warn && a.Level == warroom.Warn) {
+			firing = append(firing, a.String())
+		}
+	}
+	if level == "none" || len(firing) == 0 {
+		return nil
+	}
+	return &exitError{code: 1, err: fmt.Errorf("alerts firing: %s", strings.Join(firing, "; "))}
 }
 
 func printSnapshot(w io.Writer, s *warroom.Snapshot, format string) error {

@@ -70,15 +70,36 @@ func TestWarroomRejectsBadFlags(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		args []string
+		code int
 		want string
 	}{
-		{[]string{"warroom"}, `"sale" not set`},
-		{[]string{"warroom", "--sale", "s", "--output", "yaml"}, "--output"},
-		{[]string{"warroom", "--sale", "s", "--alerts", bad}, "line 3: field wran not found"},
+		{[]string{"warroom"}, 1, `"sale" not set`}, // cobra's own flag check
+		{[]string{"warroom", "--sale", "s", "--output", "yaml"}, 2, "--output"},
+		{[]string{"warroom", "--sale", "s", "--alerts", bad}, 2, "line 3: field wran not found"},
+		{[]string{"warroom", "--sale", "s", "--fail-on", "sometimes"}, 2, "--fail-on"},
 	} {
 		_, code, err := runCLI(t, tc.args...)
-		if code == 0 || err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v: exit %d, %v; want an error containing %q", tc.args, code, err, tc.want)
+		if code != tc.code || err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: exit %d, %v; want exit %d with an error containing %q", tc.args, code, err, tc.code, tc.want)
 		}
+	}
+}
+
+func TestWarroomFailOnFiringAlerts(t *testing.T) {
+	rules := filepath.Join(t.TempDir(), "alerts.yaml")
+	if err := os.WriteFile(rules, []byte("rules:\n  - metric: sources_down\n    warn: 1\n    crit: 10\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"warroom", "--once", "--window", "0", "--sale", "s", "--server", "http://127.0.0.1:1", "--alerts", rules,
+		"--no-redis", "--no-postgres", "--no-kafka"}
+	out, code, err := runCLI(t, args...)
+	if code != 0 || err != nil || !strings.Contains(out, "warn sources_down 3") {
+		t.Fatalf("without --fail-on: exit %d %v\n%s", code, err, out)
+	}
+	if _, code, err = runCLI(t, append(args, "--fail-on", "crit")...); code != 0 {
+		t.Fatalf("--fail-on crit with a warning: exit %d %v", code, err)
+	}
+	if _, code, err = runCLI(t, append(args, "--fail-on", "warn")...); code != 1 || !strings.Contains(err.Error(), "sources_down") {
+		t.Fatalf("--fail-on warn: exit %d %v", code, err)
 	}
 }
