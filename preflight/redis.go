@@ -90,7 +90,7 @@ func persistence(ctx context.Context, rdb *redis.Client) Result {
 	if !aof && !save {
 		r.Status = Warn
 		r.Detail += ": a restart loses every hold and buyer record"
-		r.Fix = "enable appendonly, or plan how to rebuild Redis from PostgreSQL"
+		r.Fix = "enable appendonly, or rehearse fsctl reconcile --rebuild-redis"
 		return r
 	}
 	r.Status = Pass
@@ -121,7 +121,7 @@ func replication(ctx context.Context, e *env) Result {
 	case n == 0:
 		r.Status = Warn
 		r.Detail += ": losing this node loses the sale's state"
-		r.Fix = "add a replica (and waitReplicas: 1), or plan how to rebuild Redis from PostgreSQL"
+		r.Fix = "add a replica (and waitReplicas: 1), or rehearse fsctl reconcile --rebuild-redis"
 	}
 	return r
 }

@@ -116,7 +116,7 @@ func itemStock(e *env, sl sale.Sale, it sale.Item, r reconcile.ItemReport, missi
 			return err
 		}
 	default:
-		res.Fix = "units were already taken, so preflight will not rewrite live counters: find where the units went before opening"
+		res.Fix = "units were already taken, so preflight will not rewrite live counters: fsctl reconcile --sale " + sl.ID + " (--fix)"
 	}
 	return res
 }
