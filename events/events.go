@@ -17,6 +17,8 @@ import (
 const (
 	DefaultOrdersTopic     = "fsctl.orders"
 	DefaultDeadLetterTopic = "fsctl.orders.dlq"
+	// DefaultConsumerGroup is the group of the bundled server's order consumers.
+	DefaultConsumerGroup = "fsctl-order-consumer"
 )
 
 // Type tags of the events on the orders topic.

@@ -63,7 +63,7 @@ func DefaultConfig(brokers []string) Config {
 	return Config{
 		Brokers:      brokers,
 		Topic:        events.DefaultOrdersTopic,
-		GroupID:      "fsctl-order-consumer",
+		GroupID:      events.DefaultConsumerGroup,
 		BatchSize:    500,
 		Linger:       20 * time.Millisecond,
 		RetryBackoff: 500 * time.Millisecond,

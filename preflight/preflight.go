@@ -147,7 +147,7 @@ func (c *Config) Defaults() {
 }
 
 // DefaultConsumerGroup is the bundled server's order consumer group.
-const DefaultConsumerGroup = "fsctl-order-consumer"
+const DefaultConsumerGroup = events.DefaultConsumerGroup
 
 // Run checks everything once; with cfg.Fix it applies the safe repairs of what failed and checks
 // again, reporting the second run and what was repaired. Problems are results, never errors: Run

@@ -44,7 +44,7 @@ type Config struct {
 }
 
 // DefaultConsumerGroup is the bundled server's order consumer group.
-const DefaultConsumerGroup = "fsctl-order-consumer"
+const DefaultConsumerGroup = events.DefaultConsumerGroup
 
 func (c *Config) defaults() {
 	if c.OrdersTopic == "" {
