@@ -13,7 +13,7 @@ import (
 	"github.com/fsctl/fsctl/sale"
 )
 
-// Default topic names.
+// Default names of the order log: its topics and the consumer group.
 const (
 	DefaultOrdersTopic     = "fsctl.orders"
 	DefaultDeadLetterTopic = "fsctl.orders.dlq"
