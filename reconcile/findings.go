@@ -59,6 +59,7 @@ type analyzer struct {
 	readStart time.Time
 	now       time.Time
 	orphanAge time.Duration
+	// lag is the order consumer's lag, -1 when Kafka could not be read.
 	lag       int64
 	republish func(context.Context, stock.Hold, sale.Item) error
 }
@@ -131,7 +132,7 @@ func (a analyzer) hold(out *analysis, s itemState, shard int, id uuid.UUID, exp 
 				_, err := a.st.Release(ctx, stock.Release{SaleID: a.sale.ID, ItemID: it.ID, Shard: shard, OrderID: id, Status: status})
 				return err
 			}})
-	case a.lag > 0 || exp.Add(-a.sale.HoldTTL).After(a.now.Add(-a.orphanAge)):
+	case a.lag != 0 || exp.Add(-a.sale.HoldTTL).After(a.now.Add(-a.orphanAge)):
 		out.inFlight++ // on its way through Kafka
 	case !hasRec:
 		out.findings = append(out.findings, Finding{Kind: KindOrphanedHold, Order: id.String(), Shard: shard,
@@ -162,7 +163,7 @@ func (a analyzer) settledRecord(out *analysis, s itemState, h stock.Hold) {
 			Detail: "pending in PostgreSQL but Redis has no hold: expiry could never return its unit",
 			Fix:    fmt.Sprintf("restore the hold (expires %s)", o.ExpiresAt.UTC().Format(time.RFC3339)),
 			repair: a.restore(s.item.ID, o, false)})
-	case a.lag > 0:
+	case a.lag != 0:
 		out.inFlight++
 	default:
 		status := s.other[h.OrderID]
