@@ -45,9 +45,9 @@ func Collect(ctx context.Context, src Sources, o CollectOptions) Snapshot {
 }
 
 // probe runs read on source in its own goroutine under the probe timeout and stores the reading.
-// A source whose Go value is a nil interface is not available.
+// A nil source (a nil interface, not a typed nil pointer) is not available.
 func probe[S any, T any](ctx context.Context, wg *sync.WaitGroup, o CollectOptions, source S, out *Reading[T], read func(S, context.Context) (T, error)) {
-	if isNil(source) {
+	if any(source) == nil {
 		*out = Reading[T]{Status: Status{State: NotAvailable, At: o.Now()}}
 		return
 	}
@@ -66,8 +66,6 @@ func probe[S any, T any](ctx context.Context, wg *sync.WaitGroup, o CollectOptio
 		*out = Reading[T]{Status: st, Data: v}
 	})
 }
-
-func isNil(v any) bool { return v == nil }
 
 // Once takes the snapshot --once prints: two collections window apart, so the rates are rates over
 // the window (window 0: one collection, rates cumulative), with derived values and alerts.

@@ -39,7 +39,7 @@ func (k keyMap) FullHelp() [][]key.Binding {
 	}
 }
 
-// switchKeys maps a switch binding to its kill switch name.
+// switchFor names the kill switch of the n-th switch binding (0 for key 1).
 func (k keyMap) switchFor(b int) string {
 	return [...]string{"purchase", "payment", "expiry", "sweeper"}[b]
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // RecordVersion is the version of the record format; a reader refuses lines of a newer one.
@@ -34,7 +35,7 @@ func (r *Recorder) Write(s Snapshot) error {
 	return nil
 }
 
-// ReadRecords reads a record file back; an error names the line at fault.
+// ReadRecords reads a record file back in time order; an error names the line at fault.
 func ReadRecords(r io.Reader) ([]Record, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
@@ -55,5 +56,8 @@ func ReadRecords(r io.Reader) ([]Record, error) {
 	if err := sc.Err(); err != nil {
 		return out, fmt.Errorf("read record: %w", err)
 	}
+	// The dashboard writes each snapshot from its own command; order them by time in case two
+	// writes ever crossed.
+	slices.SortStableFunc(out, func(a, b Record) int { return a.At.Compare(b.At) })
 	return out, nil
 }
