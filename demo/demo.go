@@ -1,6 +1,7 @@
 // Package demo runs the project's main job end to end on real services: it starts the checkout
 // (API and order consumer) in-process, sets a sale up, fires a synchronized burst of buyers at it
-// over HTTP, waits for the orders to reach PostgreSQL, and checks that nothing was oversold.
+// over HTTP, waits for the orders to reach PostgreSQL, checks that nothing was oversold, and
+// reconciles Redis, PostgreSQL and Kafka order by order.
 package demo
 
 import (
@@ -14,6 +15,7 @@ import (
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/provision"
+	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/server"
 )
@@ -40,7 +42,9 @@ type Report struct {
 	Holds    int64 // live holds in Redis
 	Counts   orders.ItemCounts
 	Settled  time.Duration
-	Problems []string // invariant violations; empty means the sale was sold correctly
+	// Reconcile is fsctl reconcile's order-by-order comparison once the orders settled.
+	Reconcile reconcile.Report
+	Problems  []string // invariant violations; empty means the sale was sold correctly
 }
 
 // Run executes the demo and writes progress to out.
@@ -102,6 +106,17 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) (Repo
 	}
 	rep.Stock, rep.Holds = snap[0].Stock, snap[0].Holds
 	rep.Problems = Check(rep)
+	rep.Reconcile, err = reconcile.Run(ctx, reconcile.Config{SaleID: sl.ID, RedisURL: cfg.App.RedisURL,
+		PostgresURL: cfg.App.PostgresURL, Brokers: cfg.App.Brokers, OrdersTopic: cfg.App.OrdersTopic,
+		DeadLetterTopic: cfg.App.DeadLetterTopic, ConsumerGroup: cfg.App.ConsumerGroup})
+	if err != nil {
+		return rep, fmt.Errorf("reconcile: %w", err)
+	}
+	for _, it := range rep.Reconcile.Items {
+		for _, p := range it.Problems {
+			rep.Problems = append(rep.Problems, "reconcile "+it.ItemID+": "+p)
+		}
+	}
 	stop()
 	if err := <-errc; err != nil {
 		return rep, err

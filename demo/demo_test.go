@@ -55,6 +55,9 @@ func testRun(t *testing.T, rm *sale.Room) {
 	if rep.Counts.Pending != 20 || rep.Counts.Sold != 20 || rep.Stock != 0 || rep.Holds != 20 {
 		t.Fatalf("report %+v", rep)
 	}
+	if rc := rep.Reconcile; !rc.OK() || len(rc.Items) != 1 || rc.Items[0].Holds != 20 || rc.Kafka == nil {
+		t.Fatalf("reconcile after the demo: %+v", rc)
+	}
 	if !strings.Contains(out.String(), "300 buyers") {
 		t.Fatalf("progress output %q", out.String())
 	}

@@ -113,6 +113,7 @@ func printDemo(w io.Writer, rep demo.Report) error {
 	fmt.Fprintf(w, "redis:    stock = %d, live holds = %d\n", rep.Stock, rep.Holds)
 	if len(rep.Problems) == 0 {
 		fmt.Fprintln(w, "invariants: OK (no oversell, every RESERVED is an order in PostgreSQL, no unit lost)")
+		fmt.Fprintln(w, "reconcile:  OK (Redis, PostgreSQL and Kafka agree order by order; fsctl reconcile --sale "+rep.Reconcile.SaleID+")")
 		return nil
 	}
 	for _, p := range rep.Problems {
