@@ -69,7 +69,7 @@ func (p itemsPanel) view(s *Snapshot, width int) string {
 		d[x.ID] = x
 	}
 	const nameW, numsW, rateW, soldOutW = 12, 40, 22, 16
-	barW := max(width-nameW-numsW-rateW-3-soldOutW, 10)
+	barW := max(width-nameW-numsW-rateW-soldOutW-3, 10)
 	sparkW := max(rateW-12, 4)
 	var lines []string
 	for _, it := range s.Items.Data {
@@ -81,8 +81,9 @@ func (p itemsPanel) view(s *Snapshot, width int) string {
 		nums := fmt.Sprintf("%s %d  %s %d  %s %s  / %d", fg(colLeft).Render("left"), it.Remaining,
 			fg(colHeld).Render("held"), it.Held, fg(colPaid).Render("paid"), known(x.Consistent, x.Paid), it.Quantity)
 		rate := fmt.Sprintf("%s %6s/s", sparkline(p.history[it.ID], sparkW), num(x.UnitsPerSec))
-		lines = append(lines, pad(it.ID, nameW)+stockBar(it.Quantity, paid, it.Held, it.Remaining, barW)+" "+
-			pad(nums, numsW)+" "+pad(rate, rateW)+" "+soldOut(it, x))
+		// Numbers first and the bar last, so a narrow terminal loses bar cells, never the numbers.
+		lines = append(lines, pad(it.ID, nameW)+pad(nums, numsW)+" "+pad(rate, rateW)+" "+pad(soldOut(it, x), soldOutW)+" "+
+			stockBar(it.Quantity, paid, it.Held, it.Remaining, barW))
 	}
 	return strings.Join(lines, "\n")
 }
