@@ -3,6 +3,7 @@ package warroom
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -304,5 +305,16 @@ func TestRecordEverySnapshot(t *testing.T) {
 	}
 	if len(got) != 2 || !strings.Contains(h.screen(), "record: disk full") {
 		t.Fatalf("%d records; screen:\n%s", len(got), h.screen())
+	}
+}
+
+func TestManyItemsSayHowManyAreHidden(t *testing.T) {
+	h := newHarness(t, Options{Interval: -1})
+	for i := range 30 {
+		h.f.items = append(h.f.items, ItemStock{ID: fmt.Sprintf("sku-%02d", i), Quantity: 10, Remaining: 10})
+	}
+	h.refresh()
+	if scr := h.screen(); !strings.Contains(scr, "… and 22 more items") {
+		t.Fatalf("hidden items not counted:\n%s", scr)
 	}
 }

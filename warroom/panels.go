@@ -60,7 +60,7 @@ func (p *itemsPanel) observe(s *Snapshot, fresh bool) {
 	}
 }
 
-func (p itemsPanel) view(s *Snapshot, width int) string {
+func (p itemsPanel) view(s *Snapshot, width, height int) string {
 	if !s.Items.OK() {
 		return stateLine(s.Items.Status)
 	}
@@ -72,7 +72,11 @@ func (p itemsPanel) view(s *Snapshot, width int) string {
 	barW := max(width-nameW-numsW-rateW-soldOutW-3, 10)
 	sparkW := max(rateW-12, 4)
 	var lines []string
-	for _, it := range s.Items.Data {
+	for i, it := range s.Items.Data {
+		if i == height-1 && len(s.Items.Data) > height {
+			lines = append(lines, fg(colDim).Render(fmt.Sprintf("… and %d more items (a taller terminal shows them)", len(s.Items.Data)-i)))
+			break
+		}
 		x := d[it.ID]
 		paid := x.Paid
 		if !x.Consistent {

@@ -32,7 +32,7 @@ func (m Model) Render() string {
 	if s.Items.OK() {
 		itemsH = min(max(len(s.Items.Data), 1)+2, max(h/3, 3))
 	}
-	rows = append(rows, box("Items  "+legend(), m.items.view(s, w-2), w, itemsH, borderFor("items", s, s.Items.Status)))
+	rows = append(rows, box("Items  "+legend(), m.items.view(s, w-2, itemsH-2), w, itemsH, borderFor("items", s, s.Items.Status)))
 
 	const midH = 13
 	c1, c2 := w*36/100, w*30/100
