@@ -3,6 +3,8 @@ package events
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/segmentio/kafka-go"
 )
@@ -12,9 +14,19 @@ type GroupState struct {
 	Group   string `json:"group"`
 	State   string `json:"state"`
 	Members int    `json:"members"`
-	// Lag is the messages not yet committed, over all partitions; PartitionLag per partition.
-	Lag          int64         `json:"lag"`
-	PartitionLag map[int]int64 `json:"partitionLag"`
+	// Lag is the messages not yet committed, over all partitions; Partitions has each one's, in
+	// partition order.
+	Lag        int64          `json:"lag"`
+	Partitions []PartitionLag `json:"partitions"`
+}
+
+// PartitionLag is one partition of a consumer group's topic.
+type PartitionLag struct {
+	Partition int `json:"partition"`
+	// End is the next offset to be written; Committed the group's position (-1: none yet).
+	End       int64 `json:"end"`
+	Committed int64 `json:"committed"`
+	Lag       int64 `json:"lag"`
 }
 
 // Offsets are the first and next offsets of each partition of a topic.
@@ -65,7 +77,7 @@ func TopicOffsets(ctx context.Context, c *kafka.Client, topic string) (Offsets, 
 // GroupLag describes a consumer group and sums how far its committed offsets are behind the end
 // of topic; a partition it never committed counts from its first offset.
 func GroupLag(ctx context.Context, c *kafka.Client, topic, group string) (GroupState, error) {
-	g := GroupState{Group: group, PartitionLag: map[int]int64{}}
+	g := GroupState{Group: group}
 	desc, err := c.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
 	if err == nil && len(desc.Groups) == 1 {
 		err = desc.Groups[0].Error
@@ -78,10 +90,7 @@ func GroupLag(ctx context.Context, c *kafka.Client, topic, group string) (GroupS
 	if err != nil {
 		return g, err
 	}
-	parts := make([]int, 0, len(offs.End))
-	for p := range offs.End {
-		parts = append(parts, p)
-	}
+	parts := slices.Sorted(maps.Keys(offs.End))
 	committed, err := c.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
 	if err == nil {
 		err = committed.Error
@@ -93,13 +102,18 @@ func GroupLag(ctx context.Context, c *kafka.Client, topic, group string) (GroupS
 	for _, cp := range committed.Topics[topic] {
 		pos[cp.Partition] = cp.CommittedOffset
 	}
-	for p, end := range offs.End {
+	for _, p := range parts {
+		end := offs.End[p]
 		at, ok := pos[p]
-		if !ok || at < 0 {
-			at = offs.First[p]
+		if !ok {
+			at = -1
 		}
-		lag := max(end-at, 0)
-		g.PartitionLag[p] = lag
+		from := at
+		if from < 0 {
+			from = offs.First[p]
+		}
+		lag := max(end-from, 0)
+		g.Partitions = append(g.Partitions, PartitionLag{Partition: p, End: end, Committed: at, Lag: lag})
 		g.Lag += lag
 	}
 	return g, nil

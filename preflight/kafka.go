@@ -118,7 +118,7 @@ func consumerGroup(ctx context.Context, e *env, t kafka.Topic) Result {
 		r.Status, r.Detail = Fail, err.Error()
 		return r
 	}
-	r.Detail = fmt.Sprintf("%s: %s, %d member(s), lag %d over %d partition(s)", g.Group, g.State, g.Members, g.Lag, len(g.PartitionLag))
+	r.Detail = fmt.Sprintf("%s: %s, %d member(s), lag %d over %d partition(s)", g.Group, g.State, g.Members, g.Lag, len(g.Partitions))
 	switch {
 	case g.Members == 0:
 		r.Status = Fail

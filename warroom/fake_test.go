@@ -32,7 +32,7 @@ func newFake() *fakeSources {
 			Latency: Histogram{Bounds: []float64{.001, .005, .01, .05, .1}, Counts: []float64{100, 300, 400, 418, 421}, Count: 421, Sum: 2}, Servers: 1, ServersTotal: 1},
 		admission: Admission{QueueDepth: 120, Active: 50, Rate: 25, WaitSeconds: 4.8, AdmittedTotal: 300},
 		payment:   Payment{Breaker: "closed", Outcomes: map[string]float64{"PAID": 85, "PAYMENT_DECLINED": 15}},
-		pipeline:  Pipeline{Topic: "fsctl.orders", Group: "g", Partitions: []PartitionLag{{0, 40, 38, 2}, {1, 35, 35, 0}, {2, 30, 30, 0}}, Lag: 2},
+		pipeline:  Pipeline{Topic: "fsctl.orders", Group: "g", Partitions: []PartitionLag{{Partition: 0, End: 40, Committed: 38, Lag: 2}, {Partition: 1, End: 35, Committed: 35, Lag: 0}, {Partition: 2, End: 30, Committed: 30, Lag: 0}}, Lag: 2},
 		control:   Control{Room: &Room{Rate: 25, MaxActive: 500}, Switches: map[string]bool{"purchase": false, "payment": false, "expiry": false, "sweeper": false}},
 		down:      map[string]error{},
 	}

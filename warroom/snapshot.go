@@ -6,6 +6,8 @@ package warroom
 
 import (
 	"time"
+
+	"github.com/fsctl/fsctl/events"
 )
 
 // State says whether a panel's source answered.
@@ -95,12 +97,7 @@ type Payment struct {
 }
 
 // PartitionLag is one partition of the orders topic.
-type PartitionLag struct {
-	Partition int   `json:"partition"`
-	End       int64 `json:"end"`
-	Committed int64 `json:"committed"`
-	Lag       int64 `json:"lag"`
-}
+type PartitionLag = events.PartitionLag
 
 // Pipeline is the Kafka side of the order pipeline.
 type Pipeline struct {
