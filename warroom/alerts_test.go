@@ -1,6 +1,7 @@
 package warroom
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -88,4 +89,22 @@ func TestAlerterWaitsForARuleToHold(t *testing.T) {
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("got %v, want %v", got, want)
 	}
+}
+
+// FuzzParseAlerts: no alerts file makes the parser panic, and what it accepts evaluates against a
+// snapshot without panicking either.
+func FuzzParseAlerts(f *testing.F) {
+	if b, err := os.ReadFile("../examples/warroom-alerts.yaml"); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte("rules:\n  - metric: drift_units\n    crit: 1\n    for: 3s\n"))
+	f.Add([]byte("rules: [{metric: p99}]"))
+	f.Add([]byte("rules:\n  - metric: seconds_to_sold_out\n    warn: 60\n    crit: 10\n    below: true\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		cfg, err := ParseAlerts(b)
+		if err != nil {
+			return
+		}
+		Evaluate(cfg, &Snapshot{})
+	})
 }
