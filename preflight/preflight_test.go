@@ -240,3 +240,20 @@ func TestUnreachableServicesFailFast(t *testing.T) {
 		t.Fatal("a stack that is down is ready")
 	}
 }
+
+// TestRoomRedisOfItsOwn: a waiting-room Redis apart from the stock one has its policy checked too.
+func TestRoomRedisOfItsOwn(t *testing.T) {
+	tg := newTarget(t, checkouttest.Options{Quantity: 1})
+	tg.cfg.RoomRedisURL = testenv.PrivateRedis(t)
+	opts, err := redis.ParseURL(tg.cfg.RoomRedisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	if err := rdb.ConfigSet(context.Background(), "maxmemory-policy", "allkeys-random").Err(); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, tg.run(t), "room eviction policy", preflight.Fail, "allkeys-random")
+	expect(t, tg.run(t), "eviction policy", preflight.Pass, "noeviction")
+}

@@ -24,6 +24,12 @@ func checkRedis(ctx context.Context, e *env) []Result {
 		return needs("redis", "Redis")
 	}
 	out := []Result{eviction(ctx, e.rdb), persistence(ctx, e.rdb), replication(ctx, e), scripts(ctx, e), latency(ctx, e)}
+	if e.roomRdb != nil {
+		// A separate Redis for the waiting rooms: evicting it loses places in the queue.
+		r := eviction(ctx, e.roomRdb)
+		r.Check = "room eviction policy"
+		out = append(out, r)
+	}
 	return out
 }
 
