@@ -79,6 +79,13 @@ bench-blast: ## fsctl blast vs vegeta's attacker vs wrk on a trivial endpoint, o
 demo: stack-up ## run the end-to-end demo against the local stack
 	$(GO) run ./cmd/fsctl demo
 
+# The game day brings the stack up itself when it is down (and stops it again then); against a
+# running stack it leaves it running. Report: $(GAMEDAY_DIR)/report.md, .html and .json.
+GAMEDAY_DIR ?= /tmp/fsctl-gameday
+.PHONY: gameday
+gameday: deps ## the built-in game day: burst + faults on the local stack, invariants checked (~2 min)
+	$(FSCTL) gameday --report-dir $(GAMEDAY_DIR) $(STACK_FLAGS) </dev/null
+
 clean: ## remove build outputs (the stack's data in .stack stays; `make stack-down` then rm -rf .stack)
 	rm -rf bin
 	$(GO) clean -testcache

@@ -58,6 +58,7 @@ func newRootCmd() *cobra.Command {
 		newPreflightCmd(),
 		newReconcileCmd(),
 		newWarroomCmd(),
+		newGamedayCmd(),
 	)
 	return root
 }

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fsctl/fsctl/gameday"
+	"github.com/fsctl/fsctl/stack"
+)
+
+type gamedayOptions struct {
+	stack     stackOptions
+	scenario  string
+	reportDir string
+	teardown  string
+	output    string
+	print     bool
+	noWarroom bool
+}
+
+func newGamedayCmd() *cobra.Command {
+	o := &gamedayOptions{stack: stackOptions{cfg: stack.DefaultConfig()}}
+	var faults strings.Builder
+	for _, n := range gameday.FaultNames() {
+		fmt.Fprintf(&faults, "  %-27s %s\n", n, gameday.FaultDoc(n))
+	}
+	cmd := &cobra.Command{
+		Use:   "gameday",
+		Short: "Run a scripted game day: stack, sale, preflight, burst, faults, settle, reconcile, report",
+		Long: `gameday plays a scenario against the local stack: it brings the stack up (unless it runs),
+creates the scenario's sale afresh, starts checkout instances (fsctl serve) behind a round-robin
+proxy with the bundled fake payment provider, runs preflight, releases the buyers on an open
+schedule while each step injects its fault at its moment, waits for every hold to end, reconciles
+Redis with PostgreSQL and checks the invariants. Exit status 0 when everything held, 2 when an
+invariant or a step failed. The stack is stopped at the end if the game day started it (--teardown),
+also on Ctrl-C.
+
+Faults a step can name:
+` + faults.String() + `
+Without --scenario the built-in scenario runs (fsctl gameday --print-default shows it).`,
+		Example: `  fsctl gameday                                   # the built-in scenario on ./.stack
+  fsctl gameday --scenario examples/gameday.yaml --report-dir /tmp/gameday
+  fsctl gameday --dir /tmp/gd --redis-port 26379 --postgres-port 25432 --kafka-port 29092 --kafka-controller-port 29093`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runGameday(cmd, o) },
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.scenario, "scenario", "f", "", "scenario file (YAML); empty runs the built-in one")
+	f.StringVar(&o.reportDir, "report-dir", "gameday-report", "folder for report.md, report.html, report.json and the servers' logs")
+	f.StringVar(&o.teardown, "teardown", string(gameday.TeardownAuto), "stop the stack at the end: auto (if the game day started it), always, never")
+	f.StringVarP(&o.output, "output", "o", "text", "final report on stdout: text or json")
+	f.BoolVar(&o.print, "print-default", false, "print the built-in scenario and exit")
+	f.BoolVar(&o.noWarroom, "no-warroom", false, "do not record the war room's timeline (warroom.jsonl) during the run")
+	f.StringVar(&o.stack.cfg.Dir, "dir", o.stack.cfg.Dir, "stack folder (env "+stack.EnvStackDir+")")
+	f.IntVar(&o.stack.cfg.RedisPort, "redis-port", o.stack.cfg.RedisPort, "Redis port of the stack")
+	f.IntVar(&o.stack.cfg.PostgresPort, "postgres-port", o.stack.cfg.PostgresPort, "PostgreSQL port of the stack")
+	f.IntVar(&o.stack.cfg.KafkaPort, "kafka-port", o.stack.cfg.KafkaPort, "Kafka broker port of the stack")
+	f.IntVar(&o.stack.cfg.KafkaControllerPort, "kafka-controller-port", o.stack.cfg.KafkaControllerPort, "Kafka controller port of the stack")
+	f.StringVar(&o.stack.cfg.KafkaLibs, "kafka-libs", "", "folder of the Kafka broker jars (default <dir>/kafka/libs)")
+	return cmd
+}
+
+func runGameday(cmd *cobra.Command, o *gamedayOptions) error {
+	if o.print {
+		_, err := cmd.OutOrStdout().Write(gameday.DefaultYAML())
+		return err
+	}
+	td := gameday.Teardown(o.teardown)
+	if td != gameday.TeardownAuto && td != gameday.TeardownAlways && td != gameday.TeardownNever {
+		return &exitError{code: 2, err: fmt.Errorf("--teardown %q: want auto, always or never", o.teardown)}
+	}
+	if o.output != "text" && o.output != "json" {
+		return &exitError{code: 2, err: fmt.Errorf("--output %q: want text or json", o.output)}
+	}
+	sc := gameday.Default()
+	if o.scenario != "" {
+		var err error
+		if sc, err = gameday.LoadFile(o.scenario); err != nil {
+			return &exitError{code: 2, err: err}
+		}
+	}
+	progress := cmd.OutOrStdout()
+	if o.output == "json" {
+		progress = cmd.ErrOrStderr()
+	}
+	dir, err := filepath.Abs(o.reportDir)
+	if err != nil {
+		return err
+	}
+	cfg := gameday.Config{Scenario: sc, Stack: o.stack.config(progress), Teardown: td, WorkDir: dir, Out: progress}
+	if !o.noWarroom {
+		cfg.Timeline = gameday.NewWarRoom(cfg.Stack.Endpoints(), sc.Sale.ID, filepath.Join(dir, "warroom.jsonl"))
+	}
+	rep, runErr := gameday.Run(cmd.Context(), cfg)
+	if rep == nil {
+		return runErr
+	}
+	if err := writeGamedayReports(dir, rep); err != nil {
+		return err
+	}
+	if o.output == "json" {
+		err = rep.WriteJSON(cmd.OutOrStdout())
+	} else {
+		err = rep.Render(cmd.OutOrStdout())
+		fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", filepath.Join(dir, "report.md"))
+	}
+	if err != nil {
+		return err
+	}
+	if !rep.Passed {
+		if runErr == nil {
+			runErr = fmt.Errorf("game day %s failed", sc.Name)
+		}
+		return &exitError{code: 2, err: runErr}
+	}
+	return nil
+}
+
+func writeGamedayReports(dir string, rep *gameday.Report) error {
+	for name, write := range map[string]func(*os.File) error{
+		"report.md":   func(f *os.File) error { return rep.WriteMarkdown(f) },
+		"report.html": func(f *os.File) error { return rep.WriteHTML(f) },
+		"report.json": func(f *os.File) error { return rep.WriteJSON(f) },
+	} {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		if err := write(f); err != nil {
+			f.Close()
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,424 @@
+package gameday
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fsctl/fsctl/room"
+	"github.com/fsctl/fsctl/stack"
+)
+
+// Fault is one thing a step does to the running sale. Apply returns once the fault has been
+// applied and, where the fault has a duration, recovered from; the note says what it did.
+type Fault interface {
+	Name() string
+	Describe() string
+	Apply(ctx context.Context, env *Env) (note string, err error)
+}
+
+// Env is what faults act on: the stack's processes, the checkout fleet, the payment provider.
+type Env struct {
+	Stack      stack.Config
+	Endpoints  stack.Endpoints
+	Fleet      *Fleet
+	PaymentURL string
+	SaleID     string
+	Rand       *seeded
+	// Rebuild restores the sale's Redis state from PostgreSQL (reconcile with RebuildRedis).
+	Rebuild func(ctx context.Context) (string, error)
+	// BuyersDone is closed once the last buyer has been answered.
+	BuyersDone <-chan struct{}
+	// Note adds a line to the run's timeline.
+	Note func(format string, args ...any)
+}
+
+// faultKind parses one fault from its step's keys.
+type faultKind struct {
+	params []string
+	doc    string
+	parse  func(m fields, p *parser) (Fault, error)
+}
+
+var faultKinds = map[string]faultKind{
+	"redis-restart-empty": {[]string{"down"}, "kill -9 redis-server, delete its data, start it empty after `down`, then rebuild the sale's Redis state from PostgreSQL",
+		func(m fields, p *parser) (Fault, error) {
+			f := redisRestartEmpty{}
+			p.dur(m, "down", &f.Down)
+			return f, nil
+		}},
+	"kafka-kill": {[]string{"down"}, "kill -9 the Kafka broker, restart it (data kept) after `down`",
+		func(m fields, p *parser) (Fault, error) {
+			f := kafkaKill{}
+			p.dur(m, "down", &f.Down)
+			return f, nil
+		}},
+	"postgres-stop": {[]string{"for"}, "stop PostgreSQL (fast shutdown) and start it again after `for`",
+		func(m fields, p *parser) (Fault, error) {
+			f := postgresStop{For: 3 * time.Second}
+			p.dur(m, "for", &f.For)
+			return f, nil
+		}},
+	"payment": {[]string{"declineRate", "errorRate", "latency", "jitter", "outage", "for"},
+		"change the payment provider for `for`: decline/error rates, latency spikes, or a full outage (every call 503)",
+		func(m fields, p *parser) (Fault, error) {
+			f := paymentFault{For: 5 * time.Second}
+			f.DeclineRate, f.ErrorRate = -1, -1
+			f.Latency, f.Jitter = -1, -1
+			if m.get("declineRate") != nil {
+				p.share(m, "declineRate", &f.DeclineRate)
+			}
+			if m.get("errorRate") != nil {
+				p.share(m, "errorRate", &f.ErrorRate)
+			}
+			if m.get("latency") != nil {
+				p.dur(m, "latency", &f.Latency)
+			}
+			if m.get("jitter") != nil {
+				p.dur(m, "jitter", &f.Jitter)
+			}
+			if n := p.scalar(m, "outage"); n != nil {
+				f.Outage = n.Value == "true"
+				if n.Value != "true" && n.Value != "false" {
+					return nil, lineErr(n, "outage %q: want true or false", n.Value)
+				}
+			}
+			p.dur(m, "for", &f.For)
+			if p.err == nil && !f.Outage && f.DeclineRate < 0 && f.ErrorRate < 0 && f.Latency < 0 && f.Jitter < 0 {
+				return nil, lineErr(m.node, "payment: say what changes (declineRate, errorRate, latency, jitter or outage: true)")
+			}
+			return f, nil
+		}},
+	"server-kill": {nil, "SIGKILL one checkout instance picked by the seed (another keeps serving)",
+		func(fields, *parser) (Fault, error) { return serverKill{}, nil }},
+	"server-crash-after-reserve": {[]string{"after"}, "start an instance armed to exit(137) after its Nth fresh reservation, between the reserve and the publish",
+		func(m fields, p *parser) (Fault, error) {
+			f := crashAfterReserve{After: 1}
+			p.int(m, "after", &f.After, 1, 1_000_000)
+			return f, nil
+		}},
+	"server-add": {nil, "start one more checkout instance mid-sale and put it in rotation",
+		func(fields, *parser) (Fault, error) { return serverAdd{}, nil }},
+	"room-state-lost": {nil, "delete the sale's waiting-room state in Redis (queue, admissions, counters)",
+		func(fields, *parser) (Fault, error) { return roomLost{}, nil }},
+}
+
+// FaultNames lists the faults a step can name, sorted.
+func FaultNames() []string {
+	var out []string
+	for k := range faultKinds {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// FaultDoc is the one-line description of a fault, for help texts.
+func FaultDoc(name string) string { return faultKinds[name].doc }
+
+type redisRestartEmpty struct{ Down time.Duration }
+
+func (redisRestartEmpty) Name() string { return "redis-restart-empty" }
+func (f redisRestartEmpty) Describe() string {
+	return fmt.Sprintf("kill -9 redis, restart it empty after %s, rebuild from PostgreSQL", f.Down)
+}
+
+func (f redisRestartEmpty) Apply(ctx context.Context, env *Env) (string, error) {
+	pid, err := stack.Kill(ctx, env.Stack, stack.Redis, syscall.SIGKILL)
+	if err != nil {
+		return "", err
+	}
+	env.Note("redis killed (pid %d)", pid)
+	if err := sleep(ctx, f.Down); err != nil {
+		return "", err
+	}
+	npid, err := stack.Start(ctx, env.Stack, stack.Redis, true)
+	if err != nil {
+		return "", err
+	}
+	env.Note("redis restarted empty (pid %d)", npid)
+	rebuilt, err := env.Rebuild(ctx)
+	if err != nil {
+		return "", fmt.Errorf("rebuild redis from postgres: %w", err)
+	}
+	env.Note("redis rebuilt: %s", rebuilt)
+	return fmt.Sprintf("killed pid %d, restarted empty as pid %d, rebuilt: %s", pid, npid, rebuilt), nil
+}
+
+type kafkaKill struct{ Down time.Duration }
+
+func (kafkaKill) Name() string { return "kafka-kill" }
+func (f kafkaKill) Describe() string {
+	return fmt.Sprintf("kill -9 the Kafka broker, restart it after %s", f.Down)
+}
+
+func (f kafkaKill) Apply(ctx context.Context, env *Env) (string, error) {
+	pid, err := stack.Kill(ctx, env.Stack, stack.Kafka, syscall.SIGKILL)
+	if err != nil {
+		return "", err
+	}
+	env.Note("kafka killed (pid %d)", pid)
+	if err := sleep(ctx, f.Down); err != nil {
+		return "", err
+	}
+	begin := time.Now()
+	npid, err := stack.Start(ctx, env.Stack, stack.Kafka, false)
+	if err != nil {
+		return "", err
+	}
+	env.Note("kafka back (pid %d) after a %s start", npid, time.Since(begin).Round(100*time.Millisecond))
+	return fmt.Sprintf("killed pid %d, restarted as pid %d (start took %s)", pid, npid, time.Since(begin).Round(100*time.Millisecond)), nil
+}
+
+type postgresStop struct{ For time.Duration }
+
+func (postgresStop) Name() string { return "postgres-stop" }
+func (f postgresStop) Describe() string {
+	return fmt.Sprintf("stop PostgreSQL for %s", f.For)
+}
+
+func (f postgresStop) Apply(ctx context.Context, env *Env) (string, error) {
+	if err := stack.Stop(ctx, env.Stack, stack.Postgres); err != nil {
+		return "", err
+	}
+	env.Note("postgres stopped")
+	if err := sleep(ctx, f.For); err != nil {
+		return "", err
+	}
+	pid, err := stack.Start(ctx, env.Stack, stack.Postgres, false)
+	if err != nil {
+		return "", err
+	}
+	env.Note("postgres back (pid %d)", pid)
+	return fmt.Sprintf("stopped for %s, back as pid %d", f.For, pid), nil
+}
+
+// paymentFault changes the provider's behaviour through its API and puts it back afterwards.
+// Negative numbers mean "unchanged".
+type paymentFault struct {
+	DeclineRate, ErrorRate float64
+	Latency, Jitter        time.Duration
+	Outage                 bool
+	For                    time.Duration
+}
+
+func (paymentFault) Name() string { return "payment" }
+func (f paymentFault) Describe() string {
+	var parts []string
+	if f.Outage {
+		parts = append(parts, "outage")
+	}
+	if f.DeclineRate >= 0 {
+		parts = append(parts, fmt.Sprintf("decline %g", f.DeclineRate))
+	}
+	if f.ErrorRate >= 0 {
+		parts = append(parts, fmt.Sprintf("errors %g", f.ErrorRate))
+	}
+	if f.Latency >= 0 {
+		parts = append(parts, fmt.Sprintf("latency %s", f.Latency))
+	}
+	if f.Jitter >= 0 {
+		parts = append(parts, fmt.Sprintf("jitter %s", f.Jitter))
+	}
+	return fmt.Sprintf("payment provider %v for %s", parts, f.For)
+}
+
+// behavior is the fake provider's /v1/behavior document.
+type behavior struct {
+	Latency     string   `json:"latency"`
+	Jitter      string   `json:"jitter"`
+	DeclineRate float64  `json:"declineRate"`
+	ErrorRate   float64  `json:"errorRate"`
+	Outages     []window `json:"outages"`
+	Uptime      string   `json:"uptime,omitempty"`
+}
+
+type window struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+func (f paymentFault) Apply(ctx context.Context, env *Env) (string, error) {
+	before, err := getBehavior(ctx, env.PaymentURL)
+	if err != nil {
+		return "", err
+	}
+	b := before
+	b.Uptime = ""
+	if f.Outage {
+		up, err := time.ParseDuration(before.Uptime)
+		if err != nil {
+			return "", fmt.Errorf("provider uptime %q: %w", before.Uptime, err)
+		}
+		b.Outages = append(slices.Clone(b.Outages), window{From: up.String(), To: (up + f.For).String()})
+	}
+	if f.DeclineRate >= 0 {
+		b.DeclineRate = f.DeclineRate
+	}
+	if f.ErrorRate >= 0 {
+		b.ErrorRate = f.ErrorRate
+	}
+	if f.Latency >= 0 {
+		b.Latency = f.Latency.String()
+	}
+	if f.Jitter >= 0 {
+		b.Jitter = f.Jitter.String()
+	}
+	if err := putBehavior(ctx, env.PaymentURL, b); err != nil {
+		return "", err
+	}
+	env.Note("payment provider: %s", f.Describe())
+	if err := sleep(ctx, f.For); err != nil {
+		return "", err
+	}
+	// Put the knobs back; an outage window simply ends on its own.
+	restore := b
+	restore.Latency, restore.Jitter, restore.DeclineRate, restore.ErrorRate = before.Latency, before.Jitter, before.DeclineRate, before.ErrorRate
+	if err := putBehavior(context.WithoutCancel(ctx), env.PaymentURL, restore); err != nil {
+		return "", err
+	}
+	env.Note("payment provider back to normal")
+	return "applied and restored", nil
+}
+
+func getBehavior(ctx context.Context, base string) (behavior, error) {
+	var b behavior
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/behavior", nil)
+	if err != nil {
+		return b, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return b, fmt.Errorf("payment provider %s: %w", base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return b, fmt.Errorf("payment provider GET /v1/behavior: %s", resp.Status)
+	}
+	return b, json.NewDecoder(resp.Body).Decode(&b)
+}
+
+func putBehavior(ctx context.Context, base string, b behavior) error {
+	body, _ := json.Marshal(b)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, base+"/v1/behavior", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("payment provider %s: %w", base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("payment provider PUT /v1/behavior: %s: %s", resp.Status, msg)
+	}
+	return nil
+}
+
+type serverKill struct{}
+
+func (serverKill) Name() string     { return "server-kill" }
+func (serverKill) Describe() string { return "SIGKILL one checkout instance" }
+
+func (serverKill) Apply(_ context.Context, env *Env) (string, error) {
+	in, err := env.Fleet.Kill(env.Rand.IntN)
+	if err != nil {
+		return "", err
+	}
+	env.Note("%s killed (pid %d)", in.Name, in.PID())
+	return fmt.Sprintf("SIGKILLed %s (pid %d)", in.Name, in.PID()), nil
+}
+
+type crashAfterReserve struct{ After int }
+
+func (crashAfterReserve) Name() string { return "server-crash-after-reserve" }
+func (f crashAfterReserve) Describe() string {
+	return fmt.Sprintf("an instance that dies after its reservation #%d, before the publish", f.After)
+}
+
+func (f crashAfterReserve) Apply(ctx context.Context, env *Env) (string, error) {
+	in, err := env.Fleet.Start(ctx, f.After)
+	if err != nil {
+		return "", err
+	}
+	env.Note("%s armed to crash after reservation #%d", in.Name, f.After)
+	// Once the buyers are gone no reservation can come; give the instance a moment more, then say so.
+	buyersDone := env.BuyersDone
+	var late <-chan time.Time
+wait:
+	for {
+		select {
+		case <-in.Done():
+			break wait
+		case <-buyersDone:
+			buyersDone, late = nil, time.After(10*time.Second)
+		case <-late:
+			return "", fmt.Errorf("%s never reached its reservation #%d while buyers came (no unit on sale for it?)", in.Name, f.After)
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	if code := in.ExitCode(); code != 137 {
+		return "", fmt.Errorf("%s exited with status %d, not the injected 137 (see its log)", in.Name, code)
+	}
+	env.Note("%s crashed between reserve and publish (exit 137)", in.Name)
+	return fmt.Sprintf("%s (pid %d) exited 137 after reservation #%d", in.Name, in.PID(), f.After), nil
+}
+
+type serverAdd struct{}
+
+func (serverAdd) Name() string     { return "server-add" }
+func (serverAdd) Describe() string { return "add a checkout instance" }
+
+func (serverAdd) Apply(ctx context.Context, env *Env) (string, error) {
+	in, err := env.Fleet.Start(ctx, 0)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s (pid %d) in rotation; %d live", in.Name, in.PID(), len(env.Fleet.Live())), nil
+}
+
+type roomLost struct{}
+
+func (roomLost) Name() string     { return "room-state-lost" }
+func (roomLost) Describe() string { return "the waiting room's state lost" }
+
+func (roomLost) Apply(ctx context.Context, env *Env) (string, error) {
+	opts, err := redis.ParseURL(env.Endpoints.RedisURL)
+	if err != nil {
+		return "", err
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	// What a Redis that loses the room's keys leaves behind: an empty queue, no admissions.
+	before, _ := rdb.DBSize(ctx).Result()
+	if err := room.New(rdb).Reset(ctx, env.SaleID); err != nil {
+		return "", err
+	}
+	after, _ := rdb.DBSize(ctx).Result()
+	env.Note("waiting room state deleted (%d key(s) gone)", before-after)
+	return fmt.Sprintf("deleted %d key(s) of the room of sale %s", before-after, env.SaleID), nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,152 @@
+package gameday
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/warroom"
+)
+
+// Each fault on its own, on the real processes of the private stack; mustPass checks the
+// invariants after recovery (no oversell, nothing lost, every RESERVED answer ended in
+// PostgreSQL as paid, expired, cancelled or failed, paid and cancelled answers as told).
+
+func TestFaultRedisRestartEmpty(t *testing.T) {
+	rep := mustPass(t, testScenario("redis", Step{At: 1500 * time.Millisecond, Fault: redisRestartEmpty{Down: 300 * time.Millisecond}}))
+	if !strings.Contains(rep.Steps[0].Note, "rebuilt") {
+		t.Errorf("step note %q: want the rebuild", rep.Steps[0].Note)
+	}
+}
+
+func TestFaultKafkaKill(t *testing.T) {
+	mustPass(t, testScenario("kafka", Step{At: time.Second, Fault: kafkaKill{Down: 500 * time.Millisecond}}))
+}
+
+// The war room records the run too: its snapshots land in warroom.jsonl and its changes (the
+// orders panel losing PostgreSQL) in the timeline.
+func TestFaultPostgresStop(t *testing.T) {
+	var wr *WarRoom
+	rep := mustPass(t, testScenario("postgres", Step{At: time.Second, Fault: postgresStop{For: 2 * time.Second}}), func(c *Config) {
+		wr = NewWarRoom(c.Stack.Endpoints(), c.Scenario.Sale.ID, filepath.Join(c.WorkDir, "warroom.jsonl"))
+		c.Timeline = wr
+	})
+	f, err := os.Open(wr.RecordPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := warroom.ReadRecords(f)
+	if err != nil || len(recs) < 2 {
+		t.Fatalf("war room records: %d, %v", len(recs), err)
+	}
+	var fromWarroom []string
+	for _, e := range rep.Timeline {
+		if e.Source == "warroom" {
+			fromWarroom = append(fromWarroom, e.What)
+		}
+	}
+	if !slices.ContainsFunc(fromWarroom, func(s string) bool { return strings.HasPrefix(s, "panel orders: ") }) {
+		t.Errorf("the timeline does not show the orders panel losing PostgreSQL: %q", fromWarroom)
+	}
+}
+
+func TestFaultPaymentOutage(t *testing.T) {
+	sc := testScenario("payment-outage", Step{At: 0, Fault: paymentFault{Outage: true, For: 3 * time.Second, DeclineRate: -1, ErrorRate: -1, Latency: -1, Jitter: -1}})
+	sc.Pay, sc.Cancel = 0.9, 0.05
+	rep := mustPass(t, sc)
+	if n := followUps(rep, "PAYMENT_UNAVAILABLE"); n == 0 {
+		t.Errorf("no buyer saw PAYMENT_UNAVAILABLE during the outage: %+v", rep.FollowUps)
+	}
+}
+
+func TestFaultPaymentDeclinesAndLatency(t *testing.T) {
+	sc := testScenario("payment-declines", Step{At: 0, Fault: paymentFault{DeclineRate: 0.5, Latency: 400 * time.Millisecond, ErrorRate: -1, Jitter: -1, For: 4 * time.Second}})
+	sc.Pay, sc.Cancel = 0.9, 0.05
+	rep := mustPass(t, sc)
+	if n := followUps(rep, "PAYMENT_DECLINED"); n == 0 {
+		t.Errorf("no buyer was declined: %+v", rep.FollowUps)
+	}
+}
+
+func TestFaultServerKill(t *testing.T) {
+	rep := mustPass(t, testScenario("server-kill", Step{At: time.Second, Fault: serverKill{}}))
+	if !strings.Contains(rep.Steps[0].Note, "SIGKILLed server-") {
+		t.Errorf("step note %q", rep.Steps[0].Note)
+	}
+}
+
+func TestFaultServerCrashAfterReserve(t *testing.T) {
+	// Enough units that some are still on sale when the armed instance joins (~0.5 s after the release).
+	sc := testScenario("crash", Step{At: 0, Fault: crashAfterReserve{After: 1}})
+	sc.Sale.Items[0].Quantity = 300
+	rep := mustPass(t, sc)
+	if !strings.Contains(rep.Steps[0].Note, "exited 137") {
+		t.Errorf("step note %q: want the injected exit", rep.Steps[0].Note)
+	}
+}
+
+func TestFaultServerAdd(t *testing.T) {
+	rep := mustPass(t, testScenario("server-add", Step{At: time.Second, Fault: serverAdd{}}))
+	if !strings.Contains(rep.Steps[0].Note, "3 live") {
+		t.Errorf("step note %q: want a third instance in rotation", rep.Steps[0].Note)
+	}
+}
+
+func TestFaultRoomStateLost(t *testing.T) {
+	mustPass(t, testScenario("room", Step{At: time.Second, Fault: roomLost{}}))
+}
+
+// A fault whose process is not there fails its step with a message that says so.
+func TestFaultProcessNotFound(t *testing.T) {
+	empty := stack.Config{Dir: t.TempDir(), RedisPort: 26399, PostgresPort: 25499, KafkaPort: 29099, KafkaControllerPort: 29098}
+	env := &Env{Stack: empty, Note: func(string, ...any) {}}
+	for _, f := range []Fault{kafkaKill{}, redisRestartEmpty{}, postgresStop{For: time.Millisecond}} {
+		t.Run(f.Name(), func(t *testing.T) {
+			_, err := f.Apply(context.Background(), env)
+			if !errors.Is(err, stack.ErrNotRunning) {
+				t.Fatalf("err = %v, want ErrNotRunning", err)
+			}
+			if !strings.Contains(err.Error(), "process not running") {
+				t.Errorf("message %q does not say the process is missing", err)
+			}
+		})
+	}
+	if _, err := stack.Kill(context.Background(), empty, "memcached", syscall.SIGKILL); err == nil || !strings.Contains(err.Error(), "unknown service") {
+		t.Errorf("unknown service: err = %v", err)
+	}
+}
+
+// In a run, such a step fails the game day and the report names the step's line.
+func TestStepThatCannotApplyFailsTheRun(t *testing.T) {
+	cfg := privateStack(t)
+	sc := testScenario("not-found", Step{At: 0, Line: 12, Fault: serverKill{}}) // one instance: nothing may be killed
+	sc.Servers, sc.Buyers = 1, 50
+	rep, err := Run(context.Background(), Config{Scenario: sc, Stack: cfg, Teardown: TeardownNever, Fsctl: fsctl(t), WorkDir: t.TempDir(), Out: lineWriter{t}})
+	if err == nil || rep.Passed {
+		t.Fatalf("run passed with a step that could not apply (err %v)", err)
+	}
+	if !strings.Contains(err.Error(), "line 12 server-kill") {
+		t.Errorf("err %q does not name the step", err)
+	}
+	if len(rep.Steps) != 1 || !strings.Contains(rep.Steps[0].Error, "need 2 so one survives") {
+		t.Errorf("step result %+v", rep.Steps)
+	}
+}
+
+func followUps(rep *Report, answer string) int {
+	n := 0
+	for _, f := range rep.FollowUps {
+		if f.Answer == answer {
+			n += f.Count
+		}
+	}
+	return n
+}

@@ -1,0 +1,137 @@
+package gameday
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultScenarioIsTheExample(t *testing.T) {
+	example, err := os.ReadFile("../examples/gameday.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(example, DefaultYAML()) {
+		t.Error("examples/gameday.yaml differs from gameday/default.yaml; copy one over the other")
+	}
+	sc := Default()
+	if sc.Buyers != 2000 || sc.Units() != 200 || len(sc.Steps) != 5 || sc.Seed != 42 {
+		t.Errorf("default scenario: %s", sc)
+	}
+	want := []string{"server-crash-after-reserve", "payment", "redis-restart-empty", "server-add", "kafka-kill"}
+	for i, st := range sc.Steps {
+		if st.Fault.Name() != want[i] {
+			t.Errorf("step %d: %s, want %s", i, st.Fault.Name(), want[i])
+		}
+	}
+}
+
+func TestParseFull(t *testing.T) {
+	sc, err := Parse([]byte(`
+name: full
+seed: 9
+sale:
+  id: s1
+  holdTTL: 5s
+  perUserLimit: 2
+  items:
+    - {id: a, quantity: 10, shards: 2}
+    - {id: b, quantity: 5}
+servers: 3
+buyers: 1_000
+rate: 50/s
+ramp: 1s
+pay: 0.6
+cancel: 0.1
+retries: 2
+settle: 30s
+steps:
+  - {at: 1s, jitter: 500ms, fault: kafka-kill, down: 2s}
+  - {at: 2s, fault: postgres-stop, for: 4s}
+  - {at: 3s, fault: payment, declineRate: 0.3, latency: 800ms}
+  - {at: 4s, fault: payment, outage: true, for: 1s}
+  - {at: 5s, fault: server-kill}
+  - {at: 6s, fault: server-crash-after-reserve, after: 4}
+  - {at: 7s, fault: server-add}
+  - {at: 8s, fault: room-state-lost}
+  - {at: 9s, fault: redis-restart-empty}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Name != "full" || sc.Seed != 9 || sc.Servers != 3 || sc.Buyers != 1000 || sc.Rate != 50 || sc.Ramp != time.Second ||
+		sc.Pay != 0.6 || sc.Cancel != 0.1 || sc.Retries != 2 || sc.Settle != 30*time.Second {
+		t.Errorf("scenario %+v", sc)
+	}
+	if sc.Sale.ID != "s1" || sc.Sale.HoldTTL != 5*time.Second || sc.Sale.PerUserLimit != 2 || len(sc.Sale.Items) != 2 || sc.Sale.Items[0].Shards != 2 || sc.Units() != 15 {
+		t.Errorf("sale %+v", sc.Sale)
+	}
+	if len(sc.Steps) != 9 {
+		t.Fatalf("%d steps", len(sc.Steps))
+	}
+	if f := sc.Steps[0]; f.Line != 20 || f.Jitter != 500*time.Millisecond || f.Fault != (kafkaKill{Down: 2 * time.Second}) {
+		t.Errorf("step 0 %+v", f)
+	}
+	if f := sc.Steps[2].Fault.(paymentFault); f.DeclineRate != 0.3 || f.Latency != 800*time.Millisecond || f.ErrorRate != -1 || f.Outage {
+		t.Errorf("payment step %+v", f)
+	}
+	if f := sc.Steps[5].Fault.(crashAfterReserve); f.After != 4 {
+		t.Errorf("crash step %+v", f)
+	}
+}
+
+// A malformed scenario names the line and the problem.
+func TestParseErrorsNameTheLine(t *testing.T) {
+	const base = "name: x\nsale:\n  items:\n    - {id: a, quantity: 10}\nbuyers: 10\nrate: 5/s\n"
+	tests := []struct {
+		name, doc string
+		line      int
+		want      string
+	}{
+		{"unknown key", base + "sellers: 3\n", 7, `unknown key "sellers"`},
+		{"unknown fault", base + "steps:\n  - at: 1s\n    fault: meteor\n", 9, `unknown fault "meteor"`},
+		{"missing at", base + "steps:\n  - fault: server-add\n", 8, `missing "at"`},
+		{"bad duration", base + "steps:\n  - at: soon\n    fault: server-add\n", 8, `at "soon": want a duration`},
+		{"param of another fault", base + "steps:\n  - at: 1s\n    fault: server-add\n    down: 2s\n", 10, `unknown key "down"`},
+		{"bad share", base + "pay: 1.5\n", 7, `pay "1.5": want a share`},
+		{"pay and cancel over 1", base + "pay: 0.7\ncancel: 0.5\n", 7, "more than 1"},
+		{"bad rate", strings.Replace(base, "5/s", "fast", 1), 6, `rate "fast"`},
+		{"zero quantity", strings.Replace(base, "quantity: 10", "quantity: 0", 1), 4, "quantity 0: want 1..10000000"},
+		{"payment without a change", base + "steps:\n  - at: 1s\n    fault: payment\n", 8, "say what changes"},
+		{"outage not a bool", base + "steps:\n  - {at: 1s, fault: payment, outage: maybe}\n", 8, `outage "maybe"`},
+		{"missing sale", "buyers: 10\nrate: 5/s\n", 1, `missing "sale"`},
+		{"hold too short", strings.Replace(base, "sale:\n", "sale:\n  holdTTL: 10ms\n", 1), 3, "holdTTL 10ms: at least 1s"},
+		{"duplicate key", base + "buyers: 20\n", 7, `key "buyers" given twice`},
+		{"syntax", base + "steps: [\n", 7, "did not find expected node content"},
+		{"steps not a list", base + "steps: kafka-kill\n", 7, "want a list"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.doc))
+			var le *LineError
+			if !errors.As(err, &le) {
+				t.Fatalf("err = %v, want a LineError", err)
+			}
+			if le.Line != tt.line || !strings.Contains(le.Msg, tt.want) {
+				t.Errorf("got %q (line %d), want line %d containing %q", err, le.Line, tt.line, tt.want)
+			}
+			if !strings.HasPrefix(err.Error(), "line ") {
+				t.Errorf("message %q does not start with its line", err)
+			}
+		})
+	}
+}
+
+func TestLoadFileNamesTheFile(t *testing.T) {
+	path := t.TempDir() + "/bad.yaml"
+	if err := os.WriteFile(path, []byte("name: x\nbuyers: many\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadFile(path)
+	if err == nil || !strings.Contains(err.Error(), path+": line 2: buyers \"many\"") {
+		t.Errorf("err = %v", err)
+	}
+}

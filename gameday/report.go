@@ -1,0 +1,296 @@
+package gameday
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+
+	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/reconcile"
+)
+
+// Report is what a game day did and found.
+type Report struct {
+	Scenario string        `json:"scenario"`
+	Seed     uint64        `json:"seed"`
+	Summary  string        `json:"summary"`
+	Machine  string        `json:"machine"`
+	Started  time.Time     `json:"started"`
+	Took     time.Duration `json:"took"`
+	Units    int64         `json:"units"`
+	WorkDir  string        `json:"workDir"`
+	// ReleasedAt is when the buyers were released, from the start of the run.
+	ReleasedAt time.Duration          `json:"releasedAt"`
+	Phases     []Phase                `json:"phases"`
+	Steps      []StepResult           `json:"steps"`
+	Preflight  string                 `json:"preflight,omitempty"`
+	Blast      blast.Summary          `json:"blast"`
+	FollowUps  []blast.FollowUpRow    `json:"followUps,omitempty"`
+	Reconcile  []reconcile.ItemReport `json:"reconcile,omitempty"`
+	// ReconcileText is reconcile's own rendering of the final reconciliation.
+	ReconcileText string  `json:"-"`
+	Invariants    []Check `json:"invariants"`
+	Timeline      []Event `json:"timeline"`
+	Passed        bool    `json:"passed"`
+	Error         string  `json:"error,omitempty"`
+
+	records []blast.Record
+}
+
+// Phase is one stage of the run and how long it took.
+type Phase struct {
+	Name  string        `json:"name"`
+	Took  time.Duration `json:"took"`
+	Note  string        `json:"note,omitempty"`
+	Error string        `json:"error,omitempty"`
+}
+
+// StepResult is what one fault step did.
+type StepResult struct {
+	Line     int           `json:"line"`
+	Fault    string        `json:"fault"`
+	Describe string        `json:"describe"`
+	Planned  time.Duration `json:"planned"`
+	Started  time.Duration `json:"started"`
+	Took     time.Duration `json:"took"`
+	Note     string        `json:"note,omitempty"`
+	Error    string        `json:"error,omitempty"`
+}
+
+// Event is one line of the timeline, At from the start of the run.
+type Event struct {
+	At     time.Duration `json:"at"`
+	Source string        `json:"source"`
+	What   string        `json:"what"`
+}
+
+// Check is one invariant after recovery.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+func (r *Report) allOK() bool {
+	if r.Error != "" {
+		return false
+	}
+	for _, p := range r.Phases {
+		if p.Error != "" {
+			return false
+		}
+	}
+	for _, s := range r.Steps {
+		if s.Error != "" {
+			return false
+		}
+	}
+	for _, c := range r.Invariants {
+		if !c.OK {
+			return false
+		}
+	}
+	return len(r.Invariants) > 0
+}
+
+// Render writes the report for a terminal.
+func (r *Report) Render(w io.Writer) error {
+	fmt.Fprintf(w, "\ngame day %s (seed %d) on %s\n%s\n", r.Scenario, r.Seed, r.Machine, r.Summary)
+	t := tablewriter.NewWriter(w)
+	t.Header("phase", "took", "result")
+	for _, p := range r.Phases {
+		res := p.Note
+		if p.Error != "" {
+			res = "FAILED: " + p.Error
+		}
+		_ = t.Append(p.Name, fmtDur(p.Took), res)
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	if len(r.Steps) > 0 {
+		t = tablewriter.NewWriter(w)
+		t.Header("line", "at", "fault", "took", "result")
+		for _, s := range r.Steps {
+			res := s.Note
+			if s.Error != "" {
+				res = "FAILED: " + s.Error
+			}
+			_ = t.Append(fmt.Sprint(s.Line), "+"+fmtDur(s.Planned), s.Describe, fmtDur(s.Took), res)
+		}
+		if err := t.Render(); err != nil {
+			return err
+		}
+	}
+	if r.Blast.Buyers > 0 {
+		if err := r.Blast.Render(w); err != nil {
+			return err
+		}
+		if len(r.FollowUps) > 0 {
+			t = tablewriter.NewWriter(w)
+			t.Header("after the purchase", "answer", "buyers")
+			for _, f := range r.FollowUps {
+				_ = t.Append(string(f.Action), f.Answer, fmt.Sprint(f.Count))
+			}
+			if err := t.Render(); err != nil {
+				return err
+			}
+		}
+	}
+	if r.ReconcileText != "" && !r.reconcileOK() {
+		fmt.Fprint(w, r.ReconcileText)
+	}
+	for _, c := range r.Invariants {
+		fmt.Fprintf(w, "invariant %-4s %s: %s\n", okWord(c.OK), c.Name, c.Detail)
+	}
+	if r.Error != "" {
+		fmt.Fprintf(w, "error: %s\n", r.Error)
+	}
+	fmt.Fprintf(w, "game day %s: %s in %s\n", r.Scenario, passWord(r.Passed), fmtDur(r.Took))
+	return nil
+}
+
+// WriteJSON writes the report as one JSON document.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(r)
+}
+
+// WriteMarkdown writes the report as a Markdown page (the terminal tables in code blocks, so they
+// read the same everywhere).
+func (r *Report) WriteMarkdown(w io.Writer) error {
+	var term bytes.Buffer
+	if err := r.Render(&term); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "# Game day %s: %s\n\n", r.Scenario, passWord(r.Passed))
+	fmt.Fprintf(w, "- started %s, took %s\n- machine: %s\n- %s\n\n", r.Started.Format(time.RFC3339), fmtDur(r.Took), r.Machine, r.Summary)
+	fmt.Fprintf(w, "## Phases\n\n| phase | took | result |\n|---|---:|---|\n")
+	for _, p := range r.Phases {
+		res := p.Note
+		if p.Error != "" {
+			res = "**FAILED**: " + p.Error
+		}
+		fmt.Fprintf(w, "| %s | %s | %s |\n", p.Name, fmtDur(p.Took), mdCell(res))
+	}
+	fmt.Fprintf(w, "\n## Faults\n\n| line | planned | started | fault | took | result |\n|---:|---:|---:|---|---:|---|\n")
+	for _, s := range r.Steps {
+		res := s.Note
+		if s.Error != "" {
+			res = "**FAILED**: " + s.Error
+		}
+		fmt.Fprintf(w, "| %d | +%s | %s | %s | %s | %s |\n", s.Line, fmtDur(s.Planned), fmtDur(s.Started), mdCell(s.Describe), fmtDur(s.Took), mdCell(res))
+	}
+	fmt.Fprintf(w, "\n## Invariants after recovery\n\n| invariant | | detail |\n|---|---|---|\n")
+	for _, c := range r.Invariants {
+		fmt.Fprintf(w, "| %s | %s | %s |\n", c.Name, okWord(c.OK), mdCell(c.Detail))
+	}
+	fmt.Fprintf(w, "\n## Timeline\n\n| at | source | event |\n|---:|---|---|\n")
+	for _, e := range r.Timeline {
+		fmt.Fprintf(w, "| %.1fs | %s | %s |\n", e.At.Seconds(), e.Source, mdCell(e.What))
+	}
+	fmt.Fprintf(w, "\n## Terminal output\n\n```\n%s```\n", term.String())
+	if r.ReconcileText != "" {
+		fmt.Fprintf(w, "\n## Reconcile\n\n```\n%s```\n", r.ReconcileText)
+	}
+	if r.Preflight != "" {
+		fmt.Fprintf(w, "\n## Preflight\n\n```\n%s```\n", r.Preflight)
+	}
+	return nil
+}
+
+var htmlPage = template.Must(template.New("gameday").Parse(`<!doctype html>
+<html><head><meta charset="utf-8"><title>Game day {{.R.Scenario}}: {{.Verdict}}</title>
+<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}
+td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}.ok{color:#070}.fail{color:#b00;font-weight:bold}
+pre{background:#f6f6f6;padding:1em;overflow-x:auto}iframe{width:100%;height:1400px;border:1px solid #ccc}</style></head><body>
+<h1>Game day {{.R.Scenario}}: <span class="{{if .R.Passed}}ok{{else}}fail{{end}}">{{.Verdict}}</span></h1>
+<p>Started {{.R.Started.Format "2006-01-02T15:04:05Z07:00"}}, took {{.Took}}.<br>Machine: {{.R.Machine}}<br>{{.R.Summary}}</p>
+<h2>Phases</h2><table><tr><th>phase</th><th>took</th><th>result</th></tr>
+{{range .Phases}}<tr><td>{{.Name}}</td><td>{{.Took}}</td><td class="{{.Class}}">{{.Result}}</td></tr>{{end}}</table>
+<h2>Faults</h2><table><tr><th>line</th><th>planned</th><th>fault</th><th>took</th><th>result</th></tr>
+{{range .Steps}}<tr><td>{{.Line}}</td><td>+{{.Planned}}</td><td>{{.Describe}}</td><td>{{.Took}}</td><td class="{{.Class}}">{{.Result}}</td></tr>{{end}}</table>
+<h2>Invariants after recovery</h2><table>
+{{range .R.Invariants}}<tr><td>{{.Name}}</td><td class="{{if .OK}}ok{{else}}fail{{end}}">{{if .OK}}OK{{else}}FAIL{{end}}</td><td>{{.Detail}}</td></tr>{{end}}</table>
+<h2>Timeline</h2><table><tr><th>at</th><th>source</th><th>event</th></tr>
+{{range .R.Timeline}}<tr><td>{{printf "%.1fs" .At.Seconds}}</td><td>{{.Source}}</td><td>{{.What}}</td></tr>{{end}}</table>
+<h2>Terminal output</h2><pre>{{.Terminal}}</pre>
+{{if .Blast}}<h2>The burst</h2><iframe srcdoc="{{.Blast}}"></iframe>{{end}}
+</body></html>
+`))
+
+type htmlRow struct {
+	Name, Describe, Result, Class string
+	Line                          int
+	Took, Planned                 string
+}
+
+// WriteHTML writes a self-contained page: the report, the timeline and blast's plots (latency,
+// outcomes and stock over time) embedded.
+func (r *Report) WriteHTML(w io.Writer) error {
+	var term, plots bytes.Buffer
+	if err := r.Render(&term); err != nil {
+		return err
+	}
+	if len(r.records) > 0 {
+		if err := blast.WriteHTML(&plots, r.Blast, r.records); err != nil {
+			return err
+		}
+	}
+	row := func(errText, note string) (string, string) {
+		if errText != "" {
+			return "FAILED: " + errText, "fail"
+		}
+		return note, "ok"
+	}
+	var phases, steps []htmlRow
+	for _, p := range r.Phases {
+		res, cl := row(p.Error, p.Note)
+		phases = append(phases, htmlRow{Name: p.Name, Took: fmtDur(p.Took), Result: res, Class: cl})
+	}
+	for _, s := range r.Steps {
+		res, cl := row(s.Error, s.Note)
+		steps = append(steps, htmlRow{Line: s.Line, Planned: fmtDur(s.Planned), Describe: s.Describe, Took: fmtDur(s.Took), Result: res, Class: cl})
+	}
+	return htmlPage.Execute(w, map[string]any{
+		"R": r, "Verdict": passWord(r.Passed), "Took": fmtDur(r.Took), "Phases": phases, "Steps": steps,
+		"Terminal": term.String(), "Blast": plots.String(),
+	})
+}
+
+func fmtDur(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return d.Round(100 * time.Millisecond).String()
+	default:
+		return d.Round(time.Millisecond).String()
+	}
+}
+
+func okWord(ok bool) string {
+	if ok {
+		return "OK"
+	}
+	return "FAIL"
+}
+
+func mdCell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
+
+func (r *Report) reconcileOK() bool {
+	for _, it := range r.Reconcile {
+		if len(it.Problems) > 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,453 @@
+package gameday
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/payment/fake"
+	"github.com/fsctl/fsctl/preflight"
+	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/stock"
+)
+
+// Teardown says what happens to the stack when the game day ends.
+type Teardown string
+
+// Teardown policies.
+const (
+	// TeardownAuto stops the stack if the game day started any of its services.
+	TeardownAuto Teardown = "auto"
+	// TeardownAlways stops the stack whatever ran before.
+	TeardownAlways Teardown = "always"
+	// TeardownNever leaves the stack running.
+	TeardownNever Teardown = "never"
+)
+
+// Config is one game-day run.
+type Config struct {
+	Scenario Scenario
+	// Stack is the local stack the run brings up (if needed) and injects its faults into.
+	Stack    stack.Config
+	Teardown Teardown
+	// Fsctl is the binary the checkout instances run as (`fsctl serve`); default this executable.
+	Fsctl string
+	// WorkDir receives the servers' logs and the blast records; default a temporary folder.
+	WorkDir string
+	// Out receives the progress lines; nil discards them.
+	Out io.Writer
+	// JWTSecret signs the buyers' tokens and is given to every instance.
+	JWTSecret []byte
+	// Timeline, when set, is started once the servers run and stopped after the settle; its
+	// events join the report's timeline (the hook for the war room's --record).
+	Timeline TimelineSource
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// OnFleet, when set, is handed the fleet as soon as it exists (tests watch its processes).
+	OnFleet func(*Fleet)
+}
+
+// TimelineSource records what a sale looked like while the game day ran, e.g. the war room.
+type TimelineSource interface {
+	Start(ctx context.Context, t0 time.Time, servers []string) error
+	Stop() ([]Event, error)
+}
+
+// run is the state of one game day while it runs.
+type run struct {
+	cfg   Config
+	rep   *Report
+	env   *Env
+	t0    time.Time
+	mu    sync.Mutex
+	out   io.Writer
+	up    []string // services this run started
+	stack stack.Config
+
+	db          *orders.Store
+	st          *stock.Store
+	sale        sale.Sale
+	records     []blast.Record
+	followUps   []blast.FollowUp
+	closeStores func()
+	stopPayment func()
+	timelineOn  bool
+	teardownErr error
+}
+
+// Run plays the scenario. The returned report is filled as far as the run got, also on error;
+// Passed says whether every phase, step and invariant held. The stack and every process the run
+// started are stopped before Run returns, also when ctx is cancelled (Ctrl-C).
+func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
+	}
+	if cfg.Teardown == "" {
+		cfg.Teardown = TeardownAuto
+	}
+	if len(cfg.JWTSecret) == 0 {
+		cfg.JWTSecret = []byte("fsctl-gameday-secret-not-for-production")
+	}
+	if cfg.Fsctl == "" {
+		if cfg.Fsctl, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.WorkDir == "" {
+		if cfg.WorkDir, err = os.MkdirTemp("", "fsctl-gameday-"); err != nil {
+			return nil, err
+		}
+	} else if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil {
+		return nil, err
+	}
+	sc := cfg.Scenario
+	r := &run{cfg: cfg, out: cfg.Out, t0: cfg.Now(), stack: cfg.Stack}
+	r.stack.Log = io.Discard
+	r.rep = &Report{Scenario: sc.Name, Seed: sc.Seed, Summary: sc.String(), Started: r.t0.UTC(), Machine: Machine(),
+		Units: sc.Units(), WorkDir: cfg.WorkDir}
+	r.env = &Env{Stack: r.stack, Endpoints: r.stack.Endpoints(), SaleID: sc.Sale.ID, Rand: newSeeded(sc.Seed), Note: r.note}
+	r.env.Rebuild = r.rebuild
+	fmt.Fprintf(r.out, "game day %s\n", sc)
+	defer func() {
+		r.teardown()
+		r.rep.Took = r.cfg.Now().Sub(r.t0)
+		if err := errors.Join(err, r.teardownErr); err != nil {
+			r.rep.Error = err.Error()
+		}
+		r.rep.Passed = err == nil && r.rep.allOK()
+		r.printf("game day %s: %s in %s", sc.Name, passWord(r.rep.Passed), r.rep.Took.Round(100*time.Millisecond))
+	}()
+	phases := []struct {
+		name string
+		fn   func(context.Context) (string, error)
+	}{
+		{"stack", r.stackUp},
+		{"sale", r.createSale},
+		{"servers", r.startServers},
+		{"preflight", r.preflight},
+		{"blast", r.blast},
+		{"settle", r.settle},
+		{"reconcile", r.reconcile},
+		{"invariants", r.invariants},
+	}
+	var firstErr error
+	for _, ph := range phases {
+		// Once buyers were answered, settle, reconcile and the invariants run even after a failure
+		// (a step that could not apply, a sale that did not settle): the report must say what state
+		// the sale was left in.
+		if firstErr != nil && (r.records == nil || ctx.Err() != nil) {
+			break
+		}
+		if err := r.phase(ctx, ph.name, ph.fn); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return r.rep, firstErr
+}
+
+func (r *run) phase(ctx context.Context, name string, fn func(context.Context) (string, error)) error {
+	begin := r.cfg.Now()
+	r.printf("%s ...", name)
+	note, err := fn(ctx)
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	p := Phase{Name: name, Took: r.cfg.Now().Sub(begin), Note: note}
+	if err != nil {
+		p.Error = err.Error()
+	}
+	r.mu.Lock()
+	r.rep.Phases = append(r.rep.Phases, p)
+	r.mu.Unlock()
+	if err != nil {
+		r.printf("%s FAILED after %s: %v", name, p.Took.Round(time.Millisecond), err)
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	r.printf("%s done in %s: %s", name, p.Took.Round(time.Millisecond), note)
+	return nil
+}
+
+// note adds an event to the timeline and prints it.
+func (r *run) note(format string, args ...any) {
+	at := r.cfg.Now().Sub(r.t0)
+	msg := fmt.Sprintf(format, args...)
+	r.mu.Lock()
+	r.rep.Timeline = append(r.rep.Timeline, Event{At: at, Source: "gameday", What: msg})
+	r.mu.Unlock()
+	r.printf("  %s", msg)
+}
+
+func (r *run) printf(format string, args ...any) {
+	at := r.cfg.Now().Sub(r.t0)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintf(r.out, "[%6.1fs] %s\n", at.Seconds(), fmt.Sprintf(format, args...))
+}
+
+func (r *run) stackUp(ctx context.Context) (string, error) {
+	before, err := stack.Status(ctx, r.stack)
+	if err != nil {
+		return "", err
+	}
+	for _, s := range before {
+		if !s.Running {
+			r.up = append(r.up, s.Name)
+		}
+	}
+	if err := stack.Up(ctx, r.stack); err != nil {
+		return "", err
+	}
+	if len(r.up) == 0 {
+		return "already running (" + r.stack.Dir + ")", nil
+	}
+	return fmt.Sprintf("started %s in %s", strings.Join(r.up, ", "), r.stack.Dir), nil
+}
+
+// teardown stops what the run started; it must run whatever happened, so it ignores ctx.
+func (r *run) teardown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if r.cfg.Timeline != nil && r.timelineOn {
+		r.stopTimeline()
+	}
+	if r.env.Fleet != nil {
+		r.env.Fleet.Close(5 * time.Second)
+	}
+	if r.stopPayment != nil {
+		r.stopPayment()
+	}
+	if r.closeStores != nil {
+		r.closeStores()
+	}
+	down := r.cfg.Teardown == TeardownAlways || (r.cfg.Teardown == TeardownAuto && len(r.up) > 0)
+	if !down {
+		// A run cut short (Ctrl-C) may have left a service a fault had stopped; put it back.
+		if err := stack.Up(ctx, r.stack); err != nil {
+			r.printf("teardown: restore the stack: %v", err)
+			r.teardownErr = err
+		}
+		r.printf("teardown: servers stopped; stack left running (%s)", r.cfg.Teardown)
+		return
+	}
+	if err := stack.Down(ctx, r.stack); err != nil {
+		r.printf("teardown: stack down: %v", err)
+		r.teardownErr = err
+		return
+	}
+	r.printf("teardown: servers and stack stopped")
+}
+
+func (r *run) startServers(ctx context.Context) (string, error) {
+	sc := r.cfg.Scenario
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	provider := fake.New(fake.Config{Latency: 20 * time.Millisecond, Seed: int64(sc.Seed)}, time.Now)
+	pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { _ = provider.Serve(pctx, ln); close(done) }()
+	r.stopPayment = func() { stop(); <-done }
+	r.env.PaymentURL = "http://" + ln.Addr().String()
+	e := r.env.Endpoints
+	args := []string{
+		"--redis-url", e.RedisURL, "--postgres-url", e.PostgresURL, "--kafka-brokers", strings.Join(e.KafkaBrokers, ","),
+		"--jwt-secret", string(r.cfg.JWTSecret), "--payment-url", r.env.PaymentURL,
+		"--payment-timeout", "1s", "--breaker-open", "1s",
+		"--expiry-interval", "250ms", "--sweep-interval", "500ms", "--orphan-age", "2s", "--claim-timeout", "3s",
+	}
+	fleet, err := newFleet(r.cfg.Fsctl, args, r.cfg.WorkDir, r.note)
+	if err != nil {
+		return "", err
+	}
+	r.env.Fleet = fleet
+	if r.cfg.OnFleet != nil {
+		r.cfg.OnFleet(fleet)
+	}
+	for range sc.Servers {
+		if _, err := fleet.Start(ctx, 0); err != nil {
+			return "", err
+		}
+	}
+	if r.cfg.Timeline != nil {
+		if err := r.cfg.Timeline.Start(ctx, r.t0, fleet.URLs()); err != nil {
+			r.note("timeline source did not start: %v", err)
+		} else {
+			r.timelineOn = true
+		}
+	}
+	return fmt.Sprintf("%d instance(s) behind %s; payment provider %s", sc.Servers, fleet.URL(), r.env.PaymentURL), nil
+}
+
+// preflight runs the checklist (with its safe fixes) until the sale is ready: on a fresh stack the
+// servers' consumers take a few seconds to join their group, so a failure is retried for a while.
+func (r *run) preflight(ctx context.Context) (string, error) {
+	e := r.env.Endpoints
+	deadline := r.cfg.Now().Add(30 * time.Second)
+	for {
+		rep, err := preflight.Run(ctx, preflight.Config{
+			SaleID: r.cfg.Scenario.Sale.ID, RedisURL: e.RedisURL, PostgresURL: e.PostgresURL, Brokers: e.KafkaBrokers,
+			Servers: r.env.Fleet.URLs(), PaymentTimeout: time.Second, Fix: true,
+		})
+		if err != nil {
+			return "", err
+		}
+		var b strings.Builder
+		_ = rep.Render(&b, false)
+		r.rep.Preflight = b.String()
+		summary := fmt.Sprintf("%d passed, %d warnings, %d failed", rep.Count(preflight.Pass), rep.Count(preflight.Warn), rep.Count(preflight.Fail))
+		if rep.Ready(false) {
+			return "READY: " + summary, nil
+		}
+		if r.cfg.Now().After(deadline) {
+			fmt.Fprint(r.out, b.String())
+			return "", fmt.Errorf("NOT READY: %s", summary)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return "", err
+		}
+	}
+}
+
+// blast fires the buyers while the steps inject their faults at their moments.
+func (r *run) blast(ctx context.Context) (string, error) {
+	sc := r.cfg.Scenario
+	var targets []blast.Target
+	for _, it := range sc.Sale.Items {
+		targets = append(targets, blast.Target{SaleID: sc.Sale.ID, ItemID: it.ID})
+	}
+	at := r.cfg.Now().Add(2 * time.Second).Round(time.Millisecond)
+	r.rep.ReleasedAt = at.Sub(r.t0)
+	plan := blast.Plan{
+		BaseURL: r.env.Fleet.URL(), Targets: targets, Buyers: sc.Buyers, Secret: r.cfg.JWTSecret,
+		UserPrefix: fmt.Sprintf("gd-%d-", at.UnixMilli()), Clicks: 1, Retries: sc.Retries, At: at, Conns: 64,
+		Timeout:  10 * time.Second,
+		Schedule: &blast.Schedule{Rate: sc.Rate, Ramp: sc.Ramp},
+		After:    &blast.AfterPurchase{Pay: sc.Pay, Cancel: sc.Cancel, Seed: sc.Seed, PaymentToken: "tok_gameday"}, // not tok_ok, which the fake always accepts
+		Now:      r.cfg.Now,
+	}
+	if err := plan.Validate(); err != nil {
+		return "", err
+	}
+	buyersDone := make(chan struct{})
+	r.env.BuyersDone = buyersDone
+	stepCtx, cancelSteps := context.WithCancel(ctx)
+	defer cancelSteps()
+	results := make([]StepResult, len(sc.Steps))
+	var wg sync.WaitGroup
+	for i, st := range sc.Steps {
+		when := at.Add(st.At + r.env.Rand.Dur(st.Jitter))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = r.step(stepCtx, st, when)
+		}()
+	}
+	res, berr := blast.Run(ctx, plan)
+	close(buyersDone)
+	r.note("last buyer answered; waiting for %d step(s) to finish", len(sc.Steps))
+	wg.Wait()
+	r.rep.Steps = results
+	if berr != nil {
+		return "", berr
+	}
+	r.records, r.rep.records = res.Records, res.Records
+	r.followUps = res.FollowUps
+	r.rep.Blast = blast.Summarize(res, blast.CheckResponses(res.Records, nil))
+	r.rep.FollowUps = blast.TallyFollowUps(res.FollowUps)
+	var failed []string
+	for _, s := range results {
+		if s.Error != "" {
+			failed = append(failed, fmt.Sprintf("line %d %s", s.Line, s.Fault))
+		}
+	}
+	reserved := len(r.reservedOrders())
+	note := fmt.Sprintf("%d buyers, %d requests, %d reservations, %.0f req/s", r.rep.Blast.Buyers, r.rep.Blast.Requests, reserved, r.rep.Blast.Throughput)
+	if len(failed) > 0 {
+		return note, fmt.Errorf("step(s) failed: %s", strings.Join(failed, ", "))
+	}
+	return note, nil
+}
+
+// step waits for its moment, applies the fault and records what happened.
+func (r *run) step(ctx context.Context, st Step, when time.Time) StepResult {
+	res := StepResult{Line: st.Line, Fault: st.Fault.Name(), Describe: st.Fault.Describe(), Planned: st.At}
+	if err := sleep(ctx, when.Sub(r.cfg.Now())); err != nil {
+		res.Error = "not applied: " + err.Error()
+		return res
+	}
+	begin := r.cfg.Now()
+	res.Started = begin.Sub(r.t0)
+	r.note("step (line %d) %s: %s", st.Line, res.Fault, res.Describe)
+	// A fault that cannot finish (a process that never comes back) must not hold the run forever.
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	note, err := st.Fault.Apply(sctx, r.env)
+	res.Took, res.Note = r.cfg.Now().Sub(begin), note
+	if err != nil {
+		res.Error = err.Error()
+		r.note("step (line %d) %s FAILED: %v", st.Line, res.Fault, err)
+	}
+	return res
+}
+
+// Machine describes the computer the game day ran on.
+func Machine() string {
+	host, _ := os.Hostname()
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int64
+		if _, err := fmt.Sscanf(string(b), "MemTotal: %d kB", &kb); err == nil {
+			mem = fmt.Sprintf(", %.0f GiB RAM", float64(kb)/(1<<20))
+		}
+	}
+	return fmt.Sprintf("%s: %d CPU cores (%s)%s, %s/%s, %s", host, runtime.NumCPU(), model, mem, runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
+
+func passWord(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+// workFile is a path in the run's work folder.
+func (r *run) workFile(name string) string { return filepath.Join(r.cfg.WorkDir, name) }
+
+// stopTimeline stops the timeline source and merges its events into the report's timeline.
+func (r *run) stopTimeline() {
+	r.timelineOn = false
+	events, err := r.cfg.Timeline.Stop()
+	if err != nil {
+		r.note("timeline source: %v", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rep.Timeline = append(r.rep.Timeline, events...)
+	slices.SortStableFunc(r.rep.Timeline, func(a, b Event) int { return cmp.Compare(a.At, b.At) })
+}

@@ -1,0 +1,95 @@
+// Package gameday runs a scripted flash-sale game day on the real services: it brings the stack up,
+// creates the sale, runs preflight, starts checkout instances, fires buyers at them while faults
+// are injected at chosen moments, lets expiry and the consumer settle, reconciles, and checks the
+// invariants of ../shared/DESIGN.md. A scenario is a YAML file; the default one is embedded.
+package gameday
+
+import (
+	_ "embed"
+	"fmt"
+	"time"
+)
+
+//go:embed default.yaml
+var defaultScenario []byte
+
+// Default returns the built-in scenario (the same file as examples/gameday.yaml).
+func Default() Scenario {
+	s, err := Parse(defaultScenario)
+	if err != nil {
+		panic("gameday: the embedded default scenario does not parse: " + err.Error())
+	}
+	return s
+}
+
+// DefaultYAML is the text of the built-in scenario.
+func DefaultYAML() []byte { return append([]byte(nil), defaultScenario...) }
+
+// Scenario is one game day: the sale, the buyers, the checkout fleet and the faults.
+type Scenario struct {
+	Name string
+	// Seed makes the run repeatable: who pays, cancels or abandons, the payment provider's dice,
+	// which server a kill picks and any jitter of the steps' moments.
+	Seed uint64
+	Sale SaleSpec
+	// Servers is how many `fsctl serve` instances the run starts before the burst.
+	Servers int
+	// Buyers arrive at Rate per second (after Ramp), each buying one unit of the items in turn.
+	Buyers int
+	Rate   float64
+	Ramp   time.Duration
+	// Pay and Cancel are the shares of reserved buyers who pay or cancel; the rest abandon.
+	Pay, Cancel float64
+	// Retries resend a purchase with the same Idempotency-Key after a 5xx or a broken connection,
+	// as a real client does when the server it talked to died.
+	Retries int
+	// Settle bounds the wait, after the burst and the steps, for every hold to end.
+	Settle time.Duration
+	Steps  []Step
+}
+
+// SaleSpec is the sale a game day creates (reset first: game days are rehearsals).
+type SaleSpec struct {
+	ID           string
+	HoldTTL      time.Duration
+	PerUserLimit int
+	Items        []ItemSpec
+}
+
+// ItemSpec is one item of the sale.
+type ItemSpec struct {
+	ID       string
+	Quantity int64
+	Shards   int
+}
+
+// Step is one fault injected At after the burst's release (plus up to Jitter, drawn from the seed).
+type Step struct {
+	At     time.Duration
+	Jitter time.Duration
+	Fault  Fault
+	// Line is where the step starts in the scenario file, for messages.
+	Line int
+}
+
+// Duration is how long the arrivals of the scenario's buyers take.
+func (s Scenario) Duration() time.Duration {
+	if s.Rate <= 0 {
+		return 0
+	}
+	return s.Ramp/2 + time.Duration(float64(s.Buyers)/s.Rate*float64(time.Second))
+}
+
+// Units is the sum of the items' quantities.
+func (s Scenario) Units() int64 {
+	var n int64
+	for _, it := range s.Sale.Items {
+		n += it.Quantity
+	}
+	return n
+}
+
+func (s Scenario) String() string {
+	return fmt.Sprintf("%s: %d buyers at %g/s for %d units on %d server(s), %d fault step(s), seed %d",
+		s.Name, s.Buyers, s.Rate, s.Units(), s.Servers, len(s.Steps), s.Seed)
+}

@@ -1,0 +1,144 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Service names accepted by the fault primitives.
+const (
+	Redis    = "redis"
+	Postgres = "postgres"
+	Kafka    = "kafka"
+)
+
+// ErrNotRunning is returned when a fault targets a service whose process is not running: the
+// fault cannot be applied, and a game day must say so rather than pretend it happened.
+var ErrNotRunning = errors.New("process not running")
+
+// service picks one service of the stack by name.
+func (c Config) service(name string) (service, error) {
+	switch name {
+	case Redis:
+		return redisService{c}, nil
+	case Postgres:
+		return postgresService{c}, nil
+	case Kafka:
+		return kafkaService{c}, nil
+	}
+	return nil, fmt.Errorf("unknown service %q (want redis, postgres or kafka)", name)
+}
+
+// procName is what a service's process carries in its command line, so a pid is only signalled
+// when it still is that service.
+func procName(name string) string {
+	switch name {
+	case Redis:
+		return "redis-server"
+	case Kafka:
+		return kafkaMain
+	}
+	return "postgres"
+}
+
+// Kill sends sig to one service's main process, as a crash would (SIGKILL: no shutdown, no
+// flush), and waits until it is gone when sig is SIGKILL. It returns the pid it signalled, or
+// ErrNotRunning when the service has no live process.
+func Kill(ctx context.Context, cfg Config, name string, sig syscall.Signal) (int, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return 0, err
+	}
+	s, err := c.service(name)
+	if err != nil {
+		return 0, err
+	}
+	st := s.status()
+	if !st.Running {
+		return 0, fmt.Errorf("kill %s: %w (no live pid in its pidfile under %s)", name, ErrNotRunning, c.Dir)
+	}
+	if err := syscall.Kill(st.PID, sig); err != nil {
+		return st.PID, fmt.Errorf("kill -%d %s (pid %d): %w", sig, name, st.PID, err)
+	}
+	if sig != syscall.SIGKILL {
+		return st.PID, nil
+	}
+	if !waitGone(ctx, st.PID, procName(name), 10*time.Second) {
+		return st.PID, fmt.Errorf("%s (pid %d) still alive 10s after SIGKILL", name, st.PID)
+	}
+	// A killed postgres leaves its children (backends, checkpointer) to notice the postmaster is
+	// gone; pg_ctl refuses to start while they hold the shared memory, so they are killed too.
+	if name == Postgres && groupSize(st.PID) > 0 {
+		_ = syscall.Kill(-st.PID, syscall.SIGKILL)
+	}
+	return st.PID, nil
+}
+
+// Stop stops one service cleanly (SIGTERM, then SIGKILL after a grace period), leaving its data.
+func Stop(ctx context.Context, cfg Config, name string) error {
+	return locked(cfg, func(c Config) error {
+		s, err := c.service(name)
+		if err != nil {
+			return err
+		}
+		if !s.status().Running {
+			return fmt.Errorf("stop %s: %w", name, ErrNotRunning)
+		}
+		return s.down(ctx)
+	})
+}
+
+// Start starts one service unless it runs and waits until it is ready. With wipe, the service's
+// data is deleted first (it must not be running): Redis then comes back empty, as a node that
+// lost its disk would. Only Redis can be wiped; the other two hold the source of truth and the
+// order log.
+func Start(ctx context.Context, cfg Config, name string, wipe bool) (int, error) {
+	var pid int
+	err := locked(cfg, func(c Config) error {
+		s, err := c.service(name)
+		if err != nil {
+			return err
+		}
+		if wipe {
+			if name != Redis {
+				return fmt.Errorf("start %s: only redis can be restarted empty", name)
+			}
+			if s.status().Running {
+				return fmt.Errorf("start %s empty: it is still running", name)
+			}
+			r := s.(redisService)
+			if err := os.RemoveAll(r.dataDir()); err != nil {
+				return fmt.Errorf("wipe %s: %w", r.dataDir(), err)
+			}
+			_ = os.Remove(filepath.Join(r.dir(), "redis.pid"))
+		}
+		pid, _, err = s.up(ctx, c.Log)
+		if err != nil {
+			return fmt.Errorf("start %s: %w", name, err)
+		}
+		return nil
+	})
+	return pid, err
+}
+
+// PID returns the live pid of one service, or ErrNotRunning.
+func PID(cfg Config, name string) (int, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return 0, err
+	}
+	s, err := c.service(name)
+	if err != nil {
+		return 0, err
+	}
+	st := s.status()
+	if !st.Running {
+		return 0, fmt.Errorf("%s: %w", name, ErrNotRunning)
+	}
+	return st.PID, nil
+}
