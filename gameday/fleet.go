@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -27,13 +28,20 @@ type Fleet struct {
 	logDir string
 	note   func(format string, args ...any)
 
-	mu    sync.Mutex
-	live  []*Instance
-	all   []*Instance
-	next  int
-	seq   int
-	proxy *http.Server
-	addr  string
+	// ctx ends at Close; the supervisor's restarts run under it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	closing bool
+	exits   []string
+	live    []*Instance
+	all     []*Instance
+	next    int
+	seq     int
+	proxy   *http.Server
+	addr    string
 }
 
 // Instance is one `fsctl serve` process of the fleet.
@@ -44,6 +52,9 @@ type Instance struct {
 	cmd   *exec.Cmd
 	done  chan struct{}
 	err   error
+	// expected is set before the fleet itself stops the process (a kill fault, Close).
+	expected bool
+	log      string
 }
 
 // Done is closed when the process has exited.
@@ -62,6 +73,7 @@ func (in *Instance) PID() int { return in.cmd.Process.Pid }
 
 func newFleet(bin string, args []string, logDir string, note func(string, ...any)) (*Fleet, error) {
 	f := &Fleet{bin: bin, args: args, logDir: logDir, note: note}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -127,8 +139,9 @@ func (f *Fleet) Start(ctx context.Context, crashAfter int) (*Instance, error) {
 	f.seq++
 	name := fmt.Sprintf("server-%d", f.seq)
 	f.mu.Unlock()
-	in := &Instance{Name: name, URL: fmt.Sprintf("http://127.0.0.1:%d", port), Armed: crashAfter, done: make(chan struct{})}
-	logFile, err := os.OpenFile(filepath.Join(f.logDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	in := &Instance{Name: name, URL: fmt.Sprintf("http://127.0.0.1:%d", port), Armed: crashAfter, done: make(chan struct{}),
+		log: filepath.Join(f.logDir, name+".log")}
+	logFile, err := os.OpenFile(in.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +168,7 @@ func (f *Fleet) Start(ctx context.Context, crashAfter int) (*Instance, error) {
 		close(in.done)
 	}()
 	if err := waitHTTP(ctx, in, 60*time.Second); err != nil {
+		in.expected = true
 		_ = in.cmd.Process.Kill()
 		<-in.done
 		return nil, fmt.Errorf("%s did not get ready: %w (log %s)", name, err, logFile.Name())
@@ -162,6 +176,8 @@ func (f *Fleet) Start(ctx context.Context, crashAfter int) (*Instance, error) {
 	f.mu.Lock()
 	f.live = append(f.live, in)
 	f.mu.Unlock()
+	f.wg.Add(1)
+	go f.supervise(in)
 	f.note("%s started (pid %d, %s)", name, in.PID(), in.URL)
 	return in, nil
 }
@@ -191,6 +207,9 @@ func (f *Fleet) Kill(rng func(n int) int) (*Instance, error) {
 	}
 	in := cands[rng(len(cands))]
 	f.remove(in) // out of rotation first, as a load balancer's failed health check would
+	f.mu.Lock()
+	in.expected = true
+	f.mu.Unlock()
 	if err := in.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		return in, fmt.Errorf("kill %s (pid %d): %w", in.Name, in.PID(), err)
 	}
@@ -202,8 +221,17 @@ func (f *Fleet) Kill(rng func(n int) int) (*Instance, error) {
 // processes are gone.
 func (f *Fleet) Close(grace time.Duration) {
 	f.mu.Lock()
+	f.closing = true
 	all := append([]*Instance(nil), f.all...)
+	for _, in := range all {
+		in.expected = true
+	}
 	f.live = nil
+	f.mu.Unlock()
+	f.cancel()
+	f.wg.Wait()
+	f.mu.Lock()
+	all = append([]*Instance(nil), f.all...)
 	f.mu.Unlock()
 	for _, in := range all {
 		select {
@@ -226,6 +254,58 @@ func (f *Fleet) Close(grace time.Duration) {
 	defer cancel()
 	_ = f.proxy.Shutdown(ctx)
 	_ = f.proxy.Close()
+}
+
+// supervise plays the orchestrator: an instance that exits on its own (not killed by a fault, not
+// armed to crash) is noted with the last line of its log and replaced, as Kubernetes would restart
+// the pod, retrying every second while it cannot start (e.g. while Kafka is down).
+func (f *Fleet) supervise(in *Instance) {
+	defer f.wg.Done()
+	select {
+	case <-in.done:
+	case <-f.ctx.Done():
+		return
+	}
+	f.mu.Lock()
+	expected := in.expected || f.closing
+	f.mu.Unlock()
+	if expected || in.Armed > 0 {
+		return
+	}
+	msg := fmt.Sprintf("%s (pid %d) exited on its own, status %d: %s", in.Name, in.PID(), in.ExitCode(), lastLine(in.log))
+	f.mu.Lock()
+	f.exits = append(f.exits, msg)
+	f.mu.Unlock()
+	f.note("%s; restarting it", msg)
+	for attempt := 1; ; attempt++ {
+		if sleep(f.ctx, time.Second) != nil {
+			return
+		}
+		n, err := f.Start(f.ctx, 0)
+		if err == nil {
+			f.note("%s replaces %s (attempt %d)", n.Name, in.Name, attempt)
+			return
+		}
+		if f.ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// Exits are the instances that exited on their own, one line each.
+func (f *Fleet) Exits() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.exits...)
+}
+
+func lastLine(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(no log)"
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return clip(lines[len(lines)-1], 200)
 }
 
 // PIDs lists every process the fleet started that still runs (for the teardown test).

@@ -37,8 +37,11 @@ type Report struct {
 	ReconcileText string  `json:"-"`
 	Invariants    []Check `json:"invariants"`
 	Timeline      []Event `json:"timeline"`
-	Passed        bool    `json:"passed"`
-	Error         string  `json:"error,omitempty"`
+	// Exits are checkout instances that died on their own (not a fault's doing) and were restarted:
+	// not an invariant violation, but a resilience finding.
+	Exits  []string `json:"unexpectedExits,omitempty"`
+	Passed bool     `json:"passed"`
+	Error  string   `json:"error,omitempty"`
 
 	records []blast.Record
 }
@@ -149,6 +152,9 @@ func (r *Report) Render(w io.Writer) error {
 	for _, c := range r.Invariants {
 		fmt.Fprintf(w, "invariant %-4s %s: %s\n", okWord(c.OK), c.Name, c.Detail)
 	}
+	for _, e := range r.Exits {
+		fmt.Fprintf(w, "unexpected exit (restarted): %s\n", e)
+	}
 	if r.Error != "" {
 		fmt.Fprintf(w, "error: %s\n", r.Error)
 	}
@@ -192,6 +198,12 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(w, "\n## Invariants after recovery\n\n| invariant | | detail |\n|---|---|---|\n")
 	for _, c := range r.Invariants {
 		fmt.Fprintf(w, "| %s | %s | %s |\n", c.Name, okWord(c.OK), mdCell(c.Detail))
+	}
+	if len(r.Exits) > 0 {
+		fmt.Fprintf(w, "\n## Instances that exited on their own (restarted by the game day's supervisor)\n\n")
+		for _, e := range r.Exits {
+			fmt.Fprintf(w, "- %s\n", mdCell(e))
+		}
 	}
 	fmt.Fprintf(w, "\n## Timeline\n\n| at | source | event |\n|---:|---|---|\n")
 	for _, e := range r.Timeline {

@@ -228,6 +228,7 @@ func (r *run) teardown() {
 	}
 	if r.env.Fleet != nil {
 		r.env.Fleet.Close(5 * time.Second)
+		r.rep.Exits = r.env.Fleet.Exits()
 	}
 	if r.stopPayment != nil {
 		r.stopPayment()
