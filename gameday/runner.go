@@ -165,8 +165,9 @@ func (r *run) phase(ctx context.Context, name string, fn func(context.Context) (
 	begin := r.cfg.Now()
 	r.printf("%s ...", name)
 	note, err := fn(ctx)
-	if err == nil && ctx.Err() != nil {
-		err = ctx.Err()
+	if ctx.Err() != nil {
+		// Interrupted (Ctrl-C): say so rather than what the interruption broke.
+		err = fmt.Errorf("interrupted: %w", ctx.Err())
 	}
 	p := Phase{Name: name, Took: r.cfg.Now().Sub(begin), Note: note}
 	if err != nil {
@@ -401,7 +402,11 @@ func (r *run) step(ctx context.Context, st Step, when time.Time) StepResult {
 	defer cancel()
 	note, err := st.Fault.Apply(sctx, r.env)
 	res.Took, res.Note = r.cfg.Now().Sub(begin), note
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		res.Error = "interrupted: " + err.Error()
+		r.note("step (line %d) %s interrupted", st.Line, res.Fault)
+	case err != nil:
 		res.Error = err.Error()
 		r.note("step (line %d) %s FAILED: %v", st.Line, res.Fault, err)
 	}
