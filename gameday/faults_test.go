@@ -100,8 +100,15 @@ func TestFaultServerAdd(t *testing.T) {
 	}
 }
 
+// Buyers go through a waiting room that lets 50 a second through, so a queue is waiting when its
+// state is deleted; whoever was in it must not break an invariant.
 func TestFaultRoomStateLost(t *testing.T) {
-	mustPass(t, testScenario("room", Step{At: time.Second, Fault: roomLost{}}))
+	sc := testScenario("room", Step{At: 1500 * time.Millisecond, Fault: roomLost{}})
+	sc.Sale.Room = &RoomSpec{AdmissionRate: 50}
+	rep := mustPass(t, sc)
+	if !strings.Contains(rep.Steps[0].Note, "deleted") || strings.Contains(rep.Steps[0].Note, "deleted 0 key") {
+		t.Errorf("step note %q: want the room's keys deleted", rep.Steps[0].Note)
+	}
 }
 
 // A fault whose process is not there fails its step with a message that says so.

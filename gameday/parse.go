@@ -104,7 +104,7 @@ func Parse(b []byte) (Scenario, error) {
 }
 
 func parseSale(n *yaml.Node) (SaleSpec, error) {
-	m, err := mapping(n, "id", "holdTTL", "perUserLimit", "items")
+	m, err := mapping(n, "id", "holdTTL", "perUserLimit", "items", "room")
 	if err != nil {
 		return SaleSpec{}, err
 	}
@@ -115,6 +115,22 @@ func parseSale(n *yaml.Node) (SaleSpec, error) {
 	p.int(m, "perUserLimit", &sp.PerUserLimit, 1, 16)
 	if p.err != nil {
 		return sp, p.err
+	}
+	if rn := m.get("room"); rn != nil {
+		rm, err := mapping(rn, "admissionRate", "maxActive", "powDifficulty")
+		if err != nil {
+			return sp, err
+		}
+		sp.Room = &RoomSpec{}
+		p.rate(rm, "admissionRate", &sp.Room.AdmissionRate)
+		p.int(rm, "maxActive", &sp.Room.MaxActive, 0, 1_000_000)
+		p.int(rm, "powDifficulty", &sp.Room.PowDifficulty, 0, 24)
+		if p.err != nil {
+			return sp, p.err
+		}
+		if rm.get("admissionRate") == nil {
+			return sp, lineErr(rn, "room: want admissionRate (buyers per second let through)")
+		}
 	}
 	if sp.HoldTTL < time.Second {
 		return sp, lineErr(m.get("holdTTL"), "holdTTL %s: at least 1s", sp.HoldTTL)

@@ -37,6 +37,7 @@ sale:
   id: s1
   holdTTL: 5s
   perUserLimit: 2
+  room: {admissionRate: 40/s, powDifficulty: 4}
   items:
     - {id: a, quantity: 10, shards: 2}
     - {id: b, quantity: 5}
@@ -69,10 +70,13 @@ steps:
 	if sc.Sale.ID != "s1" || sc.Sale.HoldTTL != 5*time.Second || sc.Sale.PerUserLimit != 2 || len(sc.Sale.Items) != 2 || sc.Sale.Items[0].Shards != 2 || sc.Units() != 15 {
 		t.Errorf("sale %+v", sc.Sale)
 	}
+	if r := sc.Sale.Room; r == nil || r.AdmissionRate != 40 || r.PowDifficulty != 4 {
+		t.Errorf("room %+v", sc.Sale.Room)
+	}
 	if len(sc.Steps) != 9 {
 		t.Fatalf("%d steps", len(sc.Steps))
 	}
-	if f := sc.Steps[0]; f.Line != 20 || f.Jitter != 500*time.Millisecond || f.Fault != (kafkaKill{Down: 2 * time.Second}) {
+	if f := sc.Steps[0]; f.Line != 21 || f.Jitter != 500*time.Millisecond || f.Fault != (kafkaKill{Down: 2 * time.Second}) {
 		t.Errorf("step 0 %+v", f)
 	}
 	if f := sc.Steps[2].Fault.(paymentFault); f.DeclineRate != 0.3 || f.Latency != 800*time.Millisecond || f.ErrorRate != -1 || f.Outage {
@@ -107,6 +111,7 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 		{"duplicate key", base + "buyers: 20\n", 7, `key "buyers" given twice`},
 		{"syntax", base + "steps: [\n", 7, "did not find expected node content"},
 		{"steps not a list", base + "steps: kafka-kill\n", 7, "want a list"},
+		{"room without a rate", strings.Replace(base, "sale:\n", "sale:\n  room: {maxActive: 5}\n", 1), 3, "want admissionRate"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -344,6 +344,9 @@ func (r *run) blast(ctx context.Context) (string, error) {
 		After:    &blast.AfterPurchase{Pay: sc.Pay, Cancel: sc.Cancel, Seed: sc.Seed, PaymentToken: "tok_gameday"}, // not tok_ok, which the fake always accepts
 		Now:      r.cfg.Now,
 	}
+	if sc.Sale.Room != nil {
+		plan.Journey = &blast.Room{MaxPoll: 250 * time.Millisecond, Wait: 30 * time.Second}
+	}
 	if err := plan.Validate(); err != nil {
 		return "", err
 	}

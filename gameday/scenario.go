@@ -54,6 +54,16 @@ type SaleSpec struct {
 	HoldTTL      time.Duration
 	PerUserLimit int
 	Items        []ItemSpec
+	// Room, when set, puts a waiting room in front of the sale; buyers then queue, poll and buy
+	// with their admission token.
+	Room *RoomSpec
+}
+
+// RoomSpec is the sale's waiting room.
+type RoomSpec struct {
+	AdmissionRate float64
+	MaxActive     int
+	PowDifficulty int
 }
 
 // ItemSpec is one item of the sale.

@@ -28,6 +28,9 @@ func (r *run) saleOf() sale.Sale {
 	for _, it := range sp.Items {
 		sl.Items = append(sl.Items, sale.Item{ID: it.ID, Name: it.ID, Quantity: it.Quantity, PriceCents: 1000, Shards: it.Shards})
 	}
+	if r := sp.Room; r != nil {
+		sl.Room = sale.Room{Enabled: true, AdmissionRate: r.AdmissionRate, MaxActive: r.MaxActive, PowDifficulty: r.PowDifficulty}
+	}
 	sl.Normalize()
 	return sl
 }
