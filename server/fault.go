@@ -3,32 +3,26 @@ package server
 import (
 	"fmt"
 	"os"
-	"strconv"
 	"sync/atomic"
 )
 
-// EnvCrashAfterReserve, set to N > 0, makes the process exit with status 137 (as if SIGKILLed)
-// right after its Nth fresh reservation, before the order reference is written or OrderPlaced is
-// published: the crash between reserve and publish that a game day injects. The buyer's retry
-// with the same key then gets the reservation from another instance, and the orphaned-hold
-// sweeper must still bring the order to PostgreSQL. Unset (the normal case) it costs one atomic load.
+// EnvCrashAfterReserve is the variable `fsctl serve` reads Config.CrashAfterReserve from, so a game
+// day arms the fault in the processes it starts without a flag a production run could pass by
+// mistake.
 const EnvCrashAfterReserve = "FSCTL_FAULT_CRASH_AFTER_RESERVE"
 
-// crashHook counts fresh reservations and ends the process at the armed one. It is process-wide
-// on purpose: the fault is the process dying, and it is armed only by the environment the game day
-// starts the process with.
+// crashHook counts fresh reservations and ends the process at the armed one: the crash between
+// reserve and publish that a game day injects. The buyer's retry with the same key then gets the
+// reservation from another instance, and the orphaned-hold sweeper must still bring the order to
+// PostgreSQL. Disarmed (the normal case) it costs one comparison.
 type crashHook struct {
 	after int64 // 0: disarmed
 	seen  atomic.Int64
 	exit  func(code int)
 }
 
-func newCrashHook(env string, exit func(int)) *crashHook {
-	n, err := strconv.ParseInt(env, 10, 64)
-	if err != nil || n <= 0 {
-		return &crashHook{exit: exit}
-	}
-	return &crashHook{after: n, exit: exit}
+func newCrashHook(after int, exit func(int)) *crashHook {
+	return &crashHook{after: int64(max(after, 0)), exit: exit}
 }
 
 // reserved is called once per fresh reservation, before its hand-off.
@@ -41,5 +35,3 @@ func (h *crashHook) reserved() {
 		h.exit(137)
 	}
 }
-
-var crashAfterReserve = newCrashHook(os.Getenv(EnvCrashAfterReserve), os.Exit)

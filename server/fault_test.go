@@ -1,24 +1,26 @@
 package server
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestCrashHookExitsAtTheArmedReservation(t *testing.T) {
 	tests := []struct {
-		env      string
+		after    int
 		calls    int
 		wantExit int // 0: never
 	}{
-		{"", 10, 0},
-		{"junk", 10, 0},
-		{"0", 10, 0},
-		{"3", 2, 0},
-		{"3", 5, 3},
+		{0, 10, 0},
+		{-1, 10, 0},
+		{3, 2, 0},
+		{3, 5, 3},
 	}
 	for _, tt := range tests {
-		t.Run(tt.env, func(t *testing.T) {
+		t.Run(fmt.Sprint(tt.after), func(t *testing.T) {
 			exitedAt, code := 0, 0
 			calls := 0
-			h := newCrashHook(tt.env, func(c int) {
+			h := newCrashHook(tt.after, func(c int) {
 				if exitedAt == 0 {
 					exitedAt, code = calls, c
 				}

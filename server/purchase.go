@@ -181,7 +181,7 @@ func (s *Server) saleItem(ctx context.Context, saleID, itemID string) (sale.Sale
 // Kafka with acks=all. On failure the hold is released at once and its idempotency record
 // forgotten, so the buyer's retry with the same key is a fresh attempt, never a false "reserved".
 func (s *Server) handOff(ctx context.Context, req purchaseRequest, user string, rv stock.Reservation) error {
-	crashAfterReserve.reserved() // a game day's fault; a no-op unless armed (fault.go)
+	s.crash.reserved() // a game day's fault; a no-op unless armed (fault.go)
 	err := s.stock.SetOrderRef(ctx, rv.OrderID, req.SaleID, req.ItemID, user, rv.Shard)
 	if err == nil {
 		pctx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)

@@ -98,6 +98,9 @@ type Config struct {
 	// ClientIPHeader, when set (e.g. X-Forwarded-For), names the header a trusted proxy puts the
 	// client's address in, for the per-address rate limits.
 	ClientIPHeader string
+	// CrashAfterReserve, above zero, is a game day's fault: the process exits (status 137, as if
+	// SIGKILLed) right after its Nth fresh reservation, before the hand-off to Kafka.
+	CrashAfterReserve int
 }
 
 // DefaultConfig returns production-minded defaults.
@@ -128,6 +131,7 @@ type Server struct {
 	tokens     *room.Tokens
 	challenges *room.Challenges
 	limiter    RateLimiter
+	crash      *crashHook
 	// roomUp is false while the waiting room's state cannot be reached.
 	roomUp  atomic.Bool
 	probes  map[string]Probe
@@ -181,6 +185,7 @@ func New(cfg Config, d Deps) *Server {
 	if s.sw == nil {
 		s.sw = noSwitches{}
 	}
+	s.crash = newCrashHook(cfg.CrashAfterReserve, os.Exit)
 	s.roomUp.Store(true)
 	s.watchRoom()
 	s.catalog = newCatalog(d.Orders, d.Stock, cfg.ReadModelTTL, s.now, s.log)

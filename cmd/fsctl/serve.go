@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -118,6 +119,14 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 	cfg := server.DefaultConfig()
 	cfg.Addr, cfg.MaxConns, cfg.Version = o.addr, o.maxConns, version
 	cfg.AdminToken, cfg.SoldOut, cfg.ClientIPHeader = o.adminToken, soldOut, o.clientIP
+	if v := os.Getenv(server.EnvCrashAfterReserve); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%s=%q: want a count of reservations", server.EnvCrashAfterReserve, v)
+		}
+		cfg.CrashAfterReserve = n
+		log.Warn("game day fault armed: this process exits after its Nth fresh reservation", "n", n)
+	}
 	app, err := server.Open(cmd.Context(), server.AppConfig{
 		Server: cfg, RedisURL: o.endpoints.redisURL, PostgresURL: o.endpoints.postgresURL,
 		Brokers: o.endpoints.brokers, JWTSecret: []byte(o.jwtSecret), Partitions: o.partitions,
