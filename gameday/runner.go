@@ -315,7 +315,11 @@ func (r *run) preflight(ctx context.Context) (string, error) {
 		r.rep.Preflight = b.String()
 		summary := fmt.Sprintf("%d passed, %d warnings, %d failed", rep.Count(preflight.Pass), rep.Count(preflight.Warn), rep.Count(preflight.Fail))
 		if rep.Ready(false) {
-			return "READY: " + summary, nil
+			group, err := r.waitConsumers(ctx, len(r.env.Fleet.Live()), 60*time.Second)
+			if err != nil {
+				return "", err
+			}
+			return "READY: " + summary + "; " + group, nil
 		}
 		if r.cfg.Now().After(deadline) {
 			fmt.Fprint(r.out, b.String())

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fsctl/fsctl/gameday"
+)
+
+// The CLI's own decisions, no services needed: the built-in scenario is printable, a malformed
+// scenario is exit status 2 naming the file and line, and bad flags are refused before anything starts.
+func TestGamedayCLI(t *testing.T) {
+	out, code, err := runCLI(t, "gameday", "--print-default")
+	if err != nil || code != 0 || out != string(gameday.DefaultYAML()) {
+		t.Errorf("--print-default: code %d, err %v, %d bytes", code, err, len(out))
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	doc := "name: x\nsale:\n  items:\n    - {id: a, quantity: 10}\nbuyers: 10\nrate: 5/s\nsteps:\n  - at: 1s\n    fault: meteor\n"
+	if err := os.WriteFile(bad, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, code, err = runCLI(t, "gameday", "-f", bad)
+	if code != 2 || err == nil || !strings.Contains(err.Error(), bad+": line 9: unknown fault \"meteor\"") {
+		t.Errorf("malformed scenario: code %d, err %v", code, err)
+	}
+	for _, args := range [][]string{{"--teardown", "sometimes"}, {"--output", "yaml"}} {
+		if _, code, err := runCLI(t, append([]string{"gameday"}, args...)...); code != 2 || err == nil {
+			t.Errorf("%v: code %d, err %v", args, code, err)
+		}
+	}
+}
