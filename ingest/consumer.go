@@ -28,6 +28,7 @@ type Placer interface {
 type Releaser interface {
 	Release(ctx context.Context, r stock.Release) (bool, error)
 	Settle(ctx context.Context, s stock.Settle) (bool, error)
+	ReleasedOrders(ctx context.Context, refs []stock.OrderRef) ([]bool, error)
 }
 
 // DeadLetters receives messages the consumer cannot record; *events.Publisher implements it.
@@ -43,6 +44,8 @@ type Metrics struct {
 	DeadLettered func(reason string)
 	BatchSize    func(n int)
 	DBErrors     func()
+	// Stale counts OrderPlaced events dropped because their hold had already ended in Redis.
+	Stale func(n int)
 }
 
 // Config configures a Consumer.
@@ -101,15 +104,23 @@ func New(cfg Config, placer Placer, release Releaser, dlq DeadLetters, m Metrics
 func (c *Consumer) Close() error { return c.reader.Close() }
 
 // Run consumes until ctx is cancelled. Database and Redis failures are retried without
-// committing, so nothing is lost; it returns only ctx's error or a Kafka error it cannot recover.
+// committing, and a lost broker is waited for, so nothing is lost; it returns only ctx's error.
 func (c *Consumer) Run(ctx context.Context) error {
 	for {
 		batch, err := c.fetch(ctx)
 		if err != nil {
+			// A broker that is gone comes back (or another takes over): wait for it rather than
+			// take the instance down with it. Nothing was fetched, so nothing is lost.
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("fetch orders: %w", err)
+			c.log.Warn("fetching orders failed; retrying", "err", err, "backoff", c.cfg.RetryBackoff)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(c.cfg.RetryBackoff):
+			}
+			continue
 		}
 		if err := c.retry(ctx, func() error { return c.handle(ctx, batch) }); err != nil {
 			return err
@@ -160,6 +171,38 @@ func (c *Consumer) retry(ctx context.Context, fn func() error) error {
 	}
 }
 
+// dropStale leaves out the placements whose hold already ended in Redis. Such an event is a
+// hand-off the server saw fail — it released the unit and told the buyer nothing was reserved —
+// that Kafka delivered after all (the broker appended it, the acknowledgement was lost). Recorded,
+// it would count a unit sold that is back on sale, and take the buyer's slot from their retry.
+// Orders already recorded (expired, cancelled, paid) are dropped too, which only skips a duplicate.
+func (c *Consumer) dropStale(ctx context.Context, ps []orders.Placement, evs []events.OrderPlaced, src []kafka.Message) ([]orders.Placement, []events.OrderPlaced, []kafka.Message, error) {
+	if len(ps) == 0 {
+		return ps, evs, src, nil
+	}
+	refs := make([]stock.OrderRef, len(ps))
+	for i, p := range ps {
+		refs[i] = stock.OrderRef{SaleID: p.SaleID, ItemID: p.ItemID, Shard: p.Shard, OrderID: p.OrderID}
+	}
+	ended, err := c.release.ReleasedOrders(ctx, refs)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	keep := 0
+	for i := range ps {
+		if ended[i] {
+			c.log.Warn("dropping a stale OrderPlaced: its hold already ended in Redis", "order", ps[i].OrderID)
+			continue
+		}
+		ps[keep], evs[keep], src[keep] = ps[i], evs[i], src[i]
+		keep++
+	}
+	if n := len(ps) - keep; n > 0 && c.metrics.Stale != nil {
+		c.metrics.Stale(n)
+	}
+	return ps[:keep], evs[:keep], src[:keep], nil
+}
+
 // handle records one batch. It is idempotent, so a retry after a partial failure is safe: orders
 // already placed come back as duplicates, payments already recorded as unchanged, and releases
 // and settles happen at most once.
@@ -193,6 +236,10 @@ func (c *Consumer) handle(ctx context.Context, batch []kafka.Message) error {
 			marks = append(marks, orders.PaidMark{OrderID: e.OrderID, PaymentRef: e.PaymentRef})
 			markSrc = append(markSrc, m)
 		}
+	}
+	placements, placed, sources, err := c.dropStale(ctx, placements, placed, sources)
+	if err != nil {
+		return err
 	}
 	// Placements first: an order's OrderPaid follows its OrderPlaced in the partition, possibly in
 	// the same batch.

@@ -20,6 +20,7 @@ type metrics struct {
 	persisted      prometheus.Counter
 	duplicates     prometheus.Counter
 	deadLettered   *prometheus.CounterVec
+	stale          prometheus.Counter
 	consumerBatch  prometheus.Histogram
 	consumerErrors prometheus.Counter
 	payments       *prometheus.CounterVec
@@ -123,6 +124,10 @@ func newMetrics() *metrics {
 	m.rateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fsctl_rate_limited_total", Help: "Requests refused by a sale's rate limits, by endpoint and limit.",
 	}, []string{"endpoint", "by"})
+	m.stale = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fsctl_orders_stale_dropped_total", Help: "OrderPlaced events dropped because their hold had already ended (a hand-off reported failed but delivered).",
+	})
+	m.reg.MustRegister(m.stale)
 	m.reg.MustRegister(m.roomDepth, m.roomActive, m.roomRate, m.roomWait, m.roomAdmitted, m.roomExpired, m.failOpen, m.rateLimited)
 	m.reg.MustRegister(m.outcomes, m.requests, m.reserve, m.publish, m.released, m.persisted, m.duplicates,
 		m.deadLettered, m.consumerBatch, m.consumerErrors, m.payments, m.breakerState, m.soldOutFlag,
@@ -145,6 +150,7 @@ func (m *metrics) consumerMetrics() ingest.Metrics {
 		},
 		BatchSize: func(n int) { m.consumerBatch.Observe(float64(n)) },
 		DBErrors:  func() { m.consumerErrors.Inc() },
+		Stale:     func(n int) { m.stale.Add(float64(n)) },
 	}
 }
 

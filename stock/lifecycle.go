@@ -223,3 +223,33 @@ func parseHold(orderID, rec string) (Hold, error) {
 	}
 	return h, nil
 }
+
+// OrderRef names one order's shard, for lookups across many orders.
+type OrderRef struct {
+	SaleID, ItemID string
+	Shard          int
+	OrderID        uuid.UUID
+}
+
+// ReleasedOrders reports, for each order, whether its hold already ended in Redis — released
+// (failed, expired, cancelled) or settled (paid) — by its final-status marker, in one pipelined
+// round trip. An OrderPlaced that arrives for such an order is stale: a hand-off that was reported
+// failed (and so released) but delivered after all must not become a live order.
+func (s *Store) ReleasedOrders(ctx context.Context, refs []OrderRef) ([]bool, error) {
+	out := make([]bool, len(refs))
+	if len(refs) == 0 {
+		return out, nil
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(refs))
+	for i, r := range refs {
+		cmds[i] = pipe.Exists(ctx, ShardKeys(r.SaleID, r.ItemID, r.Shard).Released(r.OrderID))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("read release markers: %w", err)
+	}
+	for i, c := range cmds {
+		out[i] = c.Val() == 1
+	}
+	return out, nil
+}
