@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/term"
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/fsctl/fsctl/warroom"
@@ -144,7 +142,6 @@ func runWarroom(cmd *cobra.Command, o warroomOptions) error {
 		}
 		return failOn(s.Alerts, o.failOn)
 	}
-	redis.SetLogger(quietRedis{}) // its dial errors would scribble over the dashboard; panels show them
 	m := warroom.New(warroom.Options{Sources: src, Alerts: alerts, Interval: o.interval, SlowEvery: o.slowEvery,
 		Timeout: o.timeout, Record: record, Context: ctx})
 	_, err = tea.NewProgram(m, tea.WithContext(ctx), tea.WithOutput(out)).Run()
@@ -176,11 +173,6 @@ func printSnapshot(w io.Writer, s *warroom.Snapshot, format string) error {
 	}
 	return warroom.WriteTable(w, s)
 }
-
-// quietRedis drops go-redis's log lines.
-type quietRedis struct{}
-
-func (quietRedis) Printf(context.Context, string, ...any) {}
 
 // isTerminal reports whether w is a terminal the dashboard can draw on.
 func isTerminal(w io.Writer) bool {
