@@ -50,17 +50,9 @@ func procName(name string) string {
 // flush), and waits until it is gone when sig is SIGKILL. It returns the pid it signalled, or
 // ErrNotRunning when the service has no live process.
 func Kill(ctx context.Context, cfg Config, name string, sig syscall.Signal) (int, error) {
-	c, err := cfg.withDefaults()
+	_, st, err := liveService(cfg, name)
 	if err != nil {
-		return 0, err
-	}
-	s, err := c.service(name)
-	if err != nil {
-		return 0, err
-	}
-	st := s.status()
-	if !st.Running {
-		return 0, fmt.Errorf("kill %s: %w (no live pid in its pidfile under %s)", name, ErrNotRunning, c.Dir)
+		return 0, fmt.Errorf("kill %s: %w", name, err)
 	}
 	if err := syscall.Kill(st.PID, sig); err != nil {
 		return st.PID, fmt.Errorf("kill -%d %s (pid %d): %w", sig, name, st.PID, err)
@@ -128,17 +120,26 @@ func Start(ctx context.Context, cfg Config, name string, wipe bool) (int, error)
 
 // PID returns the live pid of one service, or ErrNotRunning.
 func PID(cfg Config, name string) (int, error) {
+	_, st, err := liveService(cfg, name)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return st.PID, nil
+}
+
+// liveService resolves cfg and finds the service's running process; ErrNotRunning when it has none.
+func liveService(cfg Config, name string) (Config, ServiceStatus, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
-		return 0, err
+		return c, ServiceStatus{}, err
 	}
 	s, err := c.service(name)
 	if err != nil {
-		return 0, err
+		return c, ServiceStatus{}, err
 	}
 	st := s.status()
 	if !st.Running {
-		return 0, fmt.Errorf("%s: %w", name, ErrNotRunning)
+		return c, st, fmt.Errorf("%w (no live pid in its pidfile under %s)", ErrNotRunning, c.Dir)
 	}
-	return st.PID, nil
+	return c, st, nil
 }
