@@ -3,6 +3,7 @@
 package events
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -166,4 +167,10 @@ type DeadLetter struct {
 	Value     json.RawMessage `json:"value,omitempty"`
 	Raw       []byte          `json:"raw,omitempty"`
 	At        time.Time       `json:"at"`
+}
+
+// LogNames returns the order log's topics and consumer group, with the bundled server's names in
+// place of those left empty.
+func LogNames(orders, deadLetter, group string) (string, string, string) {
+	return cmp.Or(orders, DefaultOrdersTopic), cmp.Or(deadLetter, DefaultDeadLetterTopic), cmp.Or(group, DefaultConsumerGroup)
 }

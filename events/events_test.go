@@ -79,3 +79,13 @@ func TestDecodeOrderPaid(t *testing.T) {
 		}
 	}
 }
+
+func TestLogNames(t *testing.T) {
+	o, d, g := LogNames("", "", "")
+	if o != DefaultOrdersTopic || d != DefaultDeadLetterTopic || g != DefaultConsumerGroup {
+		t.Fatalf("defaults: %s %s %s", o, d, g)
+	}
+	if o, d, g = LogNames("a", "b", "c"); o != "a" || d != "b" || g != "c" {
+		t.Fatalf("given names replaced: %s %s %s", o, d, g)
+	}
+}

@@ -114,15 +114,7 @@ type Config struct {
 
 // Defaults fills what the caller left out.
 func (c *Config) Defaults() {
-	if c.OrdersTopic == "" {
-		c.OrdersTopic = events.DefaultOrdersTopic
-	}
-	if c.DeadLetterTopic == "" {
-		c.DeadLetterTopic = events.DefaultDeadLetterTopic
-	}
-	if c.ConsumerGroup == "" {
-		c.ConsumerGroup = DefaultConsumerGroup
-	}
+	c.OrdersTopic, c.DeadLetterTopic, c.ConsumerGroup = events.LogNames(c.OrdersTopic, c.DeadLetterTopic, c.ConsumerGroup)
 	if c.Partitions <= 0 {
 		c.Partitions = 6
 	}

@@ -47,15 +47,7 @@ type Config struct {
 const DefaultConsumerGroup = events.DefaultConsumerGroup
 
 func (c *Config) defaults() {
-	if c.OrdersTopic == "" {
-		c.OrdersTopic = events.DefaultOrdersTopic
-	}
-	if c.DeadLetterTopic == "" {
-		c.DeadLetterTopic = events.DefaultDeadLetterTopic
-	}
-	if c.ConsumerGroup == "" {
-		c.ConsumerGroup = DefaultConsumerGroup
-	}
+	c.OrdersTopic, c.DeadLetterTopic, c.ConsumerGroup = events.LogNames(c.OrdersTopic, c.DeadLetterTopic, c.ConsumerGroup)
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = time.Minute
 	}

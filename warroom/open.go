@@ -8,7 +8,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fsctl/fsctl/events"
-	"github.com/fsctl/fsctl/ingest"
 	"github.com/fsctl/fsctl/stock"
 )
 
@@ -68,16 +67,7 @@ func Open(e Endpoints) (Sources, func(), error) {
 		}
 	}
 	if len(e.Brokers) > 0 {
-		topic, dlq, group := e.OrdersTopic, e.DeadLetterTopic, e.ConsumerGroup
-		if topic == "" {
-			topic = events.DefaultOrdersTopic
-		}
-		if dlq == "" {
-			dlq = events.DefaultDeadLetterTopic
-		}
-		if group == "" {
-			group = ingest.DefaultConfig(nil).GroupID
-		}
+		topic, dlq, group := events.LogNames(e.OrdersTopic, e.DeadLetterTopic, e.ConsumerGroup)
 		src.Pipeline = NewKafkaPipeline(e.Brokers, topic, dlq, group)
 	}
 	closers = append(closers, client.CloseIdleConnections)
