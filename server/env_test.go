@@ -22,6 +22,7 @@ import (
 	"github.com/fsctl/fsctl/stack"
 	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/testenv"
+	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
 )
 
 var testSecret = []byte("server-test-secret-0123456789abcdef")
@@ -104,7 +105,6 @@ func newEnvWith(t *testing.T, o envOptions) *env {
 // the env's database, topics and Redis, and returns it with its base URL.
 func (e *env) start(api bool) (*server.App, string) {
 	t := e.t
-	ctx, cancel := context.WithCancel(context.Background())
 	cfg := server.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.ReadModelTTL = e.opts.ReadModelTTL
@@ -126,32 +126,13 @@ func (e *env) start(api bool) (*server.App, string) {
 	if e.opts.ClaimTimeout > 0 {
 		lc.ClaimTimeout = e.opts.ClaimTimeout
 	}
-	app, err := server.Open(ctx, server.AppConfig{
+	return checkouttest.StartApp(t, server.AppConfig{
 		Server: cfg, RedisURL: stack.EndpointsFromEnv().RedisURL, PostgresURL: e.pgURL, Brokers: e.brokers,
 		OrdersTopic: e.topic, DeadLetterTopic: e.dlq, JWTSecret: testSecret, API: api, Consumer: true,
 		ConsumerGroup: "g-" + e.topic, Migrate: true, PaymentURL: e.opts.PaymentURL, Breaker: e.opts.Breaker,
 		Lifecycle: lc, Workers: e.opts.Workers, SwitchesKey: e.switches, ControlPoll: 20 * time.Millisecond,
 		RoomRedisURL: e.opts.RoomRedisURL, RoomTick: 20 * time.Millisecond,
 	}, log)
-	if err != nil {
-		cancel()
-		t.Fatalf("open app: %v", err)
-	}
-	addr, done, err := app.Start(ctx)
-	if err != nil {
-		cancel()
-		app.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		app.Close()
-	})
-	if addr == nil {
-		return app, ""
-	}
-	return app, "http://" + addr.String()
 }
 
 type testWriter struct{ t *testing.T }

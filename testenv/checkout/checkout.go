@@ -69,7 +69,6 @@ func Start(t testing.TB, o Options) *Checkout {
 		DeadLetterTopic: testenv.KafkaTopic(t, 1), ConsumerGroup: "g-" + topic,
 		SwitchesKey: testenv.ID(t, "switches"), t: t,
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	cfg := server.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.ReadModelTTL = 0
@@ -77,13 +76,31 @@ func Start(t testing.TB, o Options) *Checkout {
 	cfg.SoldOutPoll = 20 * time.Millisecond
 	lc := lifecycle.DefaultConfig()
 	lc.ExpiryInterval, lc.SweepInterval = 50*time.Millisecond, 200*time.Millisecond
-	app, err := server.Open(ctx, server.AppConfig{
+	app, base := StartApp(t, server.AppConfig{
 		Server: cfg, RedisURL: stack.EndpointsFromEnv().RedisURL, PostgresURL: c.PostgresURL,
 		Brokers: c.Brokers, OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic,
 		JWTSecret: Secret, API: true, Consumer: true, ConsumerGroup: c.ConsumerGroup, Migrate: true,
 		Lifecycle: lc, Workers: o.Workers, SwitchesKey: c.SwitchesKey, ControlPoll: 20 * time.Millisecond,
 		RoomTick: 20 * time.Millisecond,
 	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c.App, c.Base = app, base
+	c.Sale = buildSale(t, o)
+	if o.NoProvision {
+		return c
+	}
+	if _, err := provision.Sale(context.Background(), app.Orders, app.Stock, c.Sale, provision.Options{}); err != nil {
+		t.Fatalf("provision sale %s: %v", c.Sale.ID, err)
+	}
+	t.Cleanup(func() { _ = app.Stock.Reset(context.Background(), c.Sale) })
+	return c
+}
+
+// StartApp opens and starts one checkout with cfg, stopped and closed when the test ends, and
+// returns it with its base URL (empty when it runs no API).
+func StartApp(t testing.TB, cfg server.AppConfig, log *slog.Logger) (*server.App, string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	app, err := server.Open(ctx, cfg, log)
 	if err != nil {
 		cancel()
 		t.Fatalf("open checkout: %v", err)
@@ -99,16 +116,10 @@ func Start(t testing.TB, o Options) *Checkout {
 		<-done
 		app.Close()
 	})
-	c.App, c.Base = app, "http://"+addr.String()
-	c.Sale = buildSale(t, o)
-	if o.NoProvision {
-		return c
+	if addr == nil {
+		return app, ""
 	}
-	if _, err := provision.Sale(context.Background(), app.Orders, app.Stock, c.Sale, provision.Options{}); err != nil {
-		t.Fatalf("provision sale %s: %v", c.Sale.ID, err)
-	}
-	t.Cleanup(func() { _ = app.Stock.Reset(context.Background(), c.Sale) })
-	return c
+	return app, "http://" + addr.String()
 }
 
 func buildSale(t testing.TB, o Options) sale.Sale {
