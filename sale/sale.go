@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/fsctl/fsctl/yamlfield"
 	"gopkg.in/yaml.v3"
 )
 
@@ -274,7 +275,7 @@ func Parse(r io.Reader) (Sale, error) {
 		var fe *FieldError
 		var doc yaml.Node
 		if errors.As(err, &fe) && yaml.Unmarshal(b, &doc) == nil {
-			fe.Line = lineOf(&doc, fe.Field)
+			fe.Line = yamlfield.Line(&doc, fe.Field)
 		}
 		return Sale{}, err
 	}

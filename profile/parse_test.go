@@ -1,0 +1,143 @@
+package profile
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fsctl/fsctl/profiles"
+)
+
+func TestShippedProfilesParse(t *testing.T) {
+	names, err := fs.Glob(profiles.Files, "*.yaml")
+	if err != nil || len(names) < 2 {
+		t.Fatalf("shipped profiles: %v %v", names, err)
+	}
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			p, err := Load(filepath.Join("..", "profiles", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Name == "" || p.Classify.Empty() || p.SQL.Live == "" {
+				t.Fatalf("profile %s parsed empty: %+v", name, p)
+			}
+		})
+	}
+	d := Default()
+	if !d.IsDeep() || !d.Sharded() || d.Token.Type != TokenHS256 || d.Source() != "built-in fsctl.yaml" {
+		t.Fatalf("default profile: %+v", d)
+	}
+}
+
+// base is a valid profile the cases below break one field of.
+const base = `name: shop
+purchase:
+  url: /buy/${item}
+  headers:
+    Authorization: Bearer ${token}
+token:
+  type: hs256
+  secretEnv: SHOP_SECRET
+  claims: {sub: "${user}"}
+classify:
+  rules: [{status: 202, outcome: RESERVED}]
+redis:
+  tag: "{item:${item}}"
+  stock: "${tag}:stock"
+sql:
+  items: SELECT id FROM items
+  item: SELECT quantity, sold FROM items WHERE id = @item
+  live: SELECT count(*) FROM orders WHERE item_id = @item
+  userOrders: SELECT id, status FROM orders WHERE item_id = @item AND user_id = @user
+`
+
+func TestParseNamesFieldAndLine(t *testing.T) {
+	if _, err := Parse([]byte(base), "base", ""); err != nil {
+		t.Fatalf("base profile: %v", err)
+	}
+	cases := []struct {
+		name, old, new, want string
+	}{
+		{"no name", "name: shop", "description: x", "line 1: name: missing"},
+		{"bad method", "  url: /buy/${item}", "  method: FETCH\n  url: /buy/${item}", `line 3: purchase.method: "FETCH"`},
+		{"unknown placeholder", "/buy/${item}", "/buy/${itme}", "line 3: purchase.url: unknown placeholder ${itme}"},
+		{"unclosed placeholder", "Bearer ${token}", "Bearer ${token", "purchase.headers.Authorization: \"Bearer ${token\": ${ without a closing }"},
+		{"relative url", "url: /buy/${item}", "url: buy/${item}", "purchase.url: \"buy/${item}\": want a path"},
+		{"token type", "type: hs256", "type: hs512", `line 7: token.type: "hs512": want hs256, rs256, file or none`},
+		{"hs256 without secret", "  secretEnv: SHOP_SECRET\n", "", "token.secretEnv: missing"},
+		{"rs256 without key", "type: hs256", "type: rs256", "token.keyFile: missing"},
+		{"none with token", "type: hs256", "type: none", "purchase.headers.Authorization: uses ${token} but token.type is none"},
+		{"claim placeholder", `sub: "${user}"`, `sub: "${item}"`, "line 9: token.claims.sub: unknown placeholder ${item}"},
+		{"no classify", "classify:\n  rules: [{status: 202, outcome: RESERVED}]\n", "", "classify: missing"},
+		{"no stock key", "  stock: \"${tag}:stock\"\n", "", "redis.stock: missing"},
+		{"tag missing", `  tag: "{item:${item}}"` + "\n", "", "line 13: redis.stock: uses ${tag} but redis.tag is not given"},
+		{"shard tag without shard", `  tag: "{item:${item}}"`, `  tag: "{item:${item}}"` + "\n  shardTag: \"{item:${item}:x}\"", "redis.shardTag: \"{item:${item}:x}\": must use ${shard}"},
+		{"shard tag without query", `  tag: "{item:${item}}"`, `  tag: "{item:${item}}"` + "\n  shardTag: \"{item:${item}:${shard}}\"", "sql.shards: missing"},
+		{"no live query", "  live: SELECT count(*) FROM orders WHERE item_id = @item\n", "", "sql.live: missing: the query of how many live orders"},
+		{"unknown parameter", "WHERE id = @item", "WHERE id = @itme", "line 17: sql.item: unknown parameter @itme"},
+		{"user orders without user", "AND user_id = @user", "", "sql.userOrders: does not use @user"},
+		{"bad fix", "sql:", "fix: {stock: reset}\nsql:", `fix.stock: "reset": the only fix is "recount"`},
+		{"buyers fix without keys", "sql:", "fix: {buyers: recount}\nsql:", "fix.buyers: recount needs redis.buyers and sql.liveBuyers"},
+		{"deep with fix", "name: shop", "name: shop\ndeep: fsctl\nfix: {stock: recount}", "fix: a deep target is repaired"},
+		{"deep other", "name: shop", "name: shop\ndeep: spring", `line 2: deep: "spring": the only deep target is "fsctl"`},
+		{"unknown field", "name: shop", "name: shop\nnmae: x", "line 2: field nmae not found"},
+		{"bad health path", "sql:", "http: {health: health}\nsql:", `http.health: "health": want a path starting with /`},
+		{"negative limit", "sql:", "limits: {perUser: -1}\nsql:", "limits.perUser: -1: must be at least 1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			doc := strings.Replace(base, c.old, c.new, 1)
+			if doc == base {
+				t.Fatalf("case does not change the profile: %q not found", c.old)
+			}
+			_, err := Parse([]byte(doc), "case", "")
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want it to contain %q", err, c.want)
+			}
+		})
+	}
+	if _, err := Parse(nil, "empty", ""); err == nil || !strings.Contains(err.Error(), "empty profile") {
+		t.Fatalf("empty profile: %v", err)
+	}
+}
+
+func TestParseFieldErrorIsTyped(t *testing.T) {
+	_, err := Parse([]byte(strings.Replace(base, "type: hs256", "type: x", 1)), "t", "")
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "token.type" || fe.Line != 7 {
+		t.Fatalf("want a FieldError at token.type line 7, got %#v", err)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing file: %v", err)
+	}
+}
+
+func TestRenderAndKeys(t *testing.T) {
+	d := Default()
+	keys := d.Keys("bf", "tv", 3)
+	want := []string{"{fs:bf:tv}:stock", "{fs:bf:tv:1}:stock", "{fs:bf:tv:2}:stock"}
+	for i, k := range keys {
+		if k.Stock != want[i] || k.Buyers != strings.Replace(want[i], "stock", "buyers", 1) {
+			t.Fatalf("shard %d keys %+v, want stock %s", i, k, want[i])
+		}
+	}
+	req, err := d.PurchaseRequest("http://h:1/", Buy{Sale: "bf", Item: "tv", User: "u", Key: "k1", Token: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.URL.String() != "http://h:1/api/v1/sales/bf/items/tv/purchase" || req.Header.Get("Authorization") != "Bearer tok" ||
+		req.Header.Get("Idempotency-Key") != "k1" || req.Method != "POST" || req.Body != nil {
+		t.Fatalf("request %s %s %v", req.Method, req.URL, req.Header)
+	}
+	if got := Render("a${x}b${y}${", Vars{"x": "1"}); got != "a1b${" {
+		t.Fatalf("render: %q", got)
+	}
+}

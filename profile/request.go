@@ -1,0 +1,57 @@
+package profile
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// Buy is one buyer's purchase: the values of the request template's placeholders.
+type Buy struct {
+	Sale, Item, User, Key, Token string
+	// Buyer is the buyer's number in the burst.
+	Buyer int
+}
+
+func (b Buy) vars() Vars {
+	return Vars{"sale": b.Sale, "item": b.Item, "user": b.User, "key": b.Key, "token": b.Token, "buyer": fmt.Sprint(b.Buyer)}
+}
+
+// PurchaseURL renders the purchase URL under base (the target's base URL).
+func (p *Profile) PurchaseURL(base string, b Buy) string {
+	u := Render(p.Purchase.URL, b.vars())
+	if strings.HasPrefix(u, "/") {
+		return strings.TrimRight(base, "/") + u
+	}
+	return u
+}
+
+// PurchaseRequest builds a buyer's purchase request. Its body can be sent again: GetBody is set,
+// so retries and replays resend the same bytes.
+func (p *Profile) PurchaseRequest(base string, b Buy) (*http.Request, error) {
+	var body io.Reader
+	payload := []byte(Render(p.Purchase.Body, b.vars()))
+	if len(payload) > 0 {
+		body = bytes.NewReader(payload)
+	}
+	req, err := http.NewRequest(p.Purchase.Method, p.PurchaseURL(base, b), body)
+	if err != nil {
+		return nil, fmt.Errorf("purchase.url: %w", err)
+	}
+	for name, v := range p.Purchase.Headers {
+		if v = Render(v, b.vars()); v != "" {
+			req.Header.Set(name, v)
+		}
+	}
+	return req, nil
+}
+
+// Endpoint renders one of the http paths under base; "" when the profile does not have it.
+func (p *Profile) Endpoint(base, path, sale string) string {
+	if path == "" {
+		return ""
+	}
+	return strings.TrimRight(base, "/") + Render(path, Vars{"sale": sale})
+}
