@@ -15,6 +15,7 @@ import (
 
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/profile"
 )
 
 // Outcomes a buyer can end with besides the server's own codes.
@@ -183,4 +184,14 @@ func lookup(doc any, path []string) string {
 		return strconv.FormatBool(v)
 	}
 	return ""
+}
+
+// ClassifierFor compiles a target profile's classify section; a rule's problem names the
+// section's line in the profile.
+func ClassifierFor(p *profile.Profile) (*Classifier, error) {
+	c, err := ParseClassifier(p.Classify.Raw)
+	if err != nil {
+		return nil, &profile.FieldError{Field: "classify", Line: p.Classify.Line, Err: err}
+	}
+	return c, nil
 }

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/profile"
+)
+
+// envProfile names the variable holding the default target profile's file.
+const envProfile = "FSCTL_PROFILE"
+
+// profileFlag is the --profile flag every operator command shares.
+type profileFlag struct{ path string }
+
+func (p *profileFlag) bind(fs *pflag.FlagSet) {
+	fs.StringVar(&p.path, "profile", os.Getenv(envProfile),
+		"target profile (YAML: how to buy from and read your checkout; see profiles/ and docs/profiles.md); default: the bundled server's (env "+envProfile+")")
+}
+
+// load reads the profile and compiles its classification, so a bad rule is reported before
+// anything runs; every problem is a usage error naming the field and line.
+func (p profileFlag) load() (*profile.Profile, error) {
+	prof, err := profile.Load(p.path)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	if _, err := blast.ClassifierFor(prof); err != nil {
+		return nil, usageError(err)
+	}
+	return prof, nil
+}
