@@ -68,6 +68,7 @@ func newRootCmd() *cobra.Command {
 		newReconcileCmd(),
 		newWarroomCmd(),
 		newGamedayCmd(),
+		newProfileCmd(),
 	)
 	return root
 }
