@@ -12,7 +12,11 @@ import (
 // Render prints one row per item, then every finding with what --fix does about it, the order
 // log, what was repaired, and a verdict.
 func (r Report) Render(w io.Writer) error {
-	fmt.Fprintf(w, "reconcile of sale %s at %s\n", r.SaleID, r.At.Format("2006-01-02T15:04:05Z"))
+	through := ""
+	if r.Profile != "" {
+		through = " through profile " + r.Profile
+	}
+	fmt.Fprintf(w, "reconcile of sale %s%s at %s\n", r.SaleID, through, r.At.Format("2006-01-02T15:04:05Z"))
 	t := tablewriter.NewWriter(w)
 	t.Header("item", "quantity", "redis stock", "redis holds", "pending", "paid", "closed", "sold", "in flight", "findings")
 	for _, it := range r.Items {

@@ -67,9 +67,11 @@ func (c *Config) defaults() {
 
 // Report is one reconciliation of a sale across Redis, PostgreSQL and Kafka.
 type Report struct {
-	SaleID string       `json:"sale"`
-	At     time.Time    `json:"at"`
-	Items  []ItemReport `json:"items"`
+	SaleID string `json:"sale"`
+	// Profile names the target profile a non-deep run read the checkout through.
+	Profile string       `json:"profile,omitempty"`
+	At      time.Time    `json:"at"`
+	Items   []ItemReport `json:"items"`
 	// Kafka is the order log's side; nil without brokers.
 	Kafka *KafkaReport `json:"kafka,omitempty"`
 	// Actions lists what --fix or --rebuild-redis changed, each with its reason.

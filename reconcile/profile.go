@@ -1,0 +1,250 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/stock"
+)
+
+// KindMissingStock is a stock counter the profile names that Redis does not have.
+const KindMissingStock = "missing stock key"
+
+// ProfileConfig says which foreign checkout to reconcile, through what its profile declares.
+type ProfileConfig struct {
+	// Target is the checkout, connected through its profile.
+	Target *profile.Target
+	// Sale is passed to the profile's queries and key templates as ${sale} / @sale.
+	Sale string
+	// Items restricts the run to these items; empty means every item sql.items returns.
+	Items []string
+	// Brokers, with the profile's kafka topic and group, add the consumer lag: orders on their
+	// way to PostgreSQL count as in flight rather than lost.
+	Brokers []string
+	// Fix repairs what the profile declares a fix for, explaining every change.
+	Fix bool
+	// Confirm is the pause between the two reads a finding must show in.
+	Confirm time.Duration
+	// Timeout bounds each network call.
+	Timeout time.Duration
+	// Now is the clock (injected by tests).
+	Now func() time.Time
+	// Progress, when set, receives a line per long step.
+	Progress io.Writer
+}
+
+func (c *ProfileConfig) defaults() {
+	if c.Confirm <= 0 {
+		c.Confirm = 500 * time.Millisecond
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 5 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+}
+
+// profileRun is one RunProfile's state.
+type profileRun struct {
+	cfg   ProfileConfig
+	p     *profile.Profile
+	t     *profile.Target
+	kafka *kafka.Client
+	items []string
+}
+
+// RunProfile reconciles a checkout fsctl did not write, using only what its profile declares:
+// each item's quantity, sold counter and live orders against its Redis stock and buyers. A
+// finding must show in two consecutive reads; with Fix it applies the fixes the profile declares
+// and reports the state after them.
+func RunProfile(ctx context.Context, cfg ProfileConfig) (*Report, error) {
+	cfg.defaults()
+	if cfg.Target == nil || cfg.Target.P == nil {
+		return nil, fmt.Errorf("reconcile: no target profile")
+	}
+	r := &profileRun{cfg: cfg, p: cfg.Target.P, t: cfg.Target}
+	if len(cfg.Brokers) > 0 && r.p.Kafka.Topic != "" && r.p.Kafka.Group != "" {
+		tr := &kafka.Transport{DialTimeout: cfg.Timeout, MetadataTTL: time.Second}
+		r.kafka = &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: cfg.Timeout, Transport: tr}
+		defer tr.CloseIdleConnections()
+	}
+	ictx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	items, err := r.t.Items(ictx, cfg.Sale, cfg.Items)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: items of sale %s: %w", r.p.Name, cfg.Sale, err)
+	}
+	r.items = items
+	rep, err := r.inspect(ctx)
+	if err != nil || !cfg.Fix {
+		return rep, err
+	}
+	actions := r.repair(ctx, rep)
+	if len(actions) == 0 {
+		return rep, nil
+	}
+	after, err := r.inspect(ctx)
+	if after != nil {
+		after.Actions = actions
+	}
+	return after, err
+}
+
+// inspect reads every item, and once more after cfg.Confirm when the first read finds anything,
+// keeping only what both reads found.
+func (r *profileRun) inspect(ctx context.Context) (*Report, error) {
+	rep := &Report{SaleID: r.cfg.Sale, Profile: r.p.Name, At: r.cfg.Now().UTC()}
+	lag := int64(0)
+	if r.p.Kafka.Topic != "" && r.p.Kafka.Group != "" {
+		if r.kafka == nil {
+			lag = -1 // declared but not readable: orders may be on their way
+		} else {
+			rep.Kafka = r.kafkaReport(ctx)
+			lag = rep.Kafka.Group.Lag
+			if rep.Kafka.Error != "" {
+				lag = -1
+			}
+		}
+	}
+	first, err := r.readAll(ctx, lag)
+	if err != nil {
+		return nil, err
+	}
+	if !anyProfileFindings(first) {
+		rep.Items = itemReports(first)
+		return rep, nil
+	}
+	fmt.Fprintf(r.cfg.Progress, "reconcile: %s: something differs; reading again in %s to confirm\n", r.cfg.Sale, r.cfg.Confirm)
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(r.cfg.Confirm):
+	}
+	if rep.Kafka != nil {
+		rep.Kafka = r.kafkaReport(ctx)
+		lag = rep.Kafka.Group.Lag
+		if rep.Kafka.Error != "" {
+			lag = -1
+		}
+	}
+	second, err := r.readAll(ctx, lag)
+	if err != nil {
+		return nil, err
+	}
+	for i := range second {
+		second[i].findings = r.confirm(first[i].findings, second[i])
+	}
+	rep.Items = itemReports(second)
+	return rep, nil
+}
+
+// readAll reads and compares every item once.
+func (r *profileRun) readAll(ctx context.Context, lag int64) ([]profileItem, error) {
+	out := make([]profileItem, 0, len(r.items))
+	for _, item := range r.items {
+		it, err := r.read(ctx, item, lag)
+		if err != nil {
+			return nil, fmt.Errorf("profile %s: item %s: %w", r.p.Name, item, err)
+		}
+		it.findings = r.analyze(&it)
+		out = append(out, it)
+	}
+	return out, nil
+}
+
+// read takes one item's state: PostgreSQL first, then Redis, so an order that moves meanwhile
+// shows in Redis and not yet in PostgreSQL (in flight), never the other way round. The buyers are
+// read after the counters for the same reason.
+func (r *profileRun) read(ctx context.Context, item string, lag int64) (profileItem, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*r.cfg.Timeout)
+	defer cancel()
+	it := profileItem{lag: lag}
+	var err error
+	if it.state, err = r.t.State(ctx, r.cfg.Sale, item); err != nil {
+		return it, err
+	}
+	if r.p.Redis.Buyers == "" {
+		return it, nil
+	}
+	pg, ok, err := r.t.DB.LiveBuyers(ctx, r.cfg.Sale, item)
+	if err != nil || !ok {
+		return it, err
+	}
+	if it.redisBuyers, err = r.t.Stocks.Buyers(ctx, r.cfg.Sale, item, it.state.Shards); err != nil {
+		return it, err
+	}
+	it.pgBuyers, it.hasBuyers = pg, true
+	return it, nil
+}
+
+func (r *profileRun) kafkaReport(ctx context.Context) *KafkaReport {
+	ctx, cancel := context.WithTimeout(ctx, 2*r.cfg.Timeout)
+	defer cancel()
+	k := &KafkaReport{}
+	var errs []string
+	g, err := events.GroupLag(ctx, r.kafka, r.p.Kafka.Topic, r.p.Kafka.Group)
+	if err != nil {
+		errs = append(errs, err.Error())
+	}
+	k.Group = g
+	if r.p.Kafka.DeadLetter != "" {
+		// The profile cannot say which dead letters are this sale's: they are all counted.
+		offs, err := events.TopicOffsets(ctx, r.kafka, r.p.Kafka.DeadLetter)
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+		k.DeadLettersTotal = offs.Messages()
+		k.DeadLetters = k.DeadLettersTotal
+	}
+	k.Error = strings.Join(errs, "; ")
+	return k
+}
+
+func anyProfileFindings(items []profileItem) bool {
+	for _, it := range items {
+		if len(it.findings) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// itemReports turns the compared items into the report's rows.
+func itemReports(items []profileItem) []ItemReport {
+	out := make([]ItemReport, 0, len(items))
+	for _, it := range items {
+		s := it.state
+		c := orders.ItemCounts{ItemID: s.Item, Quantity: s.Quantity, Sold: s.Sold, Pending: s.Live - s.Paid, Paid: s.Paid}
+		r := ItemReport{ItemID: s.Item, Quantity: s.Quantity, Stock: s.Stock, Holds: s.Holds, Counts: c,
+			MaxLivePerUser: maxUnits(it.pgBuyers), InFlight: it.inFlight, Problems: []string{}}
+		for _, sh := range s.Inventory.Shards {
+			r.Shards = append(r.Shards, stock.ShardState{Shard: sh.Keys.Shard, Stock: sh.Stock, Holds: sh.Holds, Buyers: sh.Buyers})
+		}
+		for _, f := range it.findings {
+			r.Findings = append(r.Findings, f.Finding)
+		}
+		r.Problems = problems(r.Findings)
+		out = append(out, r)
+	}
+	return out
+}
+
+func maxUnits(m map[string]int64) int {
+	n := int64(0)
+	for _, v := range m {
+		n = max(n, v)
+	}
+	return int(n)
+}

@@ -1,0 +1,221 @@
+package reconcile
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/fsctl/fsctl/profile"
+)
+
+// maxListed bounds how many buyers one finding names.
+const maxListed = 10
+
+// noFix is the advice of a finding whose repair the profile does not declare.
+const noFix = "left alone: the profile declares no fix for this"
+
+// profileItem is one read of one item through the profile, and what it shows.
+type profileItem struct {
+	state profile.ItemState
+	// redisBuyers and pgBuyers map user → units; hasBuyers is false unless the profile declares
+	// both redis.buyers and sql.liveBuyers.
+	redisBuyers, pgBuyers map[string]int64
+	hasBuyers             bool
+	// lag is the order consumer's lag: 0 when nothing is in flight (or the profile has no order
+	// log), -1 when the log is declared but could not be read.
+	lag      int64
+	inFlight int
+	findings []profileFinding
+}
+
+// profileFinding is a Finding with the buyers it is about, so a second read can keep only the
+// buyers both reads found.
+type profileFinding struct {
+	Finding
+	users map[string]int64
+}
+
+// explains reports whether orders on their way through the log can account for n units or buyers
+// that Redis has and PostgreSQL does not yet.
+func (it profileItem) explains(n int64) bool { return it.lag < 0 || (it.lag > 0 && n <= it.lag) }
+
+// analyze compares one read of an item and counts what is in flight.
+func (r *profileRun) analyze(it *profileItem) []profileFinding {
+	s := it.state
+	var out []profileFinding
+	add := func(f Finding) { out = append(out, profileFinding{Finding: f}) }
+	if s.Live > s.Quantity || s.Sold > s.Quantity {
+		add(Finding{Kind: KindOversold, Detail: fmt.Sprintf("%d live orders, sold counter %d, for %d units", s.Live, s.Sold, s.Quantity),
+			Fix: "left alone: fix by hand (decide which buyers to cancel and refund)"})
+	}
+	for _, sh := range s.Inventory.Shards {
+		switch {
+		case !sh.StockSet:
+			add(Finding{Kind: KindMissingStock, Shard: sh.Keys.Shard, Detail: sh.Keys.Stock + " does not exist (was the item preheated? did Redis lose it?)",
+				Fix: "left alone: restore it by hand (quantity − live orders)"})
+		case sh.Stock < 0:
+			add(Finding{Kind: KindOversold, Shard: sh.Keys.Shard, Detail: fmt.Sprintf("%s is %d: units were given out twice", sh.Keys.Stock, sh.Stock),
+				Fix: "left alone: fix by hand (decide which buyers to cancel and refund)"})
+		}
+	}
+	if s.Sold != s.Live {
+		f := Finding{Kind: KindSoldCounter, Detail: fmt.Sprintf("sold counter %d, live orders %d", s.Sold, s.Live), Fix: noFix + " (fix.sold)"}
+		if r.p.Fix.Sold != "" {
+			item := s.Item
+			f.Fix = fmt.Sprintf("run fix.sold (sold %d → %d live orders)", s.Sold, s.Live)
+			f.repair = r.fixSold(item)
+		}
+		add(f)
+	}
+	if len(s.Inventory.Missing()) == 0 {
+		if f, ok := r.units(it); ok {
+			add(f)
+		}
+	}
+	if it.hasBuyers {
+		extra, missing := map[string]int64{}, map[string]int64{}
+		for u, n := range it.redisBuyers {
+			if d := n - it.pgBuyers[u]; d > 0 {
+				extra[u] = d
+			}
+		}
+		for u, n := range it.pgBuyers {
+			if d := n - it.redisBuyers[u]; d > 0 {
+				missing[u] = d
+			}
+		}
+		if n := sum(extra); n > 0 && it.explains(n) {
+			it.inFlight = max(it.inFlight, int(n))
+		} else if n > 0 {
+			out = append(out, r.buyersFinding(*it, KindBuyerWithoutOrder, extra))
+		}
+		if len(missing) > 0 {
+			out = append(out, r.buyersFinding(*it, KindOrderWithoutBuyer, missing))
+		}
+	}
+	return out
+}
+
+// units checks Redis stock + live orders = quantity: fewer means Redis lost units (it will sell
+// fewer than it has), more means it would sell units twice.
+func (r *profileRun) units(it *profileItem) (Finding, bool) {
+	s := it.state
+	lost := s.Quantity - s.Live - s.Stock
+	if lost == 0 {
+		return Finding{}, false
+	}
+	if lost > 0 && it.explains(lost) {
+		it.inFlight = max(it.inFlight, int(lost))
+		return Finding{}, false
+	}
+	f := Finding{Kind: KindUnits, Detail: fmt.Sprintf("redis stock %d + live orders %d = %d, quantity %d: %s",
+		s.Stock, s.Live, s.Stock+s.Live, s.Quantity, unitsWord(lost))}
+	keys := s.Inventory.Shards
+	switch {
+	case r.p.Fix.Stock != profile.Recount:
+		f.Fix = noFix + " (fix.stock)"
+	case s.Live > s.Quantity || negative(keys):
+		f.Fix = "left alone: oversold, fix by hand"
+	case len(keys) != 1:
+		f.Fix = "left alone: a sharded item's counters are set by hand"
+	case it.lag < 0:
+		f.Fix = "left alone: the order log's lag is unknown (give --kafka-brokers); orders may be in flight"
+	case it.lag > 0:
+		f.Fix = fmt.Sprintf("left alone: %d orders in flight; run again once the log has drained", it.lag)
+	default:
+		to := s.Quantity - s.Live
+		f.Fix = fmt.Sprintf("recount %s from %d to %d (quantity − live orders), only if it still holds %d", keys[0].Keys.Stock, s.Stock, to, s.Stock)
+		f.repair = r.setStock(keys[0].Keys.Stock, s.Stock, to)
+	}
+	return f, true
+}
+
+func unitsWord(lost int64) string {
+	if lost > 0 {
+		return fmt.Sprintf("%d unit(s) lost (Redis sells %d fewer)", lost, lost)
+	}
+	return fmt.Sprintf("%d unit(s) doubled (Redis would sell %d more)", -lost, -lost)
+}
+
+// buyersFinding reports the buyers Redis has without a live order (extra) or lacks for one.
+func (r *profileRun) buyersFinding(it profileItem, kind string, users map[string]int64) profileFinding {
+	names := sortedKeys(users)
+	listed := names[:min(len(names), maxListed)]
+	more := ""
+	if len(names) > len(listed) {
+		more = fmt.Sprintf(" and %d more", len(names)-len(listed))
+	}
+	key := it.state.Inventory.Shards[0].Keys.Buyers
+	f := Finding{Kind: kind}
+	if kind == KindBuyerWithoutOrder {
+		f.Detail = fmt.Sprintf("%d buyer(s) in Redis without a live order: %s%s", len(names), strings.Join(listed, ", "), more)
+	} else {
+		f.Detail = fmt.Sprintf("%d buyer(s) with a live order unknown to Redis: %s%s", len(names), strings.Join(listed, ", "), more)
+	}
+	switch {
+	case r.p.Fix.Buyers != profile.Recount:
+		f.Fix = noFix + " (fix.buyers)"
+	case len(it.state.Inventory.Shards) != 1:
+		f.Fix = "left alone: the profile cannot say which shard a buyer lives on"
+	case kind == KindBuyerWithoutOrder && it.lag != 0:
+		f.Fix = "left alone: orders are in flight (or the log's lag is unknown); run again once it has drained"
+	case kind == KindBuyerWithoutOrder:
+		f.Fix = fmt.Sprintf("recount: remove %d buyer(s) from %s", len(names), key)
+		f.repair = r.removeBuyers(key, names)
+	default:
+		f.Fix = fmt.Sprintf("recount: add %d buyer(s) to %s", len(names), key)
+		f.repair = r.addBuyers(key, names)
+	}
+	return profileFinding{Finding: f, users: users}
+}
+
+// confirm keeps the findings of the second read that the first read had too; a finding about
+// buyers keeps only the buyers both reads name.
+func (r *profileRun) confirm(first []profileFinding, second profileItem) []profileFinding {
+	seen := map[string]profileFinding{}
+	for _, f := range first {
+		seen[f.key()] = f
+	}
+	var out []profileFinding
+	for _, f := range second.findings {
+		prev, ok := seen[f.key()]
+		if !ok {
+			continue
+		}
+		if f.users != nil {
+			both := map[string]int64{}
+			for u, n := range f.users {
+				if prev.users[u] > 0 {
+					both[u] = min(n, prev.users[u])
+				}
+			}
+			if len(both) == 0 {
+				continue
+			}
+			f = r.buyersFinding(second, f.Kind, both)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func negative(shards []profile.ShardInventory) bool {
+	return slices.ContainsFunc(shards, func(sh profile.ShardInventory) bool { return sh.Stock < 0 })
+}
+
+func sum(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func sortedKeys(m map[string]int64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
