@@ -15,6 +15,10 @@ const headroom = 0.8
 // measured burst (a `fsctl blast --output json` report).
 func checkCapacity(_ context.Context, e *env) []Result {
 	r := Result{Group: "capacity", Check: "admission rate"}
+	if e.foreign() {
+		r.Status, r.Detail = Skip, "not available for this target: it reads fsctl serve's waiting room"
+		return []Result{r}
+	}
 	if e.cfg.CapacityReport == "" {
 		r.Status, r.Detail = Skip, "no --capacity-report (a fsctl blast --output json report)"
 		return []Result{r}

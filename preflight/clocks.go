@@ -37,6 +37,12 @@ func checkClocks(ctx context.Context, e *env) []Result {
 		wg.Go(func() { add(e.postgresClock(ctx)) })
 	}
 	for _, base := range e.cfg.Servers {
+		if e.foreign() {
+			if e.prof.HTTP.Health != "" {
+				wg.Go(func() { add(e.healthClock(ctx, base)) })
+			}
+			continue
+		}
 		wg.Go(func() {
 			add(best(func() clockReading {
 				s, err := blast.MeasureSkew(ctx, e.cfg.HTTP, strings.TrimRight(base, "/"), e.cfg.SaleID, e.cfg.Now)

@@ -11,6 +11,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
 )
@@ -30,7 +31,16 @@ type env struct {
 	sale    *sale.Sale
 	saleErr error
 	// file is the parsed --file (nil when none or when it does not parse).
-	file           *sale.Sale
+	file *sale.Sale
+	// prof is the target's profile; pdb and stocks read the target through it (nil when
+	// PostgreSQL or Redis is unreachable).
+	prof   *profile.Profile
+	pdb    *profile.DB
+	stocks *profile.Stocks
+	// items are the items the profile checks read (Config.Items, else sql.items); listed is
+	// what sql.items returned and itemsErr why it failed.
+	items, listed  []string
+	itemsErr       error
 	connectResults []Result
 	mu             sync.Mutex
 }
@@ -55,11 +65,14 @@ func (e *env) close() {
 	}
 }
 
+// foreign reports whether the target is not fsctl serve: only what its profile declares is read.
+func (e *env) foreign() bool { return e.prof != nil && !e.prof.IsDeep() }
+
 func (e *env) stock() *stock.Store { return stock.New(e.rdb) }
 
 // connect reaches every service in parallel, each within the probe timeout.
 func connect(ctx context.Context, cfg Config) *env {
-	e := &env{cfg: cfg}
+	e := &env{cfg: cfg, prof: cfg.Profile}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -72,6 +85,9 @@ func connect(ctx context.Context, cfg Config) *env {
 	wg.Go(func() { e.openPostgres(ctx) })
 	wg.Go(func() { e.dialKafka(ctx) })
 	wg.Wait()
+	if e.rdb != nil {
+		e.stocks = profile.NewStocks(e.prof, e.rdb)
+	}
 	e.loadFile()
 	return e
 }
@@ -112,6 +128,12 @@ func (e *env) openPostgres(ctx context.Context) {
 		return
 	}
 	e.db = db
+	e.pdb = profile.NewDB(e.prof, db.Pool())
+	e.listItems(ctx)
+	if !e.prof.IsDeep() {
+		e.saleErr = errors.New("the profile has no sale definition")
+		return
+	}
 	sl, err := db.LoadSale(ctx, e.cfg.SaleID)
 	if err != nil {
 		e.saleErr = err
@@ -130,7 +152,13 @@ func (e *env) dialKafka(ctx context.Context) {
 	// topic created a moment ago missing.
 	e.transport = &kafka.Transport{DialTimeout: e.cfg.Timeout, MetadataTTL: time.Second}
 	c := &kafka.Client{Addr: kafka.TCP(e.cfg.Brokers...), Timeout: e.cfg.Timeout, Transport: e.transport}
-	meta, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{e.cfg.OrdersTopic, e.cfg.DeadLetterTopic}})
+	var topics []string
+	for _, t := range []string{e.cfg.OrdersTopic, e.cfg.DeadLetterTopic} {
+		if t != "" {
+			topics = append(topics, t)
+		}
+	}
+	meta, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
 	if err != nil {
 		e.add(Result{Group: "kafka", Check: "kafka reachable", Status: Fail,
 			Detail: fmt.Sprintf("%v: %v", e.cfg.Brokers, err),
@@ -138,6 +166,18 @@ func (e *env) dialKafka(ctx context.Context) {
 		return
 	}
 	e.kafka, e.meta = c, meta
+}
+
+// listItems runs sql.items once for every group that needs the items.
+func (e *env) listItems(ctx context.Context) {
+	e.listed, e.itemsErr = e.pdb.Items(ctx, e.cfg.SaleID)
+	if e.itemsErr == nil && len(e.listed) == 0 {
+		e.itemsErr = fmt.Errorf("sql.items returned no item for sale %q", e.cfg.SaleID)
+	}
+	e.items = e.listed
+	if len(e.cfg.Items) > 0 {
+		e.items = e.cfg.Items
+	}
 }
 
 func (e *env) loadFile() {

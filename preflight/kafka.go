@@ -14,6 +14,9 @@ import (
 // checkKafka: the orders and dead-letter topics exist with leaders, how durable the order log is,
 // and the order consumer group is there and keeping up.
 func checkKafka(ctx context.Context, e *env) []Result {
+	if e.foreign() {
+		return foreignKafka(ctx, e)
+	}
 	if e.kafka == nil {
 		return needs("kafka", "Kafka")
 	}
@@ -124,6 +127,9 @@ func consumerGroup(ctx context.Context, e *env, t kafka.Topic) Result {
 		r.Status = Fail
 		r.Detail += ": nobody consumes the orders"
 		r.Fix = "start fsctl serve (the consumer role), or set --consumer-group to the group it uses"
+		if e.foreign() {
+			r.Fix = "start the target's order consumer, or set kafka.group in the profile to the group it uses"
+		}
 	case g.Lag > 0:
 		r.Status = Warn
 		r.Detail += ": orders are still on their way to PostgreSQL"

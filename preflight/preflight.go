@@ -5,6 +5,7 @@
 package preflight
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/lifecycle"
+	"github.com/fsctl/fsctl/profile"
 )
 
 // Status is the verdict of one check.
@@ -48,9 +50,13 @@ type Fixed struct {
 
 // Report is the outcome of one preflight.
 type Report struct {
-	SaleID  string    `json:"sale"`
-	At      time.Time `json:"at"`
-	Results []Result  `json:"results"`
+	SaleID string `json:"sale"`
+	// Profile names the target profile the checks read the checkout through; ProfileSource is
+	// where it came from.
+	Profile       string    `json:"profile"`
+	ProfileSource string    `json:"profileSource,omitempty"`
+	At            time.Time `json:"at"`
+	Results       []Result  `json:"results"`
 	// Fixed lists what --fix did before Results were taken again.
 	Fixed     []Fixed `json:"fixed,omitempty"`
 	ElapsedMs float64 `json:"elapsedMs"`
@@ -75,11 +81,21 @@ func (r Report) Ready(strict bool) bool {
 // Config says what to check and where. Endpoints default to nothing: the CLI fills them from its
 // flags and environment.
 type Config struct {
-	SaleID      string
+	SaleID string
+	// Profile describes the target; nil is the bundled server's. With a profile that is not deep
+	// (a checkout fsctl did not write), only what it declares is checked.
+	Profile *profile.Profile
+	// Items, when set, restricts the profile and stock checks of a foreign target to these items
+	// (else every item sql.items returns).
+	Items []string
+	// TokenSecret, when set, is the HS256 secret the profile check mints its sample token with
+	// (else the profile's own secret or secretEnv).
+	TokenSecret string
 	RedisURL    string
 	PostgresURL string
 	Brokers     []string
-	// OrdersTopic, DeadLetterTopic and ConsumerGroup default to the bundled server's.
+	// OrdersTopic, DeadLetterTopic and ConsumerGroup default to the bundled server's, or for a
+	// foreign target to the profile's kafka section (no topic there: no order log to check).
 	OrdersTopic, DeadLetterTopic, ConsumerGroup string
 	// Partitions is the orders topic's partition count when --fix creates it.
 	Partitions int
@@ -114,7 +130,15 @@ type Config struct {
 
 // Defaults fills what the caller left out.
 func (c *Config) Defaults() {
-	c.OrdersTopic, c.DeadLetterTopic, c.ConsumerGroup = events.LogNames(c.OrdersTopic, c.DeadLetterTopic, c.ConsumerGroup)
+	if c.Profile == nil {
+		c.Profile = profile.Default()
+	}
+	if c.Profile.IsDeep() {
+		c.OrdersTopic, c.DeadLetterTopic, c.ConsumerGroup = events.LogNames(c.OrdersTopic, c.DeadLetterTopic, c.ConsumerGroup)
+	} else {
+		k := c.Profile.Kafka
+		c.OrdersTopic, c.DeadLetterTopic, c.ConsumerGroup = cmp.Or(c.OrdersTopic, k.Topic), cmp.Or(c.DeadLetterTopic, k.DeadLetter), cmp.Or(c.ConsumerGroup, k.Group)
+	}
 	if c.Partitions <= 0 {
 		c.Partitions = 6
 	}
@@ -172,19 +196,20 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	if err := ctx.Err(); err != nil {
 		return Report{}, err
 	}
-	return Report{SaleID: cfg.SaleID, At: cfg.Now().UTC(), Results: results, Fixed: fixed,
+	return Report{SaleID: cfg.SaleID, Profile: cfg.Profile.Name, ProfileSource: cfg.Profile.Source(),
+		At: cfg.Now().UTC(), Results: results, Fixed: fixed,
 		ElapsedMs: float64(time.Since(start).Microseconds()) / 1000}, nil
 }
 
 // groupOrder is the order the checklist is printed in.
-var groupOrder = []string{"schema", "sale", "stock", "redis", "kafka", "servers", "clocks", "capacity", "controls"}
+var groupOrder = []string{"schema", "profile", "sale", "stock", "redis", "kafka", "servers", "clocks", "capacity", "controls"}
 
 // runOnce connects, then runs every group of checks in parallel, each under the probe timeout.
 // The caller closes the env once it is done with the results' repairs.
 func runOnce(ctx context.Context, cfg Config) ([]Result, *env) {
 	e := connect(ctx, cfg)
 	groups := []func(context.Context, *env) []Result{
-		checkSchema, checkSale, checkStock, checkRedis, checkKafka, checkServers, checkClocks,
+		checkSchema, checkProfile, checkSale, checkStock, checkRedis, checkKafka, checkServers, checkClocks,
 		checkCapacity, checkControls,
 	}
 	out := make([][]Result, len(groups))

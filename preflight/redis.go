@@ -23,7 +23,12 @@ func checkRedis(ctx context.Context, e *env) []Result {
 	if e.rdb == nil {
 		return needs("redis", "Redis")
 	}
-	out := []Result{eviction(ctx, e.rdb), persistence(ctx, e.rdb), replication(ctx, e), scripts(ctx, e), latency(ctx, e)}
+	out := []Result{eviction(ctx, e.rdb), persistence(ctx, e.rdb), replication(ctx, e)}
+	if !e.foreign() {
+		// The script cache is fsctl serve's: a foreign target loads its own scripts its own way.
+		out = append(out, scripts(ctx, e))
+	}
+	out = append(out, latency(ctx, e))
 	if e.roomRdb != nil {
 		// A separate Redis for the waiting rooms: evicting it loses places in the queue.
 		r := eviction(ctx, e.roomRdb)

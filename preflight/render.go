@@ -13,6 +13,9 @@ import (
 // Render prints the checklist as a table, what --fix did, and a one-line verdict.
 func (r Report) Render(w io.Writer, strict bool) error {
 	fmt.Fprintf(w, "preflight of sale %s at %s\n", r.SaleID, r.At.Format("2006-01-02T15:04:05Z"))
+	if r.Profile != "" {
+		fmt.Fprintf(w, "target profile %s (%s)\n", r.Profile, r.ProfileSource)
+	}
 	for _, f := range r.Fixed {
 		if f.Error != "" {
 			fmt.Fprintf(w, "fix FAILED  %s: %s: %s\n", f.Check, f.Action, f.Error)

@@ -20,6 +20,9 @@ const (
 // checkSale: the sale exists, is valid, opens in the future (or is open), and its limits make
 // sense against the servers' payment timeout; with --file, it is the sale the file defines.
 func checkSale(_ context.Context, e *env) []Result {
+	if e.foreign() {
+		return notDeep("sale", "sale", "not available: the profile has no sale definition")
+	}
 	if e.db == nil {
 		return needs("sale", "PostgreSQL")
 	}

@@ -36,6 +36,9 @@ type salePage struct {
 // checkServers: every instance is ready, they run one version, and each serves the sale as
 // PostgreSQL defines it.
 func checkServers(ctx context.Context, e *env) []Result {
+	if e.foreign() {
+		return foreignServers(ctx, e)
+	}
 	if len(e.cfg.Servers) == 0 {
 		return []Result{{Group: "servers", Check: "servers", Status: Skip, Detail: "no --server given"}}
 	}

@@ -17,6 +17,8 @@ import (
 // less the holds still on their way there), and each shard's keys share one hash slot.
 func checkStock(ctx context.Context, e *env) []Result {
 	switch {
+	case e.foreign():
+		return foreignStock(ctx, e)
 	case e.rdb == nil || e.db == nil:
 		return needs("stock", "Redis", "PostgreSQL")
 	case e.sale == nil:

@@ -1,0 +1,151 @@
+package preflight_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/fsctl/fsctl/preflight"
+	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/testenv"
+	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
+)
+
+// foreignCopy is the bundled server's profile with deep off, so preflight reads the bundled
+// checkout the way it reads any foreign one: through the profile only.
+func foreignCopy(c *checkouttest.Checkout) *profile.Profile {
+	p := *profile.Default()
+	p.Name, p.Deep = "fsctl-as-foreign", ""
+	p.Kafka = profile.Kafka{Topic: c.OrdersTopic, DeadLetter: c.DeadLetterTopic, Group: c.ConsumerGroup}
+	return &p
+}
+
+// TestBundledProfileIsVerified: the default profile's queries and templates are checked against
+// the bundled server on every preflight, and agree with a purchase.
+func TestBundledProfileIsVerified(t *testing.T) {
+	tg := newTarget(t, checkouttest.Options{Quantity: 10, Shards: 2})
+	tg.cfg.TokenSecret = string(checkouttest.Secret)
+	if code, body := tg.c.Buy("u1", "hot", "k1"); code != 202 {
+		t.Fatalf("purchase: %d %s", code, body)
+	}
+	waitPending(t, tg, 1)
+	rep := tg.run(t)
+	if !rep.Ready(false) || rep.Profile != "fsctl" {
+		t.Fatalf("profile %q, failures %v", rep.Profile, failures(rep))
+	}
+	expect(t, rep, "templates", preflight.Pass, "POST "+tg.c.Base+"/api/v1/sales/"+tg.c.Sale.ID+"/items/hot/purchase")
+	expect(t, rep, "templates", preflight.Pass, "hs256 token minted")
+	expect(t, rep, "sql.items", preflight.Pass, "1 item(s): hot")
+	expect(t, rep, "per-user limit", preflight.Pass, "1 per user")
+	expect(t, rep, "queries hot", preflight.Pass, "quantity 10, sold 1, live 1, paid 0, 2 shard(s), 0 order(s) of the probe user, 1 live buyer(s)")
+	// Without the secret a token cannot be minted: a warning naming the variable to set.
+	tg.cfg.TokenSecret = ""
+	t.Setenv("FSCTL_JWT_SECRET", "")
+	r := expect(t, tg.run(t), "templates", preflight.Warn, "no token")
+	if !strings.Contains(r.Fix, "$FSCTL_JWT_SECRET") {
+		t.Fatalf("fix %q does not name the variable", r.Fix)
+	}
+}
+
+// TestForeignTargetReadyThenDrift: through a non-deep profile only the profile's checks run, the
+// bundled-only groups are skips, and a counter one unit high is a failure with the numbers.
+func TestForeignTargetReadyThenDrift(t *testing.T) {
+	tg := newTarget(t, checkouttest.Options{Quantity: 10})
+	tg.cfg.Profile = foreignCopy(tg.c)
+	rep := tg.run(t)
+	if !rep.Ready(false) || rep.Profile != "fsctl-as-foreign" {
+		t.Fatalf("profile %q, failures %v", rep.Profile, failures(rep))
+	}
+	expect(t, rep, "migrations", preflight.Skip, "fsctl serve only")
+	expect(t, rep, "sale", preflight.Skip, "the profile has no sale definition")
+	expect(t, rep, "admission rate", preflight.Skip, "not available for this target")
+	expect(t, rep, "kill switches", preflight.Skip, "not available for this target")
+	expect(t, rep, "versions and sale view", preflight.Skip, "not available for this target")
+	expect(t, rep, "stock hot", preflight.Pass, "redis 10 on 1 shard(s), expected 10 = quantity 10 − live orders 0")
+	expect(t, rep, "hash slots hot", preflight.Pass, "one slot")
+	expect(t, rep, "orders topic", preflight.Pass, tg.c.OrdersTopic)
+	expect(t, rep, "consumer group", preflight.Pass, "1 member(s)")
+	expect(t, rep, "ready "+tg.c.Base, preflight.Pass, "GET /readyz answered 200")
+	expect(t, rep, "clock server", preflight.Pass, "this machine is")
+	for _, r := range rep.Results {
+		if r.Check == "scripts" {
+			t.Fatalf("the bundled script cache was checked on a foreign target: %+v", r)
+		}
+	}
+
+	rdb := testenv.Redis(t)
+	if err := rdb.Incr(context.Background(), stock.ItemKeys(tg.c.Sale.ID, "hot").Stock()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rep = tg.run(t)
+	r := expect(t, rep, "stock hot", preflight.Fail, "redis holds 11, expected 10 (off by +1)")
+	if rep.Ready(false) || r.Repair != "" || !strings.Contains(r.Fix, "the profile declares no fix for this") {
+		t.Fatalf("drift: ready %v, %+v", rep.Ready(false), r)
+	}
+
+	// Without a declared order log the kafka group is a skip, not a failure.
+	p := foreignCopy(tg.c)
+	p.Kafka = profile.Kafka{}
+	tg.cfg.Profile, tg.cfg.OrdersTopic, tg.cfg.DeadLetterTopic, tg.cfg.ConsumerGroup = p, "", "", ""
+	expect(t, tg.run(t), "order log", preflight.Skip, "the profile declares no order log")
+}
+
+// TestForeignMissingCounterIsRecounted: a missing counter fails; it is repaired only when the
+// profile declares fix.stock: recount, and only for an unsharded item.
+func TestForeignMissingCounterIsRecounted(t *testing.T) {
+	tg := newTarget(t, checkouttest.Options{Quantity: 10})
+	p := foreignCopy(tg.c)
+	tg.cfg.Profile = p
+	key := stock.ItemKeys(tg.c.Sale.ID, "hot").Stock()
+	if err := testenv.Redis(t).Del(context.Background(), key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	tg.cfg.Fix = true
+	rep := tg.run(t)
+	r := expect(t, rep, "stock hot", preflight.Fail, "no stock counter "+key)
+	if len(rep.Fixed) != 0 || !strings.Contains(r.Fix, "the profile declares no fix for this") {
+		t.Fatalf("repaired without fix.stock: %+v %+v", rep.Fixed, r)
+	}
+	p.Fix.Stock = profile.Recount
+	rep = tg.run(t)
+	if len(rep.Fixed) != 1 || rep.Fixed[0].Check != "stock hot" || rep.Fixed[0].Error != "" {
+		t.Fatalf("fixed %+v, want the counter recounted", rep.Fixed)
+	}
+	expect(t, rep, "stock hot", preflight.Pass, "redis 10 on 1 shard(s)")
+	if !rep.Ready(false) {
+		t.Fatalf("after the recount: %v", failures(rep))
+	}
+}
+
+func TestForeignShardedItem(t *testing.T) {
+	tg := newTarget(t, checkouttest.Options{Quantity: 9, Shards: 3})
+	p := foreignCopy(tg.c)
+	p.Fix.Stock = profile.Recount
+	tg.cfg.Profile = p
+	expect(t, tg.run(t), "stock hot", preflight.Pass, "redis 9 on 3 shard(s), expected 9")
+	key := stock.ShardKeys(tg.c.Sale.ID, "hot", 2).Stock()
+	if err := testenv.Redis(t).Del(context.Background(), key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	tg.cfg.Fix = true
+	rep := tg.run(t)
+	r := expect(t, rep, "stock hot", preflight.Fail, "no stock counter "+key)
+	if len(rep.Fixed) != 0 || !strings.Contains(r.Fix, "unsharded items only") {
+		t.Fatalf("a sharded counter was recounted: %+v %+v", rep.Fixed, r)
+	}
+}
+
+// TestProfileQueryTypo: a query that does not run is a failure naming the field, carrying
+// PostgreSQL's own error.
+func TestProfileQueryTypo(t *testing.T) {
+	tg := newTarget(t, checkouttest.Options{Quantity: 3})
+	p := foreignCopy(tg.c)
+	p.SQL.Live = "SELECT count(*) FROM orderz WHERE sale_id = @sale AND item_id = @item"
+	tg.cfg.Profile = p
+	rep := tg.run(t)
+	r := expect(t, rep, "queries hot", preflight.Fail, `query sql.live: ERROR: relation "orderz" does not exist`)
+	if !strings.Contains(r.Fix, "correct sql.live in the profile") || rep.Ready(false) {
+		t.Fatalf("fix %q", r.Fix)
+	}
+}
