@@ -18,6 +18,10 @@ type AdminAPI struct {
 	Token  string
 	Sale   string
 	Client *http.Client
+	// Prefix is the admin API's path (/admin/v1, or a profile's http.admin).
+	Prefix string
+	// SalePage is the sale page's path, which carries the paused flag; "" leaves the flag unread.
+	SalePage string
 }
 
 // NewAdminAPI returns the control source of sale on the server at base with the operator token.
@@ -25,7 +29,8 @@ func NewAdminAPI(base, token, saleID string, client *http.Client) *AdminAPI {
 	if client == nil {
 		client = &http.Client{}
 	}
-	return &AdminAPI{Base: strings.TrimSuffix(base, "/"), Token: token, Sale: saleID, Client: client}
+	return &AdminAPI{Base: strings.TrimSuffix(base, "/"), Token: token, Sale: saleID, Client: client,
+		Prefix: "/admin/v1", SalePage: "/api/v1/sales/" + url.PathEscape(saleID)}
 }
 
 // Control reads the sale's paused flag, its waiting room and the kill switches.
@@ -34,23 +39,25 @@ func (a *AdminAPI) Control(ctx context.Context) (Control, error) {
 	var pub struct {
 		Paused bool `json:"paused"`
 	}
-	if err := a.do(ctx, http.MethodGet, "/api/v1/sales/"+url.PathEscape(a.Sale), nil, &pub); err != nil {
-		return c, err
+	if a.SalePage != "" {
+		if err := a.do(ctx, http.MethodGet, a.SalePage, nil, &pub); err != nil {
+			return c, err
+		}
+		c.Paused = pub.Paused
 	}
-	c.Paused = pub.Paused
 	var room struct {
 		Enabled   bool    `json:"enabled"`
 		Paused    bool    `json:"paused"`
 		Rate      float64 `json:"admissionRate"`
 		MaxActive int     `json:"maxActive"`
 	}
-	if err := a.do(ctx, http.MethodGet, "/admin/v1/sales/"+url.PathEscape(a.Sale)+"/room", nil, &room); err != nil {
+	if err := a.do(ctx, http.MethodGet, a.Prefix+"/sales/"+url.PathEscape(a.Sale)+"/room", nil, &room); err != nil {
 		return c, err
 	}
 	if room.Enabled {
 		c.Room = &Room{Paused: room.Paused, Rate: room.Rate, MaxActive: room.MaxActive}
 	}
-	if err := a.do(ctx, http.MethodGet, "/admin/v1/switches", nil, &c.Switches); err != nil {
+	if err := a.do(ctx, http.MethodGet, a.Prefix+"/switches", nil, &c.Switches); err != nil {
 		return c, err
 	}
 	return c, nil
@@ -62,7 +69,7 @@ func (a *AdminAPI) PauseSale(ctx context.Context, paused bool) error {
 	if paused {
 		verb = "/pause"
 	}
-	return a.do(ctx, http.MethodPost, "/admin/v1/sales/"+url.PathEscape(a.Sale)+verb, nil, nil)
+	return a.do(ctx, http.MethodPost, a.Prefix+"/sales/"+url.PathEscape(a.Sale)+verb, nil, nil)
 }
 
 // SetRoom pauses or resumes admission and changes the admission rate.
@@ -74,12 +81,12 @@ func (a *AdminAPI) SetRoom(ctx context.Context, paused *bool, rate *float64) err
 	if rate != nil {
 		body["admissionRate"] = *rate
 	}
-	return a.do(ctx, http.MethodPut, "/admin/v1/sales/"+url.PathEscape(a.Sale)+"/room", body, nil)
+	return a.do(ctx, http.MethodPut, a.Prefix+"/sales/"+url.PathEscape(a.Sale)+"/room", body, nil)
 }
 
 // SetSwitch throws (off=true) or resets a kill switch.
 func (a *AdminAPI) SetSwitch(ctx context.Context, name string, off bool) error {
-	return a.do(ctx, http.MethodPut, "/admin/v1/switches/"+url.PathEscape(name), map[string]bool{"off": off}, nil)
+	return a.do(ctx, http.MethodPut, a.Prefix+"/switches/"+url.PathEscape(name), map[string]bool{"off": off}, nil)
 }
 
 // do sends one admin call; a non-2xx answer becomes an error carrying the server's code and message.

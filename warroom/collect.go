@@ -29,26 +29,26 @@ func Collect(ctx context.Context, src Sources, o CollectOptions) Snapshot {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := Snapshot{Sale: src.Sale, At: o.Now()}
+	s := Snapshot{Sale: src.Sale, Profile: src.Profile, At: o.Now()}
 	var wg sync.WaitGroup
 	if !o.FastOnly {
-		probe(ctx, &wg, o, src.Inventory, &s.Items, InventorySource.Inventory)
-		probe(ctx, &wg, o, src.Orders, &s.Orders, OrdersSource.Orders)
-		probe(ctx, &wg, o, src.Control, &s.Control, ControlSource.Control)
+		probe(ctx, &wg, o, src.Inventory, src.Absent["items"], &s.Items, InventorySource.Inventory)
+		probe(ctx, &wg, o, src.Orders, src.Absent["orders"], &s.Orders, OrdersSource.Orders)
+		probe(ctx, &wg, o, src.Control, src.Absent["control"], &s.Control, ControlSource.Control)
 	}
-	probe(ctx, &wg, o, src.Traffic, &s.Traffic, TrafficSource.Traffic)
-	probe(ctx, &wg, o, src.Admission, &s.Admission, AdmissionSource.Admission)
-	probe(ctx, &wg, o, src.Payment, &s.Payment, PaymentSource.Payment)
-	probe(ctx, &wg, o, src.Pipeline, &s.Pipeline, PipelineSource.Pipeline)
+	probe(ctx, &wg, o, src.Traffic, src.Absent["traffic"], &s.Traffic, TrafficSource.Traffic)
+	probe(ctx, &wg, o, src.Admission, src.Absent["admission"], &s.Admission, AdmissionSource.Admission)
+	probe(ctx, &wg, o, src.Payment, src.Absent["payment"], &s.Payment, PaymentSource.Payment)
+	probe(ctx, &wg, o, src.Pipeline, src.Absent["pipeline"], &s.Pipeline, PipelineSource.Pipeline)
 	wg.Wait()
 	return s
 }
 
 // probe runs read on source in its own goroutine under the probe timeout and stores the reading.
-// A nil source (a nil interface, not a typed nil pointer) is not available.
-func probe[S any, T any](ctx context.Context, wg *sync.WaitGroup, o CollectOptions, source S, out *Reading[T], read func(S, context.Context) (T, error)) {
+// A nil source (a nil interface, not a typed nil pointer) is not available, for reason.
+func probe[S any, T any](ctx context.Context, wg *sync.WaitGroup, o CollectOptions, source S, reason string, out *Reading[T], read func(S, context.Context) (T, error)) {
 	if any(source) == nil {
-		*out = Reading[T]{Status: Status{State: NotAvailable, At: o.Now()}}
+		*out = Reading[T]{Status: Status{State: NotAvailable, Reason: reason, At: o.Now()}}
 		return
 	}
 	wg.Go(func() {

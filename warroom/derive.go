@@ -59,6 +59,12 @@ type ItemDerived struct {
 	InFlight int64 `json:"inFlight"`
 	// Consistent is false when PostgreSQL or Redis was not read, so drift is unknown.
 	Consistent bool `json:"known"`
+	// Profiled marks an item read through a target profile: Drift is then redis stock + live
+	// orders - quantity (the units Redis gave out that PostgreSQL has no live order for, negative),
+	// InFlight is unknown (no pending count), and Unpaid is the live orders not known to be paid,
+	// which the items bar shows as held when the target keeps no holds.
+	Profiled bool  `json:"profiled,omitempty"`
+	Unpaid   int64 `json:"unpaid,omitempty"`
 }
 
 // Derive computes cur's derived values against prev (nil for a first snapshot). prev's derived
@@ -152,6 +158,13 @@ func deriveItems(d *Derived, prev, cur *Snapshot) {
 		d.OrdersByStatus = map[string]int64{}
 		for _, o := range cur.Orders.Data {
 			paid[o.ID] = o
+			if o.Profiled { // a profile's queries count live and paid orders, not every status
+				d.OrdersByStatus["LIVE"] += o.Live
+				if o.Paid >= 0 {
+					d.OrdersByStatus["PAID"] += o.Paid
+				}
+				continue
+			}
 			d.OrdersByStatus["PENDING"] += o.Pending
 			d.OrdersByStatus["PAID"] += o.Paid
 			d.OrdersByStatus["EXPIRED"] += o.Expired
@@ -183,7 +196,12 @@ func deriveItems(d *Derived, prev, cur *Snapshot) {
 		if x.UnitsPerSec > 0 && it.Remaining > 0 {
 			x.SecondsToSoldOut = float64(it.Remaining) / x.UnitsPerSec
 		}
-		if o, ok := paid[it.ID]; ok {
+		if o, ok := paid[it.ID]; ok && o.Profiled {
+			x.Paid, x.Consistent, x.Profiled = o.Paid, true, true
+			x.Drift = it.Remaining + o.Live - it.Quantity
+			x.Unpaid = o.Live - max(o.Paid, 0)
+			d.MaxDrift = max(d.MaxDrift, abs(x.Drift))
+		} else if ok {
 			x.Paid, x.Consistent = o.Paid, true
 			x.Drift = it.Remaining + it.Held - (it.Quantity - o.Paid)
 			x.InFlight = it.Held - o.Pending

@@ -17,13 +17,20 @@ type KafkaPipeline struct {
 	DeadLetterTopic string
 	Group           string
 	client          *kafka.Client
+	transport       *kafka.Transport
 }
 
-// NewKafkaPipeline returns the pipeline source.
+// NewKafkaPipeline returns the pipeline source. It has its own transport: kafka-go's default one
+// is shared by the whole process and caches the cluster's topics for seconds, so a topic created
+// after any other Kafka use in the process would read as unknown.
 func NewKafkaPipeline(brokers []string, topic, deadLetterTopic, group string) *KafkaPipeline {
-	return &KafkaPipeline{Brokers: brokers, Topic: topic, DeadLetterTopic: deadLetterTopic, Group: group,
-		client: &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 2 * time.Second}}
+	tr := &kafka.Transport{}
+	return &KafkaPipeline{Brokers: brokers, Topic: topic, DeadLetterTopic: deadLetterTopic, Group: group, transport: tr,
+		client: &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 2 * time.Second, Transport: tr}}
 }
+
+// Close closes the pipeline's idle connections to the brokers.
+func (k *KafkaPipeline) Close() { k.transport.CloseIdleConnections() }
 
 // Pipeline returns the lag and dead-letter count.
 func (k *KafkaPipeline) Pipeline(ctx context.Context) (Pipeline, error) {

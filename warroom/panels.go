@@ -78,16 +78,20 @@ func (p itemsPanel) view(s *Snapshot, width, height int) string {
 			break
 		}
 		x := d[it.ID]
-		paid := x.Paid
+		paid := max(x.Paid, 0)
 		if !x.Consistent {
 			paid = 0
 		}
+		held := it.Held
+		if x.Profiled && held == 0 { // a target without holds: its unpaid live orders hold the units
+			held = x.Unpaid
+		}
 		nums := fmt.Sprintf("%s %d  %s %d  %s %s  / %d", fg(colLeft).Render("left"), it.Remaining,
-			fg(colHeld).Render("held"), it.Held, fg(colPaid).Render("paid"), known(x.Consistent, x.Paid), it.Quantity)
+			fg(colHeld).Render("held"), held, fg(colPaid).Render("paid"), known(x.Consistent && x.Paid >= 0, x.Paid), it.Quantity)
 		rate := fmt.Sprintf("%s %6s/s", sparkline(p.history[it.ID], sparkW), num(x.UnitsPerSec))
 		// Numbers first and the bar last, so a narrow terminal loses bar cells, never the numbers.
 		lines = append(lines, pad(it.ID, nameW)+pad(nums, numsW)+" "+pad(rate, rateW)+" "+pad(soldOut(it, x), soldOutW)+" "+
-			stockBar(it.Quantity, paid, it.Held, it.Remaining, barW))
+			stockBar(it.Quantity, paid, held, it.Remaining, barW))
 	}
 	return strings.Join(lines, "\n")
 }
@@ -199,7 +203,14 @@ func pipelineView(s *Snapshot) string {
 	} else {
 		lines = append(lines, "kafka "+stateLine(s.Pipeline.Status), "", "")
 	}
-	if s.Orders.OK() {
+	if o := s.Derived.OrdersByStatus; s.Orders.OK() && profiled(s) {
+		paid := "?"
+		if n, ok := o["PAID"]; ok {
+			paid = num(float64(n))
+		}
+		lines = append(lines, "orders in postgres", fmt.Sprintf("  live %d  paid %s", o["LIVE"], paid),
+			fg(colDim).Render("  (the profile's queries)"))
+	} else if s.Orders.OK() {
 		o := s.Derived.OrdersByStatus
 		lines = append(lines, "orders in postgres",
 			fmt.Sprintf("  pending %d  paid %d", o["PENDING"], o["PAID"]),
@@ -209,6 +220,9 @@ func pipelineView(s *Snapshot) string {
 	}
 	if s.Orders.OK() && s.Items.OK() {
 		drift := fmt.Sprintf("drift %d  in flight %d", s.Derived.MaxDrift, s.Derived.InFlight)
+		if profiled(s) {
+			drift = fmt.Sprintf("drift %d  in flight ?", s.Derived.MaxDrift)
+		}
 		if s.Derived.MaxDrift != 0 {
 			drift = fg(colCrit).Bold(true).Render(drift)
 		} else {
@@ -226,4 +240,9 @@ func latencyLine(d Derived) string {
 		return "latency p50 -  p99 -  (no purchases)"
 	}
 	return fmt.Sprintf("latency p50 %sms  p99 %sms  n=%s", num(d.LatencyP50MS), num(d.LatencyP99MS), num(d.LatencyCount))
+}
+
+// profiled reports whether the orders were read through a target profile's queries.
+func profiled(s *Snapshot) bool {
+	return s.Orders.OK() && len(s.Orders.Data) > 0 && s.Orders.Data[0].Profiled
 }

@@ -35,12 +35,18 @@ type Scraper struct {
 
 // NewScraper returns a Scraper of the given server base URLs (http://host:port) for one sale.
 func NewScraper(servers []string, saleID string, client *http.Client) *Scraper {
+	return NewScraperAt(servers, "/metrics", saleID, client)
+}
+
+// NewScraperAt is NewScraper for servers that serve fsctl's metrics at another path (a profile's
+// http.metrics).
+func NewScraperAt(servers []string, path, saleID string, client *http.Client) *Scraper {
 	if client == nil {
 		client = &http.Client{}
 	}
 	urls := make([]string, len(servers))
 	for i, s := range servers {
-		urls[i] = strings.TrimSuffix(s, "/") + "/metrics"
+		urls[i] = strings.TrimSuffix(s, "/") + path
 	}
 	return &Scraper{urls: urls, sale: saleID, client: client, maxAge: 100 * time.Millisecond, now: time.Now}
 }

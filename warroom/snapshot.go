@@ -23,9 +23,12 @@ const (
 
 // Status is how one reading went.
 type Status struct {
-	State State     `json:"state"`
-	Error string    `json:"error,omitempty"`
-	At    time.Time `json:"at,omitzero"`
+	State State  `json:"state"`
+	Error string `json:"error,omitempty"`
+	// Reason says why a source is not available (the target's profile declares no such part, or
+	// no endpoint was given), so an operator can tell a gap in the profile from a fault.
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at,omitzero"`
 	// TookMS is how long the probe ran, in milliseconds.
 	TookMS float64 `json:"tookMs,omitempty"`
 }
@@ -45,7 +48,9 @@ type ItemStock struct {
 	Quantity  int64  `json:"quantity"`
 	Remaining int64  `json:"remaining"`
 	Held      int64  `json:"held"`
-	Shards    int    `json:"shards"`
+	// Buyers counts the members of the buyers keys (users, not units, when it is a set).
+	Buyers int64 `json:"buyers"`
+	Shards int   `json:"shards"`
 }
 
 // ItemOrders is one item's orders by status as PostgreSQL holds them.
@@ -58,6 +63,11 @@ type ItemOrders struct {
 	Expired   int64  `json:"expired"`
 	Cancelled int64  `json:"cancelled"`
 	Failed    int64  `json:"failed"`
+	// Live is pending plus paid.
+	Live int64 `json:"live"`
+	// Profiled is true when the counts come from a target profile's queries: then only Quantity,
+	// Sold, Live and Paid are read (Paid is -1 when the profile has no paid query).
+	Profiled bool `json:"profiled,omitempty"`
 }
 
 // Histogram is a cumulative Prometheus histogram: Counts[i] observations ≤ Bounds[i].
@@ -126,7 +136,9 @@ type Room struct {
 
 // Snapshot is everything the dashboard shows at one instant; it is also one line of a record.
 type Snapshot struct {
-	Sale      string                `json:"sale"`
+	Sale string `json:"sale"`
+	// Profile names the target profile the sources read the checkout through.
+	Profile   string                `json:"profile,omitempty"`
 	At        time.Time             `json:"at"`
 	Items     Reading[[]ItemStock]  `json:"items"`
 	Orders    Reading[[]ItemOrders] `json:"orders"`

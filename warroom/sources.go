@@ -48,7 +48,12 @@ type ControlSource interface {
 
 // Sources are the data sources of one dashboard; a nil source is not available on this target.
 type Sources struct {
-	Sale      string
+	Sale string
+	// Profile names the target profile the sources read through ("" in tests of fakes).
+	Profile string
+	// Absent says why a nil source is not available, by panel name (items, orders, traffic,
+	// admission, payment, pipeline, control).
+	Absent    map[string]string
 	Inventory InventorySource
 	Orders    OrdersSource
 	Traffic   TrafficSource

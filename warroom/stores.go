@@ -40,7 +40,8 @@ func (r *RedisInventory) Inventory(ctx context.Context) ([]ItemStock, error) {
 	}
 	out := make([]ItemStock, len(items))
 	for i, it := range items {
-		out[i] = ItemStock{ID: it.ID, Quantity: it.Quantity, Remaining: states[i].Stock, Held: states[i].Holds, Shards: it.ShardCount()}
+		out[i] = ItemStock{ID: it.ID, Quantity: it.Quantity, Remaining: states[i].Stock, Held: states[i].Holds, Buyers: states[i].Buyers,
+			Shards: it.ShardCount()}
 	}
 	return out, nil
 }
@@ -114,7 +115,7 @@ func (p *PostgresOrders) Orders(ctx context.Context) ([]ItemOrders, error) {
 	out := make([]ItemOrders, len(counts))
 	for i, c := range counts {
 		out[i] = ItemOrders{ID: c.ItemID, Quantity: c.Quantity, Sold: c.Sold, Pending: c.Pending, Paid: c.Paid,
-			Expired: c.Expired, Cancelled: c.Cancelled, Failed: c.Failed}
+			Expired: c.Expired, Cancelled: c.Cancelled, Failed: c.Failed, Live: c.Pending + c.Paid}
 	}
 	return out, nil
 }

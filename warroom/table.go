@@ -14,22 +14,31 @@ import (
 func WriteTable(w io.Writer, s *Snapshot) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	p := func(format string, a ...any) { fmt.Fprintf(tw, format+"\n", a...) }
-	p("SALE %s\tat %s\twindow %ss", s.Sale, s.At.UTC().Format("2006-01-02T15:04:05Z"), num(s.Derived.WindowSeconds))
+	head := "SALE %s\tat %s\twindow %ss"
+	args := []any{s.Sale, s.At.UTC().Format("2006-01-02T15:04:05Z"), num(s.Derived.WindowSeconds)}
+	if s.Profile != "" {
+		head, args = "SALE %s\tprofile %s\tat %s\twindow %ss", append([]any{s.Sale, s.Profile}, args[1:]...)
+	}
+	p(head, args...)
 	p("")
 	p("SOURCE\tSTATE\tTOOK\tERROR")
 	for _, r := range s.Readings() {
-		p("%s\t%s\t%sms\t%s", r.Name, r.State, num(r.TookMS), r.Error)
+		detail := r.Error
+		if r.State == NotAvailable && r.Reason != "" {
+			detail = "not available: " + r.Reason
+		}
+		p("%s\t%s\t%sms\t%s", r.Name, r.State, num(r.TookMS), detail)
 	}
 	p("")
-	p("ITEM\tQUANTITY\tREMAINING\tHELD\tPAID\tUNITS/S\tSOLD OUT IN\tDRIFT\tIN FLIGHT")
+	p("ITEM\tQUANTITY\tREMAINING\tHELD\tBUYERS\tPAID\tUNITS/S\tSOLD OUT IN\tDRIFT\tIN FLIGHT")
 	d := map[string]ItemDerived{}
 	for _, x := range s.Derived.Items {
 		d[x.ID] = x
 	}
 	for _, it := range s.Items.Data {
 		x := d[it.ID]
-		p("%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s", it.ID, it.Quantity, it.Remaining, it.Held, known(x.Consistent, x.Paid),
-			num(x.UnitsPerSec), eta(x.SecondsToSoldOut), known(x.Consistent, x.Drift), known(x.Consistent, x.InFlight))
+		p("%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s", it.ID, it.Quantity, it.Remaining, it.Held, it.Buyers, known(x.Consistent && x.Paid >= 0, x.Paid),
+			num(x.UnitsPerSec), eta(x.SecondsToSoldOut), known(x.Consistent, x.Drift), known(x.Consistent && !x.Profiled, x.InFlight))
 	}
 	p("")
 	tw.Flush()
@@ -119,10 +128,14 @@ func counts(m map[string]float64) string {
 	return strings.Join(parts, " ")
 }
 
+// intCounts prints the order counts present: every status for the bundled server, LIVE and PAID
+// (when the profile counts them) for a profile's target.
 func intCounts(m map[string]int64) string {
 	var parts []string
-	for _, k := range []string{"PENDING", "PAID", "EXPIRED", "CANCELLED", "FAILED"} {
-		parts = append(parts, k+"="+strconv.FormatInt(m[k], 10))
+	for _, k := range []string{"LIVE", "PENDING", "PAID", "EXPIRED", "CANCELLED", "FAILED"} {
+		if n, ok := m[k]; ok {
+			parts = append(parts, k+"="+strconv.FormatInt(n, 10))
+		}
 	}
 	return strings.Join(parts, " ")
 }

@@ -71,6 +71,9 @@ func legend() string {
 func (m Model) header(s *Snapshot) string {
 	title := lipgloss.NewStyle().Bold(true).Reverse(true).Render(" FSCTL WARROOM ")
 	parts := []string{title, "sale " + lipgloss.NewStyle().Bold(true).Render(s.Sale)}
+	if s.Profile != "" {
+		parts = append(parts, "profile "+s.Profile)
+	}
 	if !s.At.IsZero() {
 		parts = append(parts, s.At.UTC().Format("15:04:05")+" UTC")
 	}

@@ -113,6 +113,9 @@ func stateLine(st Status) string {
 	case Down:
 		return fg(colCrit).Bold(true).Render("DOWN") + " " + fg(colDim).Render(st.Error)
 	case NotAvailable:
+		if st.Reason != "" {
+			return fg(colDim).Render("not available: " + st.Reason)
+		}
 		return fg(colDim).Render("not available on this target")
 	}
 	return fg(colDim).Render("waiting for the first reading…")

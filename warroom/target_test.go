@@ -1,0 +1,206 @@
+package warroom
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fsctl/fsctl/examples/articleshop/articletest"
+	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/stack"
+	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
+)
+
+// genericProfile is the bundled server's profile with deep off, so the war room reads the bundled
+// checkout only through what the profile declares (the path a foreign checkout takes), with the
+// test checkout's order log; keep says whether http.metrics and http.admin stay declared.
+func genericProfile(c *checkouttest.Checkout, keep bool) *profile.Profile {
+	p := *profile.Default()
+	p.Deep = ""
+	p.Kafka = profile.Kafka{Topic: c.OrdersTopic, DeadLetter: c.DeadLetterTopic, Group: c.ConsumerGroup}
+	if !keep {
+		p.HTTP.Metrics, p.HTTP.Admin = "", ""
+	}
+	return &p
+}
+
+func openProfileSources(t *testing.T, c *checkouttest.Checkout, p *profile.Profile) Sources {
+	t.Helper()
+	src, closeFn, err := Open(Endpoints{Sale: c.Sale.ID, RedisURL: stack.EndpointsFromEnv().RedisURL, PostgresURL: c.PostgresURL,
+		Brokers: c.Brokers, Servers: []string{c.Base}, AdminToken: checkouttest.AdminToken, Profile: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeFn)
+	return src
+}
+
+// settledProfile collects until the orders read through the profile count live units.
+func settledProfile(t *testing.T, src Sources, live int64) Snapshot {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		s := Once(context.Background(), src, DefaultAlerts(), 0, CollectOptions{})
+		if s.Orders.OK() && len(s.Orders.Data) == 1 && s.Orders.Data[0].Live == live && s.Orders.Data[0].Sold == live {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("orders did not reach %d live: %+v", live, s.Orders)
+		}
+	}
+}
+
+func TestNonDeepProfileReadsTheCheckoutThroughItsDeclarations(t *testing.T) {
+	c := checkouttest.Start(t, checkouttest.Options{Quantity: 5, Limit: 1})
+	for _, u := range []string{"ann", "ben", "cat"} {
+		if code, body := c.Buy(u, "hot", "k-"+u); code != http.StatusAccepted {
+			t.Fatalf("purchase: %d %s", code, body)
+		}
+	}
+	src := openProfileSources(t, c, genericProfile(c, false))
+	s := settledProfile(t, src, 3)
+
+	ctx := context.Background()
+	states, err := c.App.Stock.Snapshot(ctx, c.Sale.ID, c.Sale.Items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts, err := c.App.Orders.Counts(ctx, c.Sale.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Items.OK() || len(s.Items.Data) != 1 {
+		t.Fatalf("items %+v", s.Items)
+	}
+	it, o := s.Items.Data[0], s.Orders.Data[0]
+	if it.ID != "hot" || it.Quantity != 5 || it.Remaining != states[0].Stock || it.Held != states[0].Holds || it.Buyers != states[0].Buyers {
+		t.Errorf("items %+v, redis %+v", it, states[0])
+	}
+	if it.Remaining != 2 || it.Held != 3 || it.Buyers != 3 {
+		t.Errorf("after 3 reservations of 5: %+v", it)
+	}
+	if o.Quantity != counts[0].Quantity || o.Sold != counts[0].Sold || o.Live != counts[0].Pending+counts[0].Paid || o.Paid != counts[0].Paid || !o.Profiled {
+		t.Errorf("orders %+v, postgres %+v", o, counts[0])
+	}
+	if d := s.Derived.Items[0]; !d.Consistent || d.Drift != 0 || d.Unpaid != 3 || s.Derived.OrdersByStatus["LIVE"] != 3 {
+		t.Errorf("derived %+v %+v", d, s.Derived.OrdersByStatus)
+	}
+	if !s.Pipeline.OK() || len(s.Pipeline.Data.Partitions) != 3 || s.Pipeline.Data.Topic != c.OrdersTopic {
+		t.Errorf("kafka is declared, its lag must be read: %+v", s.Pipeline)
+	}
+	for name, st := range map[string]Status{"traffic": s.Traffic.Status, "admission": s.Admission.Status, "payment": s.Payment.Status} {
+		if st.State != NotAvailable || !strings.Contains(st.Reason, "no metrics endpoint") || st.Error != "" {
+			t.Errorf("%s: %+v, want not available: no metrics endpoint", name, st)
+		}
+	}
+	if s.Control.State != NotAvailable || !strings.Contains(s.Control.Reason, "no admin API") {
+		t.Errorf("control: %+v", s.Control.Status)
+	}
+	if s.Profile != "fsctl" {
+		t.Errorf("snapshot names profile %q", s.Profile)
+	}
+	var b bytes.Buffer
+	if err := WriteTable(&b, &s); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"profile fsctl", "not available: the profile declares no metrics endpoint", "ORDERS     LIVE=3 PAID=0"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+func TestNonDeepProfileUsesTheMetricsAndAdminItDeclares(t *testing.T) {
+	c := checkouttest.Start(t, checkouttest.Options{Quantity: 5, Limit: 1})
+	if code, body := c.Buy("ann", "hot", "k-ann"); code != http.StatusAccepted {
+		t.Fatalf("purchase: %d %s", code, body)
+	}
+	s := Collect(context.Background(), openProfileSources(t, c, genericProfile(c, true)), CollectOptions{})
+	if !s.Traffic.OK() || s.Traffic.Data.Outcomes["RESERVED"] != 1 {
+		t.Errorf("traffic through http.metrics: %+v", s.Traffic)
+	}
+	if !s.Control.OK() || len(s.Control.Data.Switches) != 4 {
+		t.Errorf("control through http.admin: %+v", s.Control)
+	}
+}
+
+func TestBrokenProfileQueryShowsOrdersDownWithTheQuery(t *testing.T) {
+	c := checkouttest.Start(t, checkouttest.Options{Quantity: 5, Limit: 1})
+	p := genericProfile(c, false)
+	p.SQL.Live = "SELECT count(*) FROM no_such_orders WHERE item_id = @item"
+	s := Once(context.Background(), openProfileSources(t, c, p), DefaultAlerts(), 0, CollectOptions{})
+	if s.Orders.State != Down || !strings.Contains(s.Orders.Error, "sql.live") || !strings.Contains(s.Orders.Error, `relation "no_such_orders" does not exist`) {
+		t.Fatalf("orders: %+v, want down naming sql.live with the database's error", s.Orders.Status)
+	}
+	if !s.Items.OK() || s.Items.Data[0].Remaining != 5 || !s.Pipeline.OK() {
+		t.Errorf("the rest of the snapshot must complete: items %+v pipeline %+v", s.Items, s.Pipeline.Status)
+	}
+	if s.Derived.Items[0].Consistent {
+		t.Errorf("drift cannot be known without the orders: %+v", s.Derived.Items[0])
+	}
+}
+
+// buyAll sends one purchase per buyer concurrently and counts the answers by status.
+func buyAll(shop *articletest.Shop, item string, buyers int) map[int]int {
+	var mu sync.Mutex
+	got := map[int]int{}
+	var wg sync.WaitGroup
+	for i := range buyers {
+		wg.Go(func() {
+			code, _ := shop.Buy(fmt.Sprintf("buyer-%d", i), item)
+			mu.Lock()
+			got[code]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return got
+}
+
+func TestArticleShopThroughItsShippedProfile(t *testing.T) {
+	shop := articletest.Start(t, 20)
+	item := shop.Items[0]
+	if got := buyAll(shop, item, 30); got[http.StatusAccepted] != 20 || got[http.StatusGone] != 10 {
+		t.Fatalf("answers %v, want 20 accepted and 10 sold out", got)
+	}
+	shop.WaitOrders(item, 20)
+	src, closeFn, err := Open(Endpoints{Sale: shop.Sale, RedisURL: shop.RedisURL, PostgresURL: shop.PostgresURL, Brokers: shop.Brokers,
+		Servers: []string{shop.Base}, Profile: shop.Profile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeFn)
+	s := Once(context.Background(), src, DefaultAlerts(), 0, CollectOptions{})
+	if !s.Items.OK() || !s.Orders.OK() {
+		t.Fatalf("items %+v orders %+v", s.Items.Status, s.Orders.Status)
+	}
+	var it *ItemStock
+	for i := range s.Items.Data {
+		if s.Items.Data[i].ID == item {
+			it = &s.Items.Data[i]
+		}
+	}
+	if it == nil || it.Quantity != 20 || it.Remaining != 0 || it.Held != 0 || it.Buyers != 20 {
+		t.Fatalf("item %s: %+v", item, s.Items.Data)
+	}
+	for i, o := range s.Orders.Data {
+		if o.ID == item && (o.Quantity != 20 || o.Live != 20 || o.Sold != 20 || o.Paid != 0 || s.Derived.Items[i].Drift != 0) {
+			t.Errorf("orders %+v derived %+v", o, s.Derived.Items[i])
+		}
+	}
+	if !s.Pipeline.OK() || s.Pipeline.Data.Topic != shop.Topic {
+		t.Errorf("pipeline: %+v", s.Pipeline)
+	}
+	for _, r := range s.Readings()[2:] {
+		if r.Name != "pipeline" && (r.State != NotAvailable || r.Reason == "") {
+			t.Errorf("%s: %+v, want not available with the reason", r.Name, r.Status)
+		}
+	}
+	if s.Profile != "spring-article" {
+		t.Errorf("profile %q", s.Profile)
+	}
+}
