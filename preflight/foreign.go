@@ -122,7 +122,7 @@ func get(ctx context.Context, client *http.Client, url string) (*http.Response, 
 // this machine's midpoint falls outside that second (0 inside it), and the bound widens by half
 // a second.
 func (e *env) healthClock(ctx context.Context, base string) clockReading {
-	name := "server " + base
+	name := "server " + base + " (Date header, 1 s resolution)"
 	url := e.prof.Endpoint(strings.TrimRight(base, "/"), e.prof.HTTP.Health, e.cfg.SaleID)
 	return best(func() clockReading {
 		sent := e.cfg.Now()

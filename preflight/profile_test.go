@@ -34,7 +34,7 @@ func TestBundledProfileIsVerified(t *testing.T) {
 	if !rep.Ready(false) || rep.Profile != "fsctl" {
 		t.Fatalf("profile %q, failures %v", rep.Profile, failures(rep))
 	}
-	expect(t, rep, "templates", preflight.Pass, "POST "+tg.c.Base+"/api/v1/sales/"+tg.c.Sale.ID+"/items/hot/purchase")
+	expect(t, rep, "templates", preflight.Pass, "POST /api/v1/sales/"+tg.c.Sale.ID+"/items/hot/purchase")
 	expect(t, rep, "templates", preflight.Pass, "hs256 token minted")
 	expect(t, rep, "sql.items", preflight.Pass, "1 item(s): hot")
 	expect(t, rep, "per-user limit", preflight.Pass, "1 per user")

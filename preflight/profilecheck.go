@@ -217,7 +217,7 @@ func templates(e *env) Result {
 	}
 	keys := p.Keys(e.cfg.SaleID, item, 1)[0]
 	r.Detail = fmt.Sprintf("%s %s with %d header(s) and a %d-byte body; stock key %s; %s",
-		req.Method, req.URL, len(req.Header), max(req.ContentLength, 0), keys.Stock, tokenNote)
+		req.Method, req.URL.RequestURI(), len(req.Header), max(req.ContentLength, 0), keys.Stock, tokenNote)
 	if keys.Stock == "" {
 		r.Status, r.Fix = Fail, fixField(e, "redis.stock")
 		r.Detail = "redis.stock renders no key; " + r.Detail

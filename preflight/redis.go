@@ -133,6 +133,9 @@ func replication(ctx context.Context, e *env) Result {
 		r.Status = Warn
 		r.Detail += ": losing this node loses the sale's state"
 		r.Fix = "add a replica (and waitReplicas: 1), or rehearse fsctl reconcile --rebuild-redis"
+		if e.foreign() {
+			r.Fix = "add a replica, or rehearse rebuilding the stock keys from the database"
+		}
 	}
 	return r
 }

@@ -1,0 +1,49 @@
+package preflight_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/fsctl/fsctl/examples/articleshop/articletest"
+	"github.com/fsctl/fsctl/preflight"
+	"github.com/fsctl/fsctl/testenv"
+)
+
+// TestArticleShop is preflight against the second target, through its shipped profile: ready,
+// with skips for what only fsctl serve has; then a Redis counter off by two is NOT READY naming
+// the item.
+func TestArticleShop(t *testing.T) {
+	s := articletest.Start(t, 5, 3)
+	hot, other := s.Items[0], s.Items[1]
+	if code, body := s.Buy("buyer-1", hot); code != 202 {
+		t.Fatalf("purchase: %d %s", code, body)
+	}
+	s.WaitOrders(hot, 1)
+	cfg := preflight.Config{SaleID: s.Sale, Profile: s.Profile, RedisURL: s.RedisURL, PostgresURL: s.PostgresURL,
+		Brokers: s.Brokers, Servers: []string{s.Base}, Timeout: 3 * time.Second}
+	rep := run(t, cfg)
+	if !rep.Ready(false) || rep.Profile != "spring-article" {
+		t.Fatalf("profile %q, failures %v", rep.Profile, failures(rep))
+	}
+	expect(t, rep, "templates", preflight.Pass, "/api/flash-sales/items/"+hot+"/purchase")
+	expect(t, rep, "templates", preflight.Pass, "rs256 token minted")
+	expect(t, rep, "queries "+hot, preflight.Pass, "quantity 5, sold 1, live 1, paid 0, 1 shard(s), 0 order(s) of the probe user, 1 live buyer(s)")
+	expect(t, rep, "stock "+hot, preflight.Pass, "redis 4 on 1 shard(s), expected 4 = quantity 5 − live orders 1; buyers 1")
+	expect(t, rep, "stock "+other, preflight.Pass, "redis 3 on 1 shard(s), expected 3")
+	expect(t, rep, "sale", preflight.Skip, "the profile has no sale definition")
+	expect(t, rep, "admission rate", preflight.Skip, "not available")
+	expect(t, rep, "kill switches", preflight.Skip, "not available")
+	expect(t, rep, "ready "+s.Base, preflight.Pass, "GET /actuator/health answered 200")
+	expect(t, rep, "consumer group", preflight.Pass, s.Group)
+
+	key := s.Profile.Keys(s.Sale, other, 1)[0].Stock
+	if err := testenv.Redis(t).IncrBy(context.Background(), key, 2).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rep = run(t, cfg)
+	expect(t, rep, "stock "+other, preflight.Fail, "redis holds 5, expected 3 (off by +2)")
+	if rep.Ready(false) {
+		t.Fatal("a drifted counter is ready")
+	}
+}
