@@ -66,7 +66,7 @@ func trivialEndpoint(b *testing.B) string {
 func benchPlan(base string, buyers, conns int) blast.Plan {
 	return blast.Plan{
 		BaseURL: base, Targets: []blast.Target{{SaleID: "bench", ItemID: "item"}},
-		Buyers: buyers, UserPrefix: "bench-", Secret: []byte("bench-secret"), Clicks: 1,
+		Buyers: buyers, UserPrefix: "bench-", Secret: []byte("bench-secret-0123456789"), Clicks: 1,
 		At:    time.Now().Add(time.Second + time.Duration(buyers)*40*time.Microsecond),
 		Conns: conns, Timeout: time.Minute,
 	}

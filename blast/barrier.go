@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fsctl/fsctl/auth"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 )
@@ -69,8 +68,17 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 	if err := CheckFiles(p.Conns, limit); err != nil {
 		return nil, err
 	}
+	p.Profile = p.target()
+	if p.Minter, err = p.minter(); err != nil {
+		return nil, err
+	}
+	if err := p.enoughUsers(); err != nil {
+		return nil, err
+	}
 	if p.Classifier == nil {
-		p.Classifier = Default()
+		if p.Classifier, err = ClassifierFor(p.Profile); err != nil {
+			return nil, err
+		}
 	}
 	begin := p.now()
 	clicks, err := p.prepare()
@@ -84,7 +92,7 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 	// requests beyond them; its Timeout bounds a request including that wait, as a buyer sees it.
 	client := loadgen.NewClient(p.Conns, p.Timeout)
 	defer client.CloseIdleConnections()
-	if err := warm(ctx, client, p.BaseURL, p.Conns); err != nil {
+	if err := warm(ctx, client, p.BaseURL, p.healthPath(), p.Conns); err != nil {
 		return nil, err
 	}
 	res := &Result{At: p.At, Buyers: len(clicks) / p.Clicks, Conns: p.Conns, Prepared: p.now().Sub(begin)}
@@ -181,7 +189,7 @@ func (p Plan) prepare() ([]click, error) {
 	clicks := make([]click, 0, len(roster)*p.Clicks)
 	step := max(1, len(roster)/10)
 	for n, b := range roster {
-		tok, err := auth.Mint(p.Secret, b.User, now, ttl)
+		tok, err := p.Minter.Mint(b.User, b.Target.SaleID, now, ttl)
 		if err != nil {
 			return nil, fmt.Errorf("token for %s: %w", b.User, err)
 		}
@@ -222,15 +230,15 @@ func (p Plan) fire(ctx context.Context, client *http.Client, c click) []Record {
 	return recs
 }
 
-// warm dials the pool: conns concurrent GETs of /healthz make the transport open conns
-// connections, which then sit idle until the release. Any status will do (a foreign target may
-// have no /healthz); a connection that cannot be made means the target is not there.
-func warm(ctx context.Context, client *http.Client, base string, conns int) error {
+// warm dials the pool: conns concurrent GETs of the target's health URL make the transport open
+// conns connections, which then sit idle until the release. Any status will do (a foreign target
+// may have no health endpoint); a connection that cannot be made means the target is not there.
+func warm(ctx context.Context, client *http.Client, base, health string, conns int) error {
 	errs := make([]error, conns)
 	var wg sync.WaitGroup
 	for i := range conns {
 		wg.Go(func() {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+health, nil)
 			if err == nil {
 				var resp *http.Response
 				if resp, err = client.Do(req); err == nil {

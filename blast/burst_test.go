@@ -13,6 +13,7 @@ import (
 
 	"github.com/fsctl/fsctl/blast"
 	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/profile"
 )
 
 func plan(base string, targets []blast.Target, buyers int) blast.Plan {
@@ -27,7 +28,7 @@ func TestBurstSellsExactlyTheStock(t *testing.T) {
 	c := startCheckout(t, 500, 1)
 	target := blast.Target{SaleID: c.sale.ID, ItemID: "hot"}
 	ctx := context.Background()
-	limits, err := blast.FetchLimits(ctx, http.DefaultClient, c.base, []blast.Target{target})
+	limits, err := blast.FetchLimits(ctx, http.DefaultClient, c.base, profile.Default(), []blast.Target{target})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestBurstCatchesAnOversell(t *testing.T) {
 	base, sl, st, db := startOverseller(t, 20, 1)
 	target := blast.Target{SaleID: sl.ID, ItemID: "hot"}
 	ctx := context.Background()
-	limits, err := blast.FetchLimits(ctx, http.DefaultClient, base, []blast.Target{target})
+	limits, err := blast.FetchLimits(ctx, http.DefaultClient, base, profile.Default(), []blast.Target{target})
 	if err != nil {
 		t.Fatal(err)
 	}

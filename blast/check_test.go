@@ -117,7 +117,7 @@ func TestUnreachableTargetIsRefusedBeforeTheStart(t *testing.T) {
 	if _, err := blast.Run(context.Background(), p); err == nil || !strings.Contains(err.Error(), "unreachable") {
 		t.Errorf("got %v", err)
 	}
-	if err := blast.Probe(context.Background(), http.DefaultClient, base); err == nil {
+	if err := blast.Probe(context.Background(), http.DefaultClient, base, "/"); err == nil {
 		t.Error("probe of a closed server passed")
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"net/http/httptrace"
 	"sync/atomic"
 	"time"
+
+	"github.com/fsctl/fsctl/profile"
 )
 
 // Journey is what one click of a buyer does. Prepare runs before the release and does all the
@@ -46,16 +48,29 @@ func (Purchase) Prepare(p Plan, b Buyer, key, token string) (Attempt, error) {
 	}, nil
 }
 
-// purchaseRequest builds a buyer's purchase with its token and key; every journey ends with it.
+// purchaseRequest renders a buyer's purchase from the profile's template with its token and key;
+// every journey and both engines end with it. Its GetBody resends the same bytes on every try.
 func purchaseRequest(p Plan, b Buyer, key, token string) (*http.Request, error) {
-	url := fmt.Sprintf("%s/api/v1/sales/%s/items/%s/purchase", p.BaseURL, b.Target.SaleID, b.Target.ItemID)
-	req, err := http.NewRequest(http.MethodPost, url, nil)
+	req, err := p.target().PurchaseRequest(p.BaseURL, profile.Buy{Sale: b.Target.SaleID, Item: b.Target.ItemID,
+		User: b.User, Key: key, Token: token, Buyer: b.Index})
 	if err != nil {
 		return nil, fmt.Errorf("buyer %d: %w", b.Index, err)
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Idempotency-Key", key)
 	return req, nil
+}
+
+// fresh is one try of a prepared request: a copy with its own context and a new reader over the
+// same body, since a sent body is used up.
+func fresh(ctx context.Context, req *http.Request) (*http.Request, error) {
+	r := req.Clone(ctx)
+	if req.GetBody != nil {
+		body, err := req.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		r.Body = body
+	}
+	return r, nil
 }
 
 // send runs one traced request and classifies its answer.
@@ -74,7 +89,11 @@ func send(ctx context.Context, c *http.Client, req *http.Request, cls *Classifie
 		GotFirstResponseByte: func() { first.Store(int64(now().Sub(start)) + 1) },
 	}
 	rec.Started = start
-	resp, err := c.Do(req.WithContext(httptrace.WithClientTrace(ctx, trace)))
+	try, err := fresh(httptrace.WithClientTrace(ctx, trace), req)
+	var resp *http.Response
+	if err == nil {
+		resp, err = c.Do(try)
+	}
 	if d := wrote.Load(); d > 0 {
 		rec.Written = start.Add(time.Duration(d - 1))
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fsctl/fsctl/blast"
 	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/provision"
 	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/sale"
@@ -42,7 +43,7 @@ func TestRoomJourneySellsTheStock(t *testing.T) {
 	c := startCheckout(t, 1, 1)
 	target := roomSale(t, c, 30)
 	ctx := context.Background()
-	limits, err := blast.FetchLimits(ctx, http.DefaultClient, c.base, []blast.Target{target})
+	limits, err := blast.FetchLimits(ctx, http.DefaultClient, c.base, profile.Default(), []blast.Target{target})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/profile"
 )
 
 // TestShardedBurstMergesIntoOne fires one burst of 1,000 buyers at 100 units of the bundled
@@ -23,7 +24,7 @@ func TestShardedBurstMergesIntoOne(t *testing.T) {
 	c := startCheckout(t, 100, 1)
 	target := blast.Target{SaleID: c.sale.ID, ItemID: "hot"}
 	ctx := context.Background()
-	limits, err := blast.FetchLimits(ctx, http.DefaultClient, c.base, []blast.Target{target})
+	limits, err := blast.FetchLimits(ctx, http.DefaultClient, c.base, profile.Default(), []blast.Target{target})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/fsctl/fsctl/profile"
 )
 
 // Target is one item buyers are spread over.
@@ -53,7 +55,12 @@ type Plan struct {
 	Buyers int
 	// UserPrefix names buyer k "<prefix><k>".
 	UserPrefix string
-	// Secret signs each buyer's HS256 token.
+	// Profile says how to buy from the target: the purchase request, the token and the
+	// classification; nil means profile.Default(), the bundled server.
+	Profile *profile.Profile
+	// Minter makes each buyer's token; nil means the Profile's, with Secret as its HS256 secret.
+	Minter *profile.Minter
+	// Secret, when set, replaces an HS256 profile's secret (the --jwt-secret flag).
 	Secret []byte
 	// Clicks per buyer, released together; every click carries a new Idempotency-Key.
 	Clicks int
@@ -116,12 +123,13 @@ func (p Plan) Validate() error {
 		return fmt.Errorf("timeout %s: must be positive", p.Timeout)
 	case p.At.IsZero():
 		return errors.New("no release time")
-	case len(p.Secret) == 0:
-		return errors.New("no JWT secret to sign buyers' tokens with")
 	case p.Shard.Count > 0 && (p.Shard.Index < 0 || p.Shard.Index >= p.Shard.Count):
 		return fmt.Errorf("shard %d/%d out of range", p.Shard.Index, p.Shard.Count)
 	case p.Engine != "" && p.Engine != EngineHTTP && p.Engine != EngineRaw:
 		return fmt.Errorf("engine %q: want %s or %s", p.Engine, EngineHTTP, EngineRaw)
+	}
+	if err := p.enoughUsers(); err != nil {
+		return err
 	}
 	if p.Engine == EngineRaw {
 		if err := p.rawSupported(); err != nil {
@@ -153,15 +161,56 @@ type Buyer struct {
 	Target Target
 }
 
-// Roster returns this shard's buyers, in index order.
+// Roster returns this shard's buyers, in index order. Buyer k is "<prefix><k>", or the token
+// file's k-th user when the tokens come from a file (Validate makes sure there are enough).
 func (p Plan) Roster() []Buyer {
+	var users []string
+	if p.Minter != nil {
+		users = p.Minter.Users()
+	}
 	var out []Buyer
 	for k := 0; k < p.Buyers; k++ {
 		if p.Shard.Owns(k) {
-			out = append(out, Buyer{Index: k, User: p.UserPrefix + strconv.Itoa(k), Target: p.Targets[k%len(p.Targets)]})
+			user := p.UserPrefix + strconv.Itoa(k)
+			if users != nil {
+				user = users[k]
+			}
+			out = append(out, Buyer{Index: k, User: user, Target: p.Targets[k%len(p.Targets)]})
 		}
 	}
 	return out
+}
+
+// target is the plan's profile: the bundled server's when none is given.
+func (p Plan) target() *profile.Profile {
+	if p.Profile != nil {
+		return p.Profile
+	}
+	return profile.Default()
+}
+
+// enoughUsers refuses more buyers than a token file has users; it can tell only once the
+// Minter is known (Run makes it).
+func (p Plan) enoughUsers() error {
+	if p.Minter == nil {
+		return nil
+	}
+	if users := p.Minter.Users(); users != nil && p.Buyers > len(users) {
+		return fmt.Errorf("%d buyers but the token file has tokens for %d users: lower --buyers or add tokens", p.Buyers, len(users))
+	}
+	return nil
+}
+
+// minter is the plan's token maker: Minter, or the profile's with Secret as its HS256 secret.
+func (p Plan) minter() (*profile.Minter, error) {
+	if p.Minter != nil {
+		return p.Minter, nil
+	}
+	m, err := p.target().Minter(string(p.Secret))
+	if err != nil {
+		return nil, fmt.Errorf("buyers' tokens: %w", err)
+	}
+	return m, nil
 }
 
 // Key is the Idempotency-Key of a buyer's click. It carries the release instant so a rerun with

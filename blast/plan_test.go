@@ -1,12 +1,16 @@
 package blast_test
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/profile"
 )
 
 func TestShardsCoverEveryBuyerOnce(t *testing.T) {
@@ -50,7 +54,7 @@ func TestParseShard(t *testing.T) {
 }
 
 func TestPlanValidation(t *testing.T) {
-	good := blast.Plan{BaseURL: "http://x", Targets: []blast.Target{{SaleID: "s", ItemID: "i"}}, Buyers: 1, Secret: []byte("k"),
+	good := blast.Plan{BaseURL: "http://x", Targets: []blast.Target{{SaleID: "s", ItemID: "i"}}, Buyers: 1, Secret: []byte("0123456789abcdef"),
 		Clicks: 1, Conns: 1, Timeout: time.Second, At: time.Unix(1, 0)}
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
@@ -65,13 +69,40 @@ func TestPlanValidation(t *testing.T) {
 		"no conns":    func(p *blast.Plan) { p.Conns = 0 },
 		"no timeout":  func(p *blast.Plan) { p.Timeout = 0 },
 		"no time":     func(p *blast.Plan) { p.At = time.Time{} },
-		"no secret":   func(p *blast.Plan) { p.Secret = nil },
-		"bad shard":   func(p *blast.Plan) { p.Shard = blast.Shard{Index: 3, Count: 2} },
+
+		"bad shard": func(p *blast.Plan) { p.Shard = blast.Shard{Index: 3, Count: 2} },
 	} {
 		p := good
 		mod(&p)
 		if err := p.Validate(); err == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestRunRefusesBuyersWithoutTokens: a plan whose tokens cannot be made, or with more buyers
+// than its token file has users, is refused before anything is sent.
+func TestRunRefusesBuyersWithoutTokens(t *testing.T) {
+	good := blast.Plan{BaseURL: "http://127.0.0.1:1", Targets: []blast.Target{{SaleID: "s", ItemID: "i"}}, Buyers: 3,
+		Clicks: 1, Conns: 1, Timeout: time.Second, At: time.Now().Add(time.Minute)}
+	unset := *profile.Default()
+	unset.Token.SecretEnv = "FSCTL_TEST_NO_SUCH_SECRET"
+	file := filepath.Join(t.TempDir(), "tokens.txt")
+	if err := os.WriteFile(file, []byte("alice tok-a\nbob tok-b\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fromFile := *profile.Default()
+	fromFile.Token = profile.Token{Type: profile.TokenFile, File: file}
+	for name, mod := range map[string]func(*blast.Plan){
+		"no secret":          func(p *blast.Plan) { p.Profile = &unset },
+		"short secret":       func(p *blast.Plan) { p.Secret = []byte("k") },
+		"3 buyers, 2 tokens": func(p *blast.Plan) { p.Profile = &fromFile },
+	} {
+		p := good
+		mod(&p)
+		_, err := blast.Run(context.Background(), p)
+		if err == nil || !strings.Contains(err.Error(), "token") {
+			t.Errorf("%s: got %v, want a refusal about the tokens", name, err)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -41,6 +42,8 @@ func (p Plan) rawSupported() error {
 		return errors.New("retries and replays need --engine http")
 	case p.After != nil:
 		return errors.New("pay, cancel or abandon after the purchase needs --engine http")
+	case !strings.HasPrefix(p.target().Purchase.URL, "/"):
+		return errors.New("the raw engine sends the purchase to the target's own host: a profile whose purchase.url is a whole URL needs --engine http")
 	}
 	if _, ok := p.Journey.(Purchase); p.Journey != nil && !ok {
 		return errors.New("the raw engine sends the direct purchase only; this journey needs --engine http")
@@ -127,7 +130,7 @@ func (p Plan) runRaw(ctx context.Context, clicks []click, begin time.Time) (*Res
 	return res, nil
 }
 
-// dialLanes opens every lane's connection and warms it with a GET /healthz (any status will do),
+// dialLanes opens every lane's connection and warms it with a GET of the health path (any status will do),
 // so the server's side of each connection is up before the release.
 func (p Plan) dialLanes(ctx context.Context, addr string, lanes []*lane) error {
 	errs := make([]error, len(lanes))
@@ -150,7 +153,7 @@ func (p Plan) dialWarm(ctx context.Context, addr string) (net.Conn, error) {
 		host = u.Host
 	}
 	conn.SetDeadline(time.Now().Add(p.Timeout))
-	_, err = io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: "+host+"\r\nUser-Agent: Go-http-client/1.1\r\n\r\n")
+	_, err = io.WriteString(conn, "GET "+p.healthPath()+" HTTP/1.1\r\nHost: "+host+"\r\nUser-Agent: Go-http-client/1.1\r\n\r\n")
 	var resp *http.Response
 	if err == nil {
 		resp, err = http.ReadResponse(bufio.NewReader(conn), nil)

@@ -30,6 +30,8 @@ type OutcomeRow struct {
 
 // Summary is the report of a burst, printed as tables or JSON.
 type Summary struct {
+	// Profile names the target profile the burst was fired through.
+	Profile  string    `json:"profile,omitempty"`
 	At       time.Time `json:"at"`
 	Buyers   int       `json:"buyers"`
 	Requests int       `json:"requests"`
@@ -192,6 +194,9 @@ func (s Summary) WriteJSON(w io.Writer) error {
 // Render writes the summary as tables for people.
 func (s Summary) Render(w io.Writer) error {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+	if s.Profile != "" {
+		fmt.Fprintf(w, "target: %s\n", s.Profile)
+	}
 	t := tablewriter.NewWriter(w)
 	t.Header("outcome", "requests", "p50 ms", "p90 ms", "p99 ms", "max ms")
 	for _, o := range s.Outcomes {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/fsctl/fsctl/profile"
 )
 
 // saleInfo is the part of GET /api/v1/sales/{sale} the invariant checks need.
@@ -18,17 +20,20 @@ type saleInfo struct {
 	} `json:"items"`
 }
 
-// FetchLimits reads each target's stock and per-user limit from the bundled server's sale page
-// before the burst. It doubles as the reachability probe: an unreachable target or an item the
-// sale does not have is an error, before anything is released.
-func FetchLimits(ctx context.Context, client *http.Client, base string, targets []Target) (map[Target]ItemLimit, error) {
+// FetchLimits reads each target's stock and per-user limit from the sale page the profile
+// declares (fsctl serve's) before the burst. An unreachable target or an item the sale does not
+// have is an error, before anything is released.
+func FetchLimits(ctx context.Context, client *http.Client, base string, prof *profile.Profile, targets []Target) (map[Target]ItemLimit, error) {
+	if prof.HTTP.SalePage == "" {
+		return nil, fmt.Errorf("profile %s declares no http.salePage: give --stock and --limit, or --postgres-url to read them with its SQL", prof.Name)
+	}
 	out := map[Target]ItemLimit{}
 	pages := map[string]saleInfo{}
 	for _, t := range targets {
 		info, ok := pages[t.SaleID]
 		if !ok {
 			var err error
-			if info, err = fetchSale(ctx, client, base, t.SaleID); err != nil {
+			if info, err = fetchSale(ctx, client, prof.Endpoint(base, prof.HTTP.SalePage, t.SaleID)); err != nil {
 				return nil, err
 			}
 			pages[t.SaleID] = info
@@ -47,8 +52,7 @@ func FetchLimits(ctx context.Context, client *http.Client, base string, targets 
 	return out, nil
 }
 
-func fetchSale(ctx context.Context, client *http.Client, base, saleID string) (saleInfo, error) {
-	url := base + "/api/v1/sales/" + saleID
+func fetchSale(ctx context.Context, client *http.Client, url string) (saleInfo, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return saleInfo{}, err
@@ -69,9 +73,63 @@ func fetchSale(ctx context.Context, client *http.Client, base, saleID string) (s
 	return info, nil
 }
 
-// Probe checks the target answers HTTP at all (any status) before buyers are prepared.
-func Probe(ctx context.Context, client *http.Client, base string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
+// HealthPath is what the probe and the warm-up GET: fsctl serve's liveness (cheaper than its
+// readiness, which pings three services) for the deep profile, else the profile's health path,
+// else "/". Any status will do: only the connection matters.
+func HealthPath(prof *profile.Profile, sale string) string {
+	switch {
+	case prof.IsDeep():
+		return "/healthz"
+	case prof.HTTP.Health != "":
+		return profile.Render(prof.HTTP.Health, profile.Vars{"sale": sale})
+	}
+	return "/"
+}
+
+// healthPath is HealthPath of the plan's profile and first sale.
+func (p Plan) healthPath() string {
+	var sale string
+	if len(p.Targets) > 0 {
+		sale = p.Targets[0].SaleID
+	}
+	return HealthPath(p.target(), sale)
+}
+
+// LimitsFromDB reads each target's stock (sql.item's quantity) and per-user limit
+// (sql.perUserLimit, else limits.perUser) through the profile's queries, for a target without a
+// sale page.
+func LimitsFromDB(ctx context.Context, db *profile.DB, targets []Target) (map[Target]ItemLimit, error) {
+	out := map[Target]ItemLimit{}
+	perUser := map[string]int{}
+	for _, t := range targets {
+		row, err := db.Item(ctx, t.SaleID, t.ItemID)
+		if err != nil {
+			return nil, fmt.Errorf("read the stock of %s through the profile's SQL: %w (or give --stock and --limit)", t, err)
+		}
+		lim, ok := perUser[t.SaleID]
+		if !ok {
+			if lim, err = db.PerUserLimit(ctx, t.SaleID); err != nil {
+				return nil, fmt.Errorf("read the per-user limit of sale %s through the profile's SQL: %w (or give --stock and --limit)", t.SaleID, err)
+			}
+			perUser[t.SaleID] = lim
+		}
+		out[t] = ItemLimit{Stock: row.Quantity, PerUser: lim}
+	}
+	return out, nil
+}
+
+// SkewURL is where the server's time is read: the sale page when the profile declares one (its
+// serverTime), else the health path's answer (its Date header).
+func SkewURL(prof *profile.Profile, base, sale string) string {
+	if prof.HTTP.SalePage != "" {
+		return prof.Endpoint(base, prof.HTTP.SalePage, sale)
+	}
+	return base + HealthPath(prof, sale)
+}
+
+// Probe checks the target answers HTTP at all (any status) at base+path before buyers are prepared.
+func Probe(ctx context.Context, client *http.Client, base, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 	if err != nil {
 		return fmt.Errorf("target %q: %w", base, err)
 	}
@@ -98,7 +156,11 @@ type Skew struct {
 // MeasureSkew reads the server's time from GET /api/v1/sales/{sale} (its serverTime, else the
 // answer's Date header) and compares it with now at the middle of the round trip.
 func MeasureSkew(ctx context.Context, client *http.Client, base, saleID string, now func() time.Time) (Skew, error) {
-	url := base + "/api/v1/sales/" + saleID
+	return MeasureSkewAt(ctx, client, base+"/api/v1/sales/"+saleID, now)
+}
+
+// MeasureSkewAt is MeasureSkew from any URL whose answer carries a serverTime or a Date header.
+func MeasureSkewAt(ctx context.Context, client *http.Client, url string, now func() time.Time) (Skew, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return Skew{}, err

@@ -6,20 +6,26 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/fsctl/fsctl/blast"
 	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/stock"
 )
 
 type blastOptions struct {
 	endpoints     endpointFlags
+	profile       profileFlag
+	prof          *profile.Profile // the loaded --profile; nil is the bundled server's
+	secretSet     bool
 	checkState    bool
 	target        string
 	sale          string
@@ -68,10 +74,19 @@ dial and warm a pool of --conns connections, park every buyer, and release them 
 wall-clock instant (--at, or --in from now). Every request is recorded with its intended release
 time, the time it was written and answered; latency counts from the intended instant, so a buyer
 who waited for a connection shows that wait. Answers are classified (RESERVED, SOLD_OUT, ...;
---classify maps another checkout's answers), then the invariants are checked: no item gives out
+--classify overrides the profile's rules), then the invariants are checked: no item gives out
 more reservations than its stock, no buyer more than the per-user limit, every try of one key
 gets the same answer, and with --check-state (or an explicit --redis-url/--postgres-url) every
 RESERVED order reaches PostgreSQL and Redis agrees with it.
+
+--profile points blast at a checkout it did not write: the profile's purchase template (method,
+URL, headers, body), its token (hs256, rs256, a token file whose users become the buyers, or
+none) and its classification replace the bundled server's. The probe and warm-up GET its health
+path (else "/"); the clock skew comes from its sale page, else the Date header. The stock and
+per-user limit come from --stock/--limit, else its sale page, else its SQL through
+--postgres-url; --check-state reads its Redis keys and SQL (every RESERVED buyer has a live
+order, no oversell, Redis stock + live orders == quantity). --room, --pay and --cancel use fsctl
+serve's own endpoints and need its profile (the default).
 
 Buyers share the connection pool (HTTP/1.1, requests queue per connection): the report says how
 many requests each connection carried. Larger bursts than one process's open files allow are
@@ -104,18 +119,21 @@ error, 2 an invariant broken or a bad flag.`,
 
   fsctl blast --item black-friday:console --item black-friday:controller --buyers 20000 --clicks 2 --retries 3
   fsctl blast --sale black-friday --item console --buyers 5000 --expect-sold 100 --max-p99 2s --output json
-  fsctl blast --target https://shop.example --classify examples/classify.yaml --stock 100 --limit 1 ...`,
+  fsctl blast --target https://shop.example --classify examples/classify.yaml --stock 100 --limit 1 ...
+  fsctl blast --profile profiles/spring-article.yaml --target http://127.0.0.1:8090 --sale article --item 1001 --buyers 2000 --check-state`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("redis-url") || cmd.Flags().Changed("postgres-url") {
 				o.checkState = true
 			}
+			o.secretSet = cmd.Flags().Changed("jwt-secret")
 			return runBlast(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	f := cmd.Flags()
 	o.endpoints.bind(f, false)
+	o.profile.bind(f)
 	f.BoolVar(&o.checkState, "check-state", false, "also check the server's Redis and PostgreSQL after the burst")
 	f.StringVar(&o.target, "target", "http://127.0.0.1:8080", "base URL of the checkout")
 	f.StringVar(&o.sale, "sale", "", "sale the --item flags belong to")
@@ -129,9 +147,9 @@ error, 2 an invariant broken or a bad flag.`,
 	f.DurationVar(&o.in, "in", 2*time.Second, "release this long from now")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "bound on one request")
 	f.StringVar(&o.shard, "shard", "0/1", "this process's part of the buyers, i/n: buyer k belongs to shard k mod n")
-	f.StringVar(&o.secret, "jwt-secret", defaultJWTSecret(), "HS256 secret of the buyers' tokens (env "+envJWTSecret+")")
+	f.StringVar(&o.secret, "jwt-secret", defaultJWTSecret(), "HS256 secret of the buyers' tokens (env "+envJWTSecret+"); with a --profile, replaces its token secret only when given")
 	f.StringVar(&o.prefix, "user-prefix", "blast-", "buyer k is the user <prefix><k>")
-	f.StringVar(&o.classify, "classify", "", "classification rules (YAML, see examples/classify.yaml); default: the bundled server's")
+	f.StringVar(&o.classify, "classify", "", "classification rules (YAML, see examples/classify.yaml); default: the profile's")
 	f.StringVar(&o.results, "results", "", "write every request to this file as vegeta results (vegeta report / plot read it)")
 	f.StringVar(&o.records, "records", "", "write every request and the burst's header as JSON lines (fsctl blast merge reads them)")
 	f.StringVar(&o.html, "html", "", "write the report with charts (latency and outcomes over time, stock depletion) to this HTML file")
@@ -160,11 +178,22 @@ error, 2 an invariant broken or a bad flag.`,
 // usageError is a bad flag: exit status 2, like a broken invariant, so scripts stop either way.
 func usageError(err error) error { return &exitError{code: 2, err: err} }
 
-// plan turns the flags into a burst plan, or a usage error.
+// plan turns the flags into a burst plan against the target the profile describes, or a usage error.
 func (o blastOptions) plan(now time.Time) (blast.Plan, map[blast.Target]blast.ItemLimit, error) {
-	p := blast.Plan{BaseURL: strings.TrimRight(o.target, "/"), Buyers: o.buyers, UserPrefix: o.prefix,
-		Secret: []byte(o.secret), Clicks: o.clicks, Retries: o.retries, Replays: o.replays, Conns: o.conns, Timeout: o.timeout,
+	prof := o.prof
+	if prof == nil {
+		prof = profile.Default()
+	}
+	p := blast.Plan{BaseURL: strings.TrimRight(o.target, "/"), Buyers: o.buyers, UserPrefix: o.prefix, Profile: prof,
+		Clicks: o.clicks, Retries: o.retries, Replays: o.replays, Conns: o.conns, Timeout: o.timeout,
 		Engine: o.engine}
+	// The flag's default is the local stack's secret: it must not replace a foreign profile's own.
+	if prof.IsDeep() || o.secretSet {
+		p.Secret = []byte(o.secret)
+	}
+	if !prof.IsDeep() && (o.room || o.pay != 0 || o.cancel != 0) {
+		return p, nil, fmt.Errorf("--room, --pay and --cancel use fsctl serve's own waiting room and order endpoints: profile %s is not fsctl serve", prof.Name)
+	}
 	if !strings.HasPrefix(p.BaseURL, "http://") && !strings.HasPrefix(p.BaseURL, "https://") {
 		return p, nil, fmt.Errorf("--target %q: want an http:// or https:// URL", o.target)
 	}
@@ -227,26 +256,42 @@ func (o blastOptions) plan(now time.Time) (blast.Plan, map[blast.Target]blast.It
 }
 
 func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) error {
+	prof, err := o.profile.load()
+	if err != nil {
+		return err
+	}
+	o.prof = prof
 	p, limits, err := o.plan(time.Now())
 	if err != nil {
 		return usageError(err)
 	}
-	if o.classify != "" {
-		if p.Classifier, err = blast.LoadClassifier(o.classify); err != nil {
-			return usageError(err)
-		}
+	// The tokens are made once, here, so a missing key or secret is a usage error before any probe.
+	if p.Minter, err = prof.Minter(string(p.Secret)); err != nil {
+		return usageError(err)
 	}
+	if err := p.Validate(); err != nil {
+		return usageError(err)
+	}
+	if o.classify != "" {
+		p.Classifier, err = blast.LoadClassifier(o.classify)
+	} else {
+		p.Classifier, err = blast.ClassifierFor(prof)
+	}
+	if err != nil {
+		return usageError(err)
+	}
+	sale := p.Targets[0].SaleID
 	probe := &http.Client{Timeout: 5 * time.Second}
-	if err := blast.Probe(ctx, probe, p.BaseURL); err != nil {
+	if err := blast.Probe(ctx, probe, p.BaseURL, blast.HealthPath(prof, sale)); err != nil {
 		return err
 	}
 	if limits == nil {
-		if limits, err = blast.FetchLimits(ctx, probe, p.BaseURL, p.Targets); err != nil {
+		if limits, err = fetchLimits(ctx, probe, o, p); err != nil {
 			return err
 		}
 	}
 	if o.maxSkew > 0 {
-		skew, err := blast.MeasureSkew(ctx, probe, p.BaseURL, p.Targets[0].SaleID, time.Now)
+		skew, err := blast.MeasureSkewAt(ctx, probe, blast.SkewURL(prof, p.BaseURL, sale), time.Now)
 		if err != nil {
 			return err
 		}
@@ -271,13 +316,14 @@ func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) erro
 	}
 	verdicts := blast.CheckResponses(res.Records, limits)
 	if o.checkState {
-		state, err := checkState(ctx, o, res.Records)
+		state, err := checkState(ctx, o, prof, limits, res.Records)
 		if err != nil {
 			return err
 		}
 		verdicts = append(verdicts, state...)
 	}
 	sum := blast.Summarize(res, verdicts)
+	sum.Profile = profileLabel(prof)
 	missed := sum.Check(blast.Thresholds{MaxP99: o.maxP99, MinThroughput: o.minThroughput, ExpectSold: o.expectSold})
 	if o.html != "" {
 		if err := writeHTML(o.html, sum, res.Records); err != nil {
@@ -303,8 +349,74 @@ func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) erro
 	return nil
 }
 
-// checkState compares the server's Redis and PostgreSQL with what buyers were told.
-func checkState(ctx context.Context, o blastOptions, recs []blast.Record) ([]blast.Verdict, error) {
+// profileLabel names the target in the report: the profile's name and where it came from.
+func profileLabel(prof *profile.Profile) string {
+	if prof.Source() == "" {
+		return prof.Name
+	}
+	return prof.Name + " (" + prof.Source() + ")"
+}
+
+// fetchLimits reads the stock and per-user limit the flags did not give: from the profile's
+// sale page when it has one, else through its SQL.
+func fetchLimits(ctx context.Context, client *http.Client, o blastOptions, p blast.Plan) (map[blast.Target]blast.ItemLimit, error) {
+	if p.Profile.HTTP.SalePage != "" {
+		return blast.FetchLimits(ctx, client, p.BaseURL, p.Profile, p.Targets)
+	}
+	pool, err := pgxpool.New(ctx, o.endpoints.postgresURL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres url (to read the stock and limit with profile %s's SQL; or give --stock and --limit): %w", p.Profile.Name, err)
+	}
+	defer pool.Close()
+	return blast.LimitsFromDB(ctx, profile.NewDB(p.Profile, pool), p.Targets)
+}
+
+// checkState compares the server's Redis and PostgreSQL with what buyers were told: fsctl
+// serve's own stores for the deep profile, else what the profile declares, sale by sale.
+func checkState(ctx context.Context, o blastOptions, prof *profile.Profile, limits map[blast.Target]blast.ItemLimit, recs []blast.Record) ([]blast.Verdict, error) {
+	if prof.IsDeep() {
+		return checkServer(ctx, o, recs)
+	}
+	t, err := profile.Connect(ctx, prof, o.endpoints.redisURL, o.endpoints.postgresURL)
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	var sales []string
+	for _, tg := range o.targets(recs, limits) {
+		if !slices.Contains(sales, tg.SaleID) {
+			sales = append(sales, tg.SaleID)
+		}
+	}
+	var out []blast.Verdict
+	for _, sale := range sales {
+		vs, err := blast.CheckProfile(ctx, t, sale, recs, limits, o.settle)
+		if err != nil {
+			return nil, fmt.Errorf("check sale %s through profile %s: %w", sale, prof.Name, err)
+		}
+		out = append(out, vs...)
+	}
+	return out, nil
+}
+
+// targets are the items of the burst: those the records name, then those of the limits.
+func (o blastOptions) targets(recs []blast.Record, limits map[blast.Target]blast.ItemLimit) []blast.Target {
+	var out []blast.Target
+	for _, r := range recs {
+		if !slices.Contains(out, r.Target) {
+			out = append(out, r.Target)
+		}
+	}
+	for tg := range limits {
+		if !slices.Contains(out, tg) {
+			out = append(out, tg)
+		}
+	}
+	return out
+}
+
+// checkServer compares fsctl serve's Redis and PostgreSQL with what buyers were told.
+func checkServer(ctx context.Context, o blastOptions, recs []blast.Record) ([]blast.Verdict, error) {
 	db, err := orders.Open(ctx, o.endpoints.postgresURL)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/fsctl/fsctl/examples/articleshop/articletest"
 )
 
 // runCLI runs fsctl with args and returns stdout and the exit status main would give.
@@ -153,5 +156,76 @@ func TestBlastShardsMerge(t *testing.T) {
 	out, code, err := runCLI(t, "blast", "merge", filepath.Join(dir, "s0.jsonl"), filepath.Join(dir, "s1.jsonl"))
 	if code != 0 || !strings.Contains(out, "buyers 40, requests 40, sold 10") {
 		t.Fatalf("merge: exit %d (%v)\n%s", code, err, out)
+	}
+}
+
+// TestBlastMalformedProfile: a profile that does not validate is a usage error naming its field
+// and line, before anything is sent.
+func TestBlastMalformedProfile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "bad.yaml")
+	b, err := os.ReadFile(filepath.Join("..", "..", "profiles", "spring-article.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(b), "type: rs256", "type: rs512", 1)
+	if err := os.WriteFile(file, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	line := strings.Count(bad[:strings.Index(bad, "type: rs512")], "\n") + 1
+	_, code, err := runCLI(t, "blast", "--profile", file, "--target", "http://127.0.0.1:1", "--sale", "s", "--item", "1")
+	if code != 2 || err == nil || !strings.Contains(err.Error(), fmt.Sprintf("line %d: token.type", line)) {
+		t.Errorf("exit %d, %v; want 2 naming token.type on line %d", code, err, line)
+	}
+}
+
+// TestBlastThroughTheArticleProfile fires 300 buyers at two items of 50 of the Spring-article
+// shop through its shipped profile: exactly 100 reserved, the response invariants and the
+// profile's state checks hold, and the report names the profile. fsctl serve's own journeys are
+// refused for it.
+func TestBlastThroughTheArticleProfile(t *testing.T) {
+	s := articletest.Start(t, 50, 50)
+	args := []string{"blast", "--profile", s.ProfilePath, "--target", s.Base, "--sale", s.Sale, "--item", s.Items[0], "--item", s.Items[1],
+		"--buyers", "300", "--conns", "32", "--in", "300ms", "--check-state", "--redis-url", s.RedisURL, "--postgres-url", s.PostgresURL,
+		"--settle", "30s", "-o", "json"}
+	out, code, err := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d (%v):\n%s", code, err, out)
+	}
+	var sum struct {
+		Profile  string `json:"profile"`
+		Sold     int    `json:"sold"`
+		Outcomes []struct {
+			Outcome string `json:"outcome"`
+			Count   int    `json:"count"`
+		} `json:"outcomes"`
+		Verdicts []struct {
+			Name string `json:"name"`
+			OK   bool   `json:"ok"`
+		} `json:"verdicts"`
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if !strings.HasPrefix(sum.Profile, "spring-article (") || sum.Sold != 100 {
+		t.Errorf("profile %q, sold %d; want spring-article and 100", sum.Profile, sum.Sold)
+	}
+	for _, o := range sum.Outcomes {
+		if o.Outcome != "RESERVED" && o.Outcome != "SOLD_OUT" && o.Outcome != "ALREADY_PURCHASED" {
+			t.Errorf("%d answers %s", o.Count, o.Outcome)
+		}
+	}
+	names := ""
+	for _, v := range sum.Verdicts {
+		names += v.Name + "; "
+		if !v.OK {
+			t.Errorf("verdict %s failed", v.Name)
+		}
+	}
+	if !strings.Contains(names, "Redis agrees with PostgreSQL") || !strings.Contains(names, "every RESERVED order reached PostgreSQL") {
+		t.Errorf("verdicts %s: want the profile's state checks", names)
+	}
+	_, code, err = runCLI(t, append(args[:len(args)-2], "--room")...)
+	if code != 2 || err == nil || !strings.Contains(err.Error(), "not fsctl serve") {
+		t.Errorf("--room with the article profile: exit %d, %v; want a usage error", code, err)
 	}
 }

@@ -1,0 +1,277 @@
+package blast_test
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/stack"
+	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
+)
+
+// generic is the bundled server's profile without deep: fsctl serve read only through what the
+// profile declares, as any foreign checkout is.
+func generic() *profile.Profile {
+	p := *profile.Default()
+	p.Deep, p.Name = "", "fsctl-generic"
+	return &p
+}
+
+// TestCheckProfileOnTheBundledCheckout fires 200 buyers at 50 units of the bundled checkout
+// through the generic profile and checks it through its SQL and keys; then planted drift (one
+// unit more in Redis, then one order row gone) fails the check, naming the item.
+func TestCheckProfileOnTheBundledCheckout(t *testing.T) {
+	c := checkouttest.Start(t, checkouttest.Options{Quantity: 50, Limit: 1})
+	prof := generic()
+	ctx := context.Background()
+	tg, err := profile.Connect(ctx, prof, stack.EndpointsFromEnv().RedisURL, c.PostgresURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	target := blast.Target{SaleID: c.Sale.ID, ItemID: "hot"}
+	limits, err := blast.LimitsFromDB(ctx, tg.DB, []blast.Target{target})
+	if err != nil || limits[target] != (blast.ItemLimit{Stock: 50, PerUser: 1}) {
+		t.Fatalf("limits from the profile's SQL: %+v, %v", limits, err)
+	}
+	p := plan(c.Base, []blast.Target{target}, 200)
+	p.Profile = prof
+	res, err := blast.Run(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := count(res.Records, outcome.Reserved); n != 50 {
+		t.Fatalf("%d RESERVED, want 50", n)
+	}
+	for _, v := range blast.CheckResponses(res.Records, limits) {
+		if !v.OK {
+			t.Errorf("%s: %v", v.Name, v.Problems)
+		}
+	}
+	vs, err := blast.CheckProfile(ctx, tg, c.Sale.ID, res.Records, limits, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != 3 || blast.Failed(vs) {
+		t.Fatalf("verdicts on a clean burst: %+v", vs)
+	}
+
+	stockKey := prof.Keys(c.Sale.ID, "hot", 1)[0].Stock
+	if err := tg.Redis().Incr(ctx, stockKey).Err(); err != nil {
+		t.Fatal(err)
+	}
+	vs, err = blast.CheckProfile(ctx, tg, c.Sale.ID, res.Records, limits, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := find(t, vs, "Redis agrees with PostgreSQL"); v.OK || !strings.Contains(strings.Join(v.Problems, "\n"), "hot: Redis stock 1 + 50 live orders = 51") {
+		t.Errorf("planted drift: %+v", v)
+	}
+	if err := tg.Redis().Decr(ctx, stockKey).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var lostUser string
+	if err := tg.Pool().QueryRow(ctx, `DELETE FROM orders WHERE id = (SELECT id FROM orders WHERE sale_id = $1 LIMIT 1) RETURNING user_id`,
+		c.Sale.ID).Scan(&lostUser); err != nil {
+		t.Fatal(err)
+	}
+	vs, err = blast.CheckProfile(ctx, tg, c.Sale.ID, res.Records, limits, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := find(t, vs, "every RESERVED order reached PostgreSQL"); v.OK || len(v.Problems) != 1 || !strings.Contains(v.Problems[0], "hot: "+lostUser) {
+		t.Errorf("a lost order of %s: %+v", lostUser, v)
+	}
+	if v := find(t, vs, "Redis agrees with PostgreSQL"); v.OK {
+		t.Errorf("a lost order leaves Redis one unit short, yet %+v", v)
+	}
+}
+
+func count(recs []blast.Record, c outcome.Code) int {
+	n := 0
+	for _, r := range recs {
+		if r.Outcome == c {
+			n++
+		}
+	}
+	return n
+}
+
+func find(t *testing.T, vs []blast.Verdict, name string) blast.Verdict {
+	t.Helper()
+	for _, v := range vs {
+		if v.Name == name {
+			return v
+		}
+	}
+	t.Fatalf("no verdict %q in %+v", name, vs)
+	return blast.Verdict{}
+}
+
+// seen is one purchase request as the recording shop got it.
+type seen struct {
+	Method, URL, Auth, User, Key, Type, Body string
+}
+
+// recorder is a shop that records every purchase request (anything but GET) and answers the
+// first try of each key with a 503, then 202 with an order id.
+type recorder struct {
+	mu    sync.Mutex
+	reqs  []seen
+	tries map[string]int
+	fail  bool
+}
+
+func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet {
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	s := seen{Method: r.Method, URL: r.URL.RequestURI(), Auth: r.Header.Get("Authorization"), User: r.Header.Get("X-User"),
+		Key: r.Header.Get("X-Key"), Type: r.Header.Get("Content-Type"), Body: string(body)}
+	rc.mu.Lock()
+	rc.reqs = append(rc.reqs, s)
+	rc.tries[s.Key]++
+	first := rc.tries[s.Key] == 1
+	rc.mu.Unlock()
+	if rc.fail && first {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+	fmt.Fprintf(w, `{"orderId":"o-%s"}`, s.Key)
+}
+
+// jsonShop is a profile whose purchase is a PUT with a JSON body, extra headers and no token.
+func jsonShop() *profile.Profile {
+	p := generic()
+	p.Name = "json-shop"
+	p.HTTP = profile.HTTP{Health: "/up"}
+	p.Purchase = profile.Purchase{Method: http.MethodPut, URL: "/shop/${sale}/${item}/buy?n=${buyer}",
+		Headers: map[string]string{"X-User": "${user}", "X-Key": "${key}", "Content-Type": "application/json"},
+		Body:    `{"user":"${user}","item":"${item}","key":"${key}"}`}
+	p.Token = profile.Token{Type: profile.TokenNone}
+	return p
+}
+
+// TestProfilePurchaseTemplate: both engines send the rendered method, URL, headers and body, and
+// a retry of a key resends the same body.
+func TestProfilePurchaseTemplate(t *testing.T) {
+	for _, engine := range []string{blast.EngineHTTP, blast.EngineRaw} {
+		t.Run(engine, func(t *testing.T) {
+			rc := &recorder{tries: map[string]int{}, fail: engine == blast.EngineHTTP}
+			hs := httptest.NewServer(rc)
+			defer hs.Close()
+			p := plan(hs.URL, []blast.Target{{SaleID: "s1", ItemID: "i1"}}, 4)
+			p.Profile, p.Secret, p.Engine, p.Conns = jsonShop(), nil, engine, 2
+			if engine == blast.EngineHTTP {
+				p.Retries = 1
+			}
+			res, err := blast.Run(context.Background(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := count(res.Records, outcome.Reserved); n != 4 {
+				t.Fatalf("%d RESERVED, want 4: %+v", n, res.Records)
+			}
+			want := 4
+			if engine == blast.EngineHTTP {
+				want = 8 // the 503 and its retry
+			}
+			if len(rc.reqs) != want {
+				t.Fatalf("%d requests, want %d", len(rc.reqs), want)
+			}
+			for _, s := range rc.reqs {
+				var n int
+				if _, err := fmt.Sscanf(s.User, "buyer-%d", &n); err != nil {
+					t.Fatalf("X-User %q", s.User)
+				}
+				w := seen{Method: http.MethodPut, URL: fmt.Sprintf("/shop/s1/i1/buy?n=%d", n), User: s.User, Key: s.Key,
+					Type: "application/json", Body: fmt.Sprintf(`{"user":"%s","item":"i1","key":"%s"}`, s.User, s.Key)}
+				if s != w || !strings.HasPrefix(s.Key, s.User+"-") {
+					t.Errorf("request %+v\nwant      %+v", s, w)
+				}
+			}
+		})
+	}
+}
+
+// TestProfileTokenFile: a token file's users are the buyers, each sending its own token.
+func TestProfileTokenFile(t *testing.T) {
+	rc := &recorder{tries: map[string]int{}}
+	hs := httptest.NewServer(rc)
+	defer hs.Close()
+	file := filepath.Join(t.TempDir(), "tokens.txt")
+	if err := os.WriteFile(file, []byte("# user token\nalice tok-a\nbob tok-b\n\ncarol tok-c\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prof := jsonShop()
+	prof.Token = profile.Token{Type: profile.TokenFile, File: file}
+	prof.Purchase.Headers["Authorization"] = "Bearer ${token}"
+	p := plan(hs.URL, []blast.Target{{SaleID: "s1", ItemID: "i1"}}, 3)
+	p.Profile, p.Secret = prof, nil
+	if _, err := blast.Run(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, s := range rc.reqs {
+		got[s.User] = s.Auth
+	}
+	want := map[string]string{"alice": "Bearer tok-a", "bob": "Bearer tok-b", "carol": "Bearer tok-c"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("buyers and their tokens %v, want %v", got, want)
+	}
+}
+
+// TestProfileRS256: an rs256 profile's tokens verify with the public key and carry the
+// templated claims.
+func TestProfileRS256(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "buyer.pem")
+	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rc := &recorder{tries: map[string]int{}}
+	hs := httptest.NewServer(rc)
+	defer hs.Close()
+	prof := jsonShop()
+	prof.Token = profile.Token{Type: profile.TokenRS256, KeyFile: keyFile, Claims: map[string]any{"userId": "${user}", "aud": "shop-${sale}"}}
+	prof.Purchase.Headers["Authorization"] = "Bearer ${token}"
+	p := plan(hs.URL, []blast.Target{{SaleID: "s1", ItemID: "i1"}}, 2)
+	p.Profile, p.Secret = prof, nil
+	if _, err := blast.Run(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if len(rc.reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(rc.reqs))
+	}
+	for _, s := range rc.reqs {
+		claims := jwt.MapClaims{}
+		_, err := jwt.ParseWithClaims(strings.TrimPrefix(s.Auth, "Bearer "), claims, func(*jwt.Token) (any, error) { return &key.PublicKey, nil },
+			jwt.WithValidMethods([]string{"RS256"}), jwt.WithAudience("shop-s1"), jwt.WithExpirationRequired())
+		if err != nil || claims["userId"] != s.User {
+			t.Errorf("token of %s: claims %v, %v", s.User, claims, err)
+		}
+	}
+}
