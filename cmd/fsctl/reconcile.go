@@ -1,17 +1,22 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/reconcile"
 )
 
 type reconcileOptions struct {
 	endpoints endpointFlags
+	profile   profileFlag
 	cfg       reconcile.Config
+	items     []string
+	confirm   time.Duration
 	output    string
 }
 
@@ -42,16 +47,28 @@ Oversell and duplicate orders are left to a person. --rebuild-redis restores the
 from PostgreSQL after Redis lost it: it waits for Kafka to drain, pauses, preloads quantity − sold,
 restores every live order, and resumes.
 
+With --profile naming a checkout other than fsctl serve, reconcile reads it only through what the
+profile declares (its sql queries, its redis key templates, its kafka topic and group): per item,
+oversold (live orders or sold above quantity, a negative stock key), the sold counter against the
+live orders, Redis stock + live orders = quantity (units lost or doubled), a missing stock key,
+and, when redis.buyers and sql.liveBuyers are both declared, buyers without an order and orders
+without a buyer. The consumer lag explains units and buyers still on their way. --fix applies only
+the fixes the profile declares (fix.sold, fix.stock: recount, fix.buyers: recount); any other
+finding says the profile declares no fix for it. --rebuild-redis is only for fsctl serve.
+
 Exit status: 0 consistent, 1 a violation (or reconcile could not run).`,
 		Example: `  fsctl reconcile --sale black-friday
   fsctl reconcile --sale black-friday --fix
   fsctl reconcile --sale black-friday --rebuild-redis      # after Redis restarted empty
-  fsctl reconcile --sale black-friday -o json | jq '.items[].findings'`,
+  fsctl reconcile --sale black-friday -o json | jq '.items[].findings'
+  fsctl reconcile --profile profiles/spring-article.yaml --sale article
+  fsctl reconcile --profile profiles/spring-article.yaml --sale article --item 42 --fix`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runReconcile(cmd, o) },
 	}
 	f := cmd.Flags()
 	o.endpoints.bind(f, true)
+	o.profile.bind(f)
 	c := &o.cfg
 	f.StringVar(&c.SaleID, "sale", "", "sale to reconcile (required)")
 	f.BoolVar(&c.Fix, "fix", false, "repair what is safe to repair, explaining each change")
@@ -62,6 +79,8 @@ Exit status: 0 consistent, 1 a violation (or reconcile could not run).`,
 	f.DurationVar(&c.DrainTimeout, "drain-timeout", time.Minute, "how long --rebuild-redis waits for Kafka to drain")
 	f.DurationVar(&c.OrphanAge, "orphan-age", 30*time.Second, "age after which a hold without an order is orphaned, not in flight")
 	f.DurationVar(&c.Timeout, "timeout", 5*time.Second, "timeout of each network call")
+	f.StringSliceVar(&o.items, "item", nil, "reconcile only this item (repeatable; with a profile other than fsctl serve's)")
+	f.DurationVar(&o.confirm, "confirm-after", 500*time.Millisecond, "with a profile: pause between the two reads a finding must show in")
 	f.StringVarP(&o.output, "output", "o", "table", "table or json")
 	_ = cmd.MarkFlagRequired("sale")
 	return cmd
@@ -71,10 +90,19 @@ func runReconcile(cmd *cobra.Command, o reconcileOptions) error {
 	if o.output != "table" && o.output != "json" {
 		return fmt.Errorf("--output %q: want table or json", o.output)
 	}
-	cfg := o.cfg
-	cfg.RedisURL, cfg.PostgresURL, cfg.Brokers = o.endpoints.redisURL, o.endpoints.postgresURL, o.endpoints.brokers
-	cfg.Progress = cmd.ErrOrStderr()
-	rep, err := reconcile.Run(cmd.Context(), cfg)
+	p, err := o.profile.load()
+	if err != nil {
+		return err
+	}
+	var rep *reconcile.Report
+	if p.IsDeep() {
+		if len(o.items) > 0 {
+			return usageError(errors.New("--item is for a profile other than fsctl serve's: the bundled server is reconciled whole"))
+		}
+		rep, err = reconcileDeep(cmd, o)
+	} else {
+		rep, err = reconcileProfile(cmd, o, p)
+	}
 	if err != nil {
 		return err
 	}
@@ -88,7 +116,41 @@ func runReconcile(cmd *cobra.Command, o reconcileOptions) error {
 	case err != nil:
 		return err
 	case !rep.OK():
-		return &exitError{code: 1, err: fmt.Errorf("sale %s: Redis, PostgreSQL and Kafka disagree", cfg.SaleID)}
+		return &exitError{code: 1, err: fmt.Errorf("sale %s: Redis, PostgreSQL and Kafka disagree", o.cfg.SaleID)}
 	}
 	return nil
+}
+
+// reconcileDeep reconciles fsctl serve order by order, as reconcile always has.
+func reconcileDeep(cmd *cobra.Command, o reconcileOptions) (*reconcile.Report, error) {
+	cfg := o.cfg
+	cfg.RedisURL, cfg.PostgresURL, cfg.Brokers = o.endpoints.redisURL, o.endpoints.postgresURL, o.endpoints.brokers
+	cfg.Progress = cmd.ErrOrStderr()
+	rep, err := reconcile.Run(cmd.Context(), cfg)
+	return &rep, err
+}
+
+// reconcileProfile reconciles a foreign checkout through what its profile declares; the order
+// log's flags, when given, override the profile's names.
+func reconcileProfile(cmd *cobra.Command, o reconcileOptions, p *profile.Profile) (*reconcile.Report, error) {
+	if o.cfg.RebuildRedis {
+		return nil, usageError(fmt.Errorf("--rebuild-redis is only for fsctl serve; profile %s declares a checkout fsctl cannot rebuild", p.Name))
+	}
+	f := cmd.Flags()
+	if f.Changed("orders-topic") {
+		p.Kafka.Topic = o.cfg.OrdersTopic
+	}
+	if f.Changed("dead-letter-topic") {
+		p.Kafka.DeadLetter = o.cfg.DeadLetterTopic
+	}
+	if f.Changed("consumer-group") {
+		p.Kafka.Group = o.cfg.ConsumerGroup
+	}
+	tgt, err := profile.Connect(cmd.Context(), p, o.endpoints.redisURL, o.endpoints.postgresURL)
+	if err != nil {
+		return nil, err
+	}
+	defer tgt.Close()
+	return reconcile.RunProfile(cmd.Context(), reconcile.ProfileConfig{Target: tgt, Sale: o.cfg.SaleID, Items: o.items,
+		Brokers: o.endpoints.brokers, Fix: o.cfg.Fix, Confirm: o.confirm, Timeout: o.cfg.Timeout, Progress: cmd.ErrOrStderr()})
 }
