@@ -18,6 +18,7 @@ import (
 
 type warroomOptions struct {
 	endpoints  endpointFlags
+	profile    profileFlag
 	wr         warroom.Endpoints
 	alerts     string
 	once       bool
@@ -50,7 +51,14 @@ Operator actions (pause/resume the sale or admission, the admission rate, kill s
 through the first --server's /admin/v1 API with --admin-token, each after a y/n confirmation.
 
 A source that is down shows DOWN on its panel and the dashboard goes on; one that is not
-configured (--no-redis, no --admin-token, ...) shows "not available". When stdout is not a
+configured (--no-redis, no --admin-token, ...) shows "not available" with the reason.
+
+With the --profile of another checkout (not fsctl serve), it reads only what the profile
+declares: items (stock left over the shards, buyers, holds) through its Redis key templates and
+sql.items/sql.item; orders (sold, live, paid) through its queries, with drift = Redis's
+quantity - stock against the live orders; Kafka lag when it names kafka.topic and kafka.group;
+traffic, admission and payment only with http.metrics, the control panel only with http.admin.
+The rest shows "not available" with the reason, never DOWN. When stdout is not a
 terminal, or with --once, it prints one snapshot (rates over --window) as a table or JSON;
 --fail-on warn|crit makes that exit 1 when such an alert fires.
 --record appends every snapshot as a JSON line, the timeline of a game day.`,
@@ -58,12 +66,15 @@ terminal, or with --once, it prints one snapshot (rates over --window) as a tabl
   fsctl warroom --sale black-friday --server http://10.0.0.5:8080 --server http://10.0.0.6:8080 --alerts examples/warroom-alerts.yaml
   fsctl warroom --sale black-friday --record gameday.jsonl
   fsctl warroom --sale black-friday --once --output json
-  fsctl warroom --sale black-friday --once --fail-on crit   # CI: exit 1 on a critical alert`,
+  fsctl warroom --sale black-friday --once --fail-on crit   # CI: exit 1 on a critical alert
+  fsctl warroom --sale article --profile profiles/spring-article.yaml --once`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runWarroom(cmd, o) },
 	}
 	f := cmd.Flags()
 	o.endpoints.bind(f, true)
+	o.profile.bind(f)
+	f.StringSliceVar(&o.wr.Items, "item", nil, "with a --profile of another checkout: an item to watch; repeat for each (default every item its sql.items returns)")
 	f.StringVar(&o.wr.Sale, "sale", "", "sale to watch (required)")
 	f.StringSliceVar(&o.wr.Servers, "server", defaultServers(), "base URL of a checkout instance; repeat for each (env "+envServers+")")
 	f.StringVar(&o.wr.AdminToken, "admin-token", os.Getenv(envAdminToken), "operator token for the control panel and actions (env "+envAdminToken+")")
@@ -103,7 +114,12 @@ func runWarroom(cmd *cobra.Command, o warroomOptions) error {
 			return usageError(err)
 		}
 	}
+	prof, err := o.profile.load()
+	if err != nil {
+		return err
+	}
 	e := o.wr
+	e.Profile = prof
 	e.RedisURL, e.PostgresURL, e.Brokers = o.endpoints.redisURL, o.endpoints.postgresURL, o.endpoints.brokers
 	if o.noRedis {
 		e.RedisURL = ""

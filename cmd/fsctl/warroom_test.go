@@ -2,11 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/fsctl/fsctl/examples/articleshop/articletest"
 	"github.com/fsctl/fsctl/stack"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
 	"github.com/fsctl/fsctl/warroom"
@@ -101,5 +105,83 @@ func TestWarroomFailOnFiringAlerts(t *testing.T) {
 	}
 	if _, code, err = runCLI(t, append(args, "--fail-on", "warn")...); code != 1 || !strings.Contains(err.Error(), "sources_down") {
 		t.Fatalf("--fail-on warn: exit %d %v", code, err)
+	}
+}
+
+func TestWarroomOnceJSONOfTheArticleShopThroughItsProfile(t *testing.T) {
+	shop := articletest.Start(t, 20)
+	item := shop.Items[0]
+	var mu sync.Mutex
+	answers := map[int]int{}
+	var wg sync.WaitGroup
+	for i := range 30 {
+		wg.Go(func() {
+			code, _ := shop.Buy(fmt.Sprintf("buyer-%d", i), item)
+			mu.Lock()
+			answers[code]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if answers[http.StatusAccepted] != 20 || answers[http.StatusGone] != 10 {
+		t.Fatalf("answers %v, want 20 accepted and 10 sold out", answers)
+	}
+	shop.WaitOrders(item, 20)
+	out, code, err := runCLI(t, "warroom", "--once", "-o", "json", "--window", "0", "--sale", shop.Sale, "--profile", shop.ProfilePath,
+		"--item", item, "--server", shop.Base, "--redis-url", shop.RedisURL, "--postgres-url", shop.PostgresURL,
+		"--kafka-brokers", strings.Join(shop.Brokers, ","), "--orders-topic", shop.Topic, "--consumer-group", shop.Group)
+	if err != nil || code != 0 {
+		t.Fatalf("exit %d: %v\n%s", code, err, out)
+	}
+	var s warroom.Snapshot
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("output is not a snapshot: %v\n%s", err, out)
+	}
+	if s.Profile != "spring-article" {
+		t.Errorf("snapshot names profile %q", s.Profile)
+	}
+	if !s.Items.OK() || len(s.Items.Data) != 1 || s.Items.Data[0].Quantity != 20 || s.Items.Data[0].Remaining != 0 || s.Items.Data[0].Buyers != 20 {
+		t.Errorf("items %+v", s.Items)
+	}
+	if !s.Orders.OK() || len(s.Orders.Data) != 1 || s.Orders.Data[0].Live != 20 || s.Orders.Data[0].Sold != 20 || s.Derived.MaxDrift != 0 {
+		t.Errorf("orders %+v, drift %d", s.Orders, s.Derived.MaxDrift)
+	}
+	if !s.Pipeline.OK() || s.Pipeline.Data.Group != shop.Group {
+		t.Errorf("pipeline %+v", s.Pipeline)
+	}
+	for name, st := range map[string]warroom.Status{"traffic": s.Traffic.Status, "admission": s.Admission.Status,
+		"payment": s.Payment.Status, "control": s.Control.Status} {
+		if st.State != warroom.NotAvailable || !strings.Contains(st.Reason, "the profile declares no") {
+			t.Errorf("%s: %+v, want not available because the profile declares no such endpoint", name, st)
+		}
+	}
+}
+
+func TestWarroomTableOfAProfileWithABrokenQuery(t *testing.T) {
+	shop := articletest.Start(t, 5)
+	b, err := os.ReadFile(shop.ProfilePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(string(b), "live: SELECT count(*) FROM flash_sale_order", "live: SELECT count(*) FROM flash_sale_orders", 1)
+	if broken == string(b) {
+		t.Fatal("the shipped profile's sql.live changed; update this test")
+	}
+	key := filepath.Join(articletest.Root(), "examples", "articleshop", "keys", "buyer-signing.pem")
+	broken = strings.Replace(broken, "../examples/articleshop/keys/buyer-signing.pem", key, 1) // the copy lives elsewhere
+	path := filepath.Join(t.TempDir(), "broken-article.yaml")
+	if err := os.WriteFile(path, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code, err := runCLI(t, "warroom", "--once", "--window", "0", "--sale", shop.Sale, "--profile", path, "--item", shop.Items[0],
+		"--server", shop.Base, "--redis-url", shop.RedisURL, "--postgres-url", shop.PostgresURL, "--no-kafka")
+	if err != nil || code != 0 {
+		t.Fatalf("exit %d: %v\n%s", code, err, out)
+	}
+	for _, want := range []string{"profile spring-article", "items      ok", "orders     down", "query sql.live", `relation "flash_sale_orders" does not exist`,
+		"traffic    n/a", "not available: the profile declares no metrics endpoint", "pipeline   n/a", "not available: no Kafka brokers given"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
 	}
 }
