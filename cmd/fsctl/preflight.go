@@ -17,6 +17,7 @@ const envServers = "FSCTL_SERVERS"
 
 type preflightOptions struct {
 	endpoints endpointFlags
+	profile   profileFlag
 	cfg       preflight.Config
 	output    string
 	strict    bool
@@ -25,7 +26,7 @@ type preflightOptions struct {
 func newPreflightCmd() *cobra.Command {
 	var o preflightOptions
 	cmd := &cobra.Command{
-		Use:   "preflight --sale ID",
+		Use:   "preflight --sale ID [--profile FILE]",
 		Short: "Check that everything is ready for a sale to open, and say exactly what is not",
 		Long: `Run the pre-sale checklist against PostgreSQL, Redis, Kafka and the checkout servers:
 
@@ -42,6 +43,18 @@ func newPreflightCmd() *cobra.Command {
   capacity  the room's admission rate below the throughput of a fsctl blast report
   controls  no kill switch thrown; sale and room paused only with --expect-paused
 
+  profile   the target profile fits the live target: every query runs and returns sane values
+            (sql.items, per item sql.item, sql.live, sql.paid, sql.shards, sql.userOrders,
+            sql.liveBuyers), the purchase template renders and a buyer's token can be minted
+
+With --profile naming a checkout fsctl did not write (not deep), only what the profile declares
+is checked: schema gives way to the profile group; stock reads the profile's keys (each counter an
+integer >= 0, their sum = quantity - live orders, a shard's keys in one hash slot, buyers a set or
+hash); kafka checks the profile's topic and group, if it declares one; servers GET http.health;
+clocks read its Date header; sale, capacity and controls are skipped (they are fsctl serve's).
+--sale is then optional (the profile's ${sale}), and --fix repairs only what the profile declares
+(fix.stock: recount sets a missing counter of an unsharded item to quantity - live).
+
 Every probe has a timeout (--timeout), so a service that is down is a failed check naming its
 address, never a hang. --fix applies only repairs that cannot hurt — preload missing stock
 counters (or reload an item nothing was sold of), load the scripts, create the topics — says
@@ -51,20 +64,23 @@ Exit status: 0 ready; 1 not ready (a check failed, or warned with --strict) or p
 		Example: `  fsctl preflight --sale black-friday
   fsctl preflight --sale black-friday --server http://10.0.0.5:8080 --server http://10.0.0.6:8080
   fsctl preflight --sale black-friday --fix
+  fsctl preflight --profile profiles/spring-article.yaml --server http://shop:8080 --item 1001
   fsctl preflight --sale black-friday --file examples/sale.yaml --capacity-report blast.json --strict -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runPreflight(cmd, o) },
 	}
 	f := cmd.Flags()
 	o.endpoints.bind(f, true)
+	o.profile.bind(f)
 	c := &o.cfg
-	f.StringVar(&c.SaleID, "sale", "", "sale to check (required)")
+	f.StringVar(&c.SaleID, "sale", "", "sale to check (required unless the --profile is a foreign target's)")
+	f.StringArrayVar(&c.Items, "item", nil, "check only this item of a foreign target; repeat for each (default every item sql.items returns)")
 	f.StringSliceVar(&c.Servers, "server", defaultServers(), "base URL of a checkout instance; repeat for each (env "+envServers+")")
 	f.StringVarP(&c.SaleFile, "file", "f", "", "sale file the stored sale must match")
 	f.StringVar(&c.RoomRedisURL, "room-redis-url", os.Getenv(envRoomRedisURL), "Redis of the waiting rooms when not --redis-url (env "+envRoomRedisURL+")")
 	f.StringVar(&c.OrdersTopic, "orders-topic", "", "orders topic (default the server's)")
 	f.StringVar(&c.DeadLetterTopic, "dead-letter-topic", "", "dead-letter topic (default the server's)")
-	f.StringVar(&c.ConsumerGroup, "consumer-group", preflight.DefaultConsumerGroup, "the order consumer's group")
+	f.StringVar(&c.ConsumerGroup, "consumer-group", "", "the order consumer's group (default the server's "+preflight.DefaultConsumerGroup+", or the profile's kafka.group)")
 	f.IntVar(&c.Partitions, "partitions", 6, "partitions of the orders topic when --fix creates it")
 	f.StringVar(&c.SwitchesKey, "switches-key", "", "Redis hash of the kill switches (default the server's)")
 	f.DurationVar(&c.PaymentTimeout, "payment-timeout", 0, "the servers' --payment-timeout (default the server's default)")
@@ -76,7 +92,6 @@ Exit status: 0 ready; 1 not ready (a check failed, or warned with --strict) or p
 	f.DurationVar(&c.Timeout, "timeout", 1500*time.Millisecond, "timeout of each group of probes")
 	f.BoolVar(&o.strict, "strict", false, "fail on warnings too")
 	f.StringVarP(&o.output, "output", "o", "table", "table or json")
-	_ = cmd.MarkFlagRequired("sale")
 	return cmd
 }
 
@@ -94,7 +109,19 @@ func runPreflight(cmd *cobra.Command, o preflightOptions) error {
 	if o.cfg.Timeout <= 0 || o.cfg.MaxSkew <= 0 {
 		return errors.New("--timeout and --max-skew must be positive")
 	}
+	prof, err := o.profile.load()
+	if err != nil {
+		return err
+	}
+	if o.cfg.SaleID == "" && prof.IsDeep() {
+		return usageError(errors.New(`required flag "sale" not set`))
+	}
 	cfg := o.cfg
+	cfg.Profile = prof
+	if prof.IsDeep() {
+		// The bundled server's secret, as serve reads it, so the profile check mints a real token.
+		cfg.TokenSecret = defaultJWTSecret()
+	}
 	cfg.RedisURL, cfg.PostgresURL, cfg.Brokers = o.endpoints.redisURL, o.endpoints.postgresURL, o.endpoints.brokers
 	if o.output == "table" && cfg.Fix {
 		fmt.Fprintln(cmd.ErrOrStderr(), "preflight: checking, then applying the safe fixes and checking again...")
@@ -113,7 +140,7 @@ func runPreflight(cmd *cobra.Command, o preflightOptions) error {
 	case err != nil:
 		return err
 	case !rep.Ready(o.strict):
-		return &exitError{code: 1, err: fmt.Errorf("sale %s is not ready: %d failed, %d warnings", cfg.SaleID, rep.Count(preflight.Fail), rep.Count(preflight.Warn))}
+		return &exitError{code: 1, err: fmt.Errorf("sale %s (profile %s) is not ready: %d failed, %d warnings", cfg.SaleID, prof.Name, rep.Count(preflight.Fail), rep.Count(preflight.Warn))}
 	}
 	return nil
 }

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/fsctl/fsctl/examples/articleshop/articletest"
 	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/testenv"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
 )
 
@@ -38,11 +41,59 @@ func TestPreflightCommand(t *testing.T) {
 	}
 }
 
+// TestPreflightForeignProfile: --profile points preflight at the Spring-article shop (no --sale:
+// the article has none); ready, then a drifted counter exits 1 naming the item.
+func TestPreflightForeignProfile(t *testing.T) {
+	s := articletest.Start(t, 4)
+	item := s.Items[0]
+	args := []string{"preflight", "--profile", s.ProfilePath, "--redis-url", s.RedisURL, "--postgres-url", s.PostgresURL,
+		"--kafka-brokers", strings.Join(s.Brokers, ","), "--orders-topic", s.Topic, "--consumer-group", s.Group,
+		"--server", s.Base, "--item", item, "--timeout", "3s", "-o", "json"}
+	out, code, err := runCLI(t, args...)
+	type result struct{ Group, Check, Status, Detail string }
+	var rep struct {
+		Ready   bool     `json:"ready"`
+		Profile string   `json:"profile"`
+		Results []result `json:"results"`
+	}
+	find := func(check string) result {
+		t.Helper()
+		rep.Results = nil
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("%v:\n%s", err, out)
+		}
+		for _, r := range rep.Results {
+			if r.Check == check {
+				return r
+			}
+		}
+		t.Fatalf("no check %q:\n%s", check, out)
+		return result{}
+	}
+	if r := find("sale"); code != 0 || !rep.Ready || rep.Profile != "spring-article" || r.Status != "skip" {
+		t.Fatalf("exit %d (%v), sale check %+v:\n%s", code, err, r, out)
+	}
+	if r := find("stock " + item); r.Status != "pass" || !strings.Contains(r.Detail, "redis 4 on 1 shard(s), expected 4") {
+		t.Fatalf("stock: %+v", r)
+	}
+	key := s.Profile.Keys(s.Sale, item, 1)[0].Stock
+	if err := testenv.Redis(t).IncrBy(context.Background(), key, 3).Err(); err != nil {
+		t.Fatal(err)
+	}
+	out, code, _ = runCLI(t, args...)
+	if r := find("stock " + item); code != 1 || rep.Ready || r.Status != "fail" || !strings.Contains(r.Detail, "redis holds 7, expected 4") {
+		t.Fatalf("drift: exit %d, %+v", code, r)
+	}
+}
+
 func TestPreflightFlags(t *testing.T) {
 	if _, _, err := runCLI(t, "preflight"); err == nil || !strings.Contains(err.Error(), "sale") {
 		t.Fatalf("no --sale: %v", err)
 	}
 	if _, _, err := runCLI(t, "preflight", "--sale", "s", "-o", "yaml"); err == nil || !strings.Contains(err.Error(), "table or json") {
 		t.Fatalf("bad --output: %v", err)
+	}
+	if _, code, err := runCLI(t, "preflight", "--sale", "s", "--profile", "no-such-profile.yaml"); code != 2 || err == nil {
+		t.Fatalf("missing profile: exit %d, %v", code, err)
 	}
 }
