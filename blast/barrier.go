@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -172,7 +174,9 @@ func (p Plan) buy(ctx context.Context, client *http.Client, c click) ([]Record, 
 	return recs, nil
 }
 
-// prepare mints every buyer's token and builds every click's request before the start.
+// prepare mints every buyer's token and builds every click's request before the start. Buyers
+// are prepared on every CPU: an RS256 signature costs milliseconds, and thousands of them one
+// after the other would make the release late.
 func (p Plan) prepare() ([]click, error) {
 	journey := p.Journey
 	if journey == nil {
@@ -185,28 +189,57 @@ func (p Plan) prepare() ([]click, error) {
 	if len(roster) > 0 {
 		last = p.Intended(roster[len(roster)-1])
 	}
-	ttl := last.Sub(now) + time.Hour
-	clicks := make([]click, 0, len(roster)*p.Clicks)
+	ttl := last.Sub(now) + p.target().TokenTTL()
+	clicks := make([]click, len(roster)*p.Clicks)
+	errs := make([]error, len(roster))
 	step := max(1, len(roster)/10)
-	for n, b := range roster {
-		tok, err := p.Minter.Mint(b.User, b.Target.SaleID, now, ttl)
-		if err != nil {
-			return nil, fmt.Errorf("token for %s: %w", b.User, err)
-		}
-		for c := 1; c <= p.Clicks; c++ {
-			key := p.Key(b, c)
-			a, err := journey.Prepare(p, b, key, tok)
-			if err != nil {
-				return nil, err
+	var next atomic.Int64
+	var failed atomic.Bool
+	var mu sync.Mutex // serializes the progress calls
+	done := 0
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), max(1, len(roster))) {
+		wg.Go(func() {
+			for n := int(next.Add(1) - 1); n < len(roster) && !failed.Load(); n = int(next.Add(1) - 1) {
+				if errs[n] = p.prepareBuyer(journey, roster[n], now, ttl, clicks[n*p.Clicks:(n+1)*p.Clicks]); errs[n] != nil {
+					failed.Store(true)
+					return
+				}
+				if p.Progress != nil {
+					mu.Lock()
+					if done++; done%step == 0 || done == len(roster) {
+						p.Progress(done, len(roster))
+					}
+					mu.Unlock()
+				}
 			}
-			clicks = append(clicks, click{attempt: a, token: tok, rec: Record{Buyer: b.Index, User: b.User,
-				Target: b.Target, Key: key, Click: c, Intended: p.Intended(b)}})
-		}
-		if p.Progress != nil && ((n+1)%step == 0 || n+1 == len(roster)) {
-			p.Progress(n+1, len(roster))
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
 		}
 	}
 	return clicks, nil
+}
+
+// prepareBuyer mints one buyer's token and prepares its clicks into out.
+func (p Plan) prepareBuyer(journey Journey, b Buyer, now time.Time, ttl time.Duration, out []click) error {
+	tok, err := p.Minter.Mint(b.User, b.Target.SaleID, now, ttl)
+	if err != nil {
+		return fmt.Errorf("token for %s: %w", b.User, err)
+	}
+	for c := 1; c <= p.Clicks; c++ {
+		key := p.Key(b, c)
+		a, err := journey.Prepare(p, b, key, tok)
+		if err != nil {
+			return err
+		}
+		out[c-1] = click{attempt: a, token: tok, rec: Record{Buyer: b.Index, User: b.User,
+			Target: b.Target, Key: key, Click: c, Intended: p.Intended(b)}}
+	}
+	return nil
 }
 
 // fire runs one click: its first attempt, retries with the same key while the answer is a

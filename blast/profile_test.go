@@ -20,6 +20,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/examples/articleshop/articletest"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/stack"
@@ -273,5 +274,40 @@ func TestProfileRS256(t *testing.T) {
 		if err != nil || claims["userId"] != s.User {
 			t.Errorf("token of %s: claims %v, %v", s.User, claims, err)
 		}
+	}
+}
+
+// TestBlastTheArticleShop fires 300 buyers over two items of 50 of the Spring-article shop
+// through its shipped profile: exactly 100 reserved, everyone else sold out, and the profile's
+// checks of its PostgreSQL and Redis hold.
+func TestBlastTheArticleShop(t *testing.T) {
+	s := articletest.Start(t, 50, 50)
+	ctx := context.Background()
+	targets := []blast.Target{{SaleID: s.Sale, ItemID: s.Items[0]}, {SaleID: s.Sale, ItemID: s.Items[1]}}
+	p := plan(s.Base, targets, 300)
+	p.Profile, p.Secret = s.Profile, nil
+	res, err := blast.Run(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, so := count(res.Records, outcome.Reserved), count(res.Records, outcome.SoldOut); r != 100 || so != 200 {
+		t.Fatalf("%d RESERVED, %d SOLD_OUT; want 100 and 200", r, so)
+	}
+	tg, err := profile.Connect(ctx, s.Profile, s.RedisURL, s.PostgresURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	limits, err := blast.LimitsFromDB(ctx, tg.DB, targets)
+	if err != nil || limits[targets[1]] != (blast.ItemLimit{Stock: 50, PerUser: 1}) {
+		t.Fatalf("limits %+v, %v", limits, err)
+	}
+	vs, err := blast.CheckProfile(ctx, tg, s.Sale, res.Records, limits, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs = append(vs, blast.CheckResponses(res.Records, limits)...)
+	if len(vs) != 6 || blast.Failed(vs) {
+		t.Errorf("verdicts %+v", vs)
 	}
 }

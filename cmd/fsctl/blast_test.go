@@ -229,3 +229,16 @@ func TestBlastThroughTheArticleProfile(t *testing.T) {
 		t.Errorf("--room with the article profile: exit %d, %v; want a usage error", code, err)
 	}
 }
+
+// TestBlastLimitsFromAnUnreachableDatabase: without --stock/--limit and without a sale page, the
+// limits come from the profile's SQL; a database that is not there is an error naming the query
+// and pointing at the flags.
+func TestBlastLimitsFromAnUnreachableDatabase(t *testing.T) {
+	hs := httptest.NewServer(http.NotFoundHandler())
+	defer hs.Close()
+	_, code, err := runCLI(t, "blast", "--profile", filepath.Join("..", "..", "profiles", "spring-article.yaml"), "--target", hs.URL,
+		"--sale", "article", "--item", "1", "--postgres-url", "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2")
+	if code != 1 || err == nil || !strings.Contains(err.Error(), "sql.item") || !strings.Contains(err.Error(), "--stock and --limit") {
+		t.Errorf("exit %d, %v; want an error naming sql.item and --stock/--limit", code, err)
+	}
+}
