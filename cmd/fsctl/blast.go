@@ -256,6 +256,9 @@ func (o blastOptions) plan(now time.Time) (blast.Plan, map[blast.Target]blast.It
 }
 
 func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) error {
+	// Buyers are prepared on every CPU and the burst's ticker starts at the release instant, so
+	// both may write progress at once when preparing runs late (slow RS256 signatures).
+	progress = &lockedWriter{w: progress}
 	prof, err := o.profile.load()
 	if err != nil {
 		return err

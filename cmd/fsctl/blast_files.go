@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -70,4 +71,16 @@ func showBurstProgress(w io.Writer, at time.Time, answered *atomic.Int64) (stop 
 		close(done)
 		<-finished
 	}
+}
+
+// lockedWriter serializes writes from goroutines that share one progress stream.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
