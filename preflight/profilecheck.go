@@ -69,109 +69,46 @@ func fixField(e *env, field string) string {
 	return fmt.Sprintf("correct %s in the profile (%s) for this target", field, e.prof.Source())
 }
 
-// findings collects what is wrong with one item, the worst status winning.
-type findings struct {
-	status          Status
-	problems, fixes []string
-}
-
-func (f *findings) add(s Status, problem, fix string) {
-	if f.status == "" || f.status == Pass || s == Fail {
-		f.status = s
-	}
-	f.problems = append(f.problems, problem)
-	if fix != "" {
-		f.fixes = append(f.fixes, fix)
-	}
-}
-
-func (f *findings) query(e *env, err error) {
-	fix := ""
-	if qe, ok := errors.AsType[*profile.QueryError](err); ok {
-		fix = fixField(e, qe.Query)
-	} else if errors.Is(err, profile.ErrNoItem) {
-		fix = "is the item id right? else " + fixField(e, "sql.item")
-	}
-	f.add(Fail, err.Error(), fix)
-}
-
 // itemQueries runs every query of one item and checks its values make sense together.
 func itemQueries(ctx context.Context, e *env, item string, limit int) Result {
-	r := Result{Group: "profile", Check: "queries " + item}
-	sale := e.cfg.SaleID
-	var f findings
-	row, err := e.pdb.Item(ctx, sale, item)
-	if err != nil {
-		f.query(e, err)
-	} else if row.Quantity < 0 || row.Sold < 0 || row.Sold > row.Quantity {
-		f.add(Fail, fmt.Sprintf("sql.item returned quantity %d, sold %d: want 0 <= sold <= quantity", row.Quantity, row.Sold),
-			"either "+fixField(e, "sql.item")+", or the item oversold: fsctl reconcile")
+	ip := e.pdb.ProbeItem(ctx, e.cfg.SaleID, item, probeUser, limit)
+	r := Result{Group: "profile", Check: "queries " + item, Status: Pass,
+		Detail: fmt.Sprintf("quantity %d, sold %d, live %d", ip.Quantity, ip.Sold, ip.Live)}
+	if ip.HasPaid {
+		r.Detail += fmt.Sprintf(", paid %d", ip.Paid)
 	}
-	live, err := e.pdb.Live(ctx, sale, item)
-	switch {
-	case err != nil:
-		f.query(e, err)
-	case live < 0 || (f.status == "" && live > row.Quantity):
-		f.add(Fail, fmt.Sprintf("sql.live returned %d: want 0..quantity %d", live, row.Quantity),
-			"either "+fixField(e, "sql.live")+", or the item oversold: fsctl reconcile")
+	r.Detail += fmt.Sprintf(", %d shard(s), %d order(s) of the probe user", ip.Shards, ip.ProbeOrders)
+	if ip.HasBuyers {
+		r.Detail += fmt.Sprintf(", %d live buyer(s)", len(ip.Buyers))
 	}
-	paid, hasPaid, err := e.pdb.Paid(ctx, sale, item)
-	switch {
-	case err != nil:
-		f.query(e, err)
-	case hasPaid && (paid < 0 || paid > live):
-		f.add(Fail, fmt.Sprintf("sql.paid returned %d: want 0..live %d", paid, live), fixField(e, "sql.paid"))
-	}
-	shards, err := e.pdb.Shards(ctx, sale, item)
-	if err != nil {
-		f.query(e, err)
-	} else if shards < 1 {
-		f.add(Fail, fmt.Sprintf("sql.shards returned %d: want at least 1", shards), fixField(e, "sql.shards"))
-	}
-	probe, err := e.pdb.UserOrders(ctx, sale, item, probeUser)
-	if err != nil {
-		f.query(e, err)
-	}
-	buyers, hasBuyers, err := e.pdb.LiveBuyers(ctx, sale, item)
-	if err != nil {
-		f.query(e, err)
-	} else if hasBuyers {
-		checkLiveBuyers(e, &f, buyers, live, limit)
-	}
-	r.Detail = fmt.Sprintf("quantity %d, sold %d, live %d", row.Quantity, row.Sold, live)
-	if hasPaid {
-		r.Detail += fmt.Sprintf(", paid %d", paid)
-	}
-	r.Detail += fmt.Sprintf(", %d shard(s), %d order(s) of the probe user", shards, len(probe))
-	if hasBuyers {
-		r.Detail += fmt.Sprintf(", %d live buyer(s)", len(buyers))
-	}
-	if f.status == "" {
-		r.Status = Pass
+	if len(ip.Problems) == 0 {
 		return r
 	}
-	r.Status = f.status
-	r.Detail = strings.Join(f.problems, "; ") + " (" + r.Detail + ")"
-	r.Fix = strings.Join(f.fixes, "; ")
+	var problems, fixes []string
+	r.Status = Warn
+	for _, pr := range ip.Problems {
+		if !pr.Warn {
+			r.Status = Fail
+		}
+		problems = append(problems, pr.Err.Error())
+		fixes = append(fixes, problemFix(e, pr))
+	}
+	r.Detail = strings.Join(problems, "; ") + " (" + r.Detail + ")"
+	r.Fix = strings.Join(fixes, "; ")
 	return r
 }
 
-// checkLiveBuyers compares sql.liveBuyers with sql.live: with one unit per user each live order
-// is one buyer; otherwise the units the query counts add up to the live orders. They are read a
-// moment apart, so a purchase in between makes them differ: a warning, not a failure.
-func checkLiveBuyers(e *env, f *findings, buyers map[string]int64, live int64, limit int) {
-	var units int64
-	for _, n := range buyers {
-		units += n
+// problemFix says what to do about one query's problem.
+func problemFix(e *env, pr profile.Problem) string {
+	switch {
+	case pr.NoItem():
+		return "is the item id right? else " + fixField(e, pr.Field)
+	case pr.Warn:
+		return "run again; if they still differ, " + fixField(e, pr.Field) + " (or sql.live)"
+	case !pr.Query && (pr.Field == "sql.item" || pr.Field == "sql.live"):
+		return "either " + fixField(e, pr.Field) + ", or the item oversold: fsctl reconcile"
 	}
-	got, what := units, "units"
-	if limit == 1 {
-		got, what = int64(len(buyers)), "buyers"
-	}
-	if got != live {
-		f.add(Warn, fmt.Sprintf("sql.liveBuyers counts %d live %s, sql.live %d orders", got, what, live),
-			"run again; if they still differ, "+fixField(e, "sql.liveBuyers")+" (or sql.live)")
-	}
+	return fixField(e, pr.Field)
 }
 
 // templates renders the purchase request and mints a token for a sample buyer.

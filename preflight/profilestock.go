@@ -152,9 +152,9 @@ func profileSlots(e *env, item string, shards []profile.ShardInventory) Result {
 				names = append(names, k)
 			}
 		}
-		slot := KeySlot(names[0])
+		slot := profile.KeySlot(names[0])
 		for _, n := range names[1:] {
-			if s := KeySlot(n); s != slot {
+			if s := profile.KeySlot(n); s != slot {
 				r.Status = Fail
 				r.Detail = fmt.Sprintf("shard %d: %s is in slot %d, %s in slot %d", sh.Keys.Shard, names[0], slot, n, s)
 				r.Fix = "give every key of a shard one hash tag (${tag} in redis.stock, buyers and holds of " + e.prof.Source() + ")"

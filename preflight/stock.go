@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
@@ -138,9 +139,9 @@ func itemSlots(saleID string, it sale.Item) Result {
 	var slots []string
 	for k := range it.ShardCount() {
 		names := shardKeyNames(stock.ShardKeys(saleID, it.ID, k))
-		slot := KeySlot(names[0])
+		slot := profile.KeySlot(names[0])
 		for _, n := range names[1:] {
-			if s := KeySlot(n); s != slot {
+			if s := profile.KeySlot(n); s != slot {
 				res.Status = Fail
 				res.Detail = fmt.Sprintf("shard %d: %s is in slot %d, %s in slot %d", k, names[0], slot, n, s)
 				res.Fix = "the key scheme lost its hash tag: this fsctl build is broken, report it"

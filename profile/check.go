@@ -90,8 +90,12 @@ func (t *Target) Check(ctx context.Context, cfg CheckConfig) CheckReport {
 	}
 	c.purchase(first, token)
 	c.http(ctx)
+	limit := 1
+	if len(items) > 0 {
+		limit = c.limit(ctx)
+	}
 	for _, item := range items {
-		shards := c.item(ctx, item)
+		shards := c.item(ctx, item, limit)
 		c.keys(ctx, item, shards)
 	}
 	c.kafka(ctx)
@@ -201,54 +205,53 @@ func (c *checker) items(ctx context.Context) []string {
 	if len(c.cfg.Items) == 0 {
 		c.add("sql.items", CheckOK, fmt.Sprintf("%d items: %s", len(items), clip(items, 5)), "")
 	}
-	if pul := c.t.P.SQL.PerUserLimit; pul != "" {
-		n, err := c.t.DB.PerUserLimit(ctx, c.cfg.Sale)
-		c.query("sql.perUserLimit", err, n >= 1, fmt.Sprintf("per-user limit %d", n))
-	}
 	return items
 }
 
-// query adds one query's line: its error, or whether its value is sane.
-func (c *checker) query(field string, err error, sane bool, detail string) bool {
+// limit reads the per-user limit the live-buyers query is judged against.
+func (c *checker) limit(ctx context.Context) int {
+	n, err := c.t.DB.PerUserLimit(ctx, c.cfg.Sale)
 	switch {
+	case c.t.P.SQL.PerUserLimit == "":
 	case err != nil:
-		c.add(field, CheckFail, err.Error(), "fix "+field+" so it runs on the target")
-		return false
-	case !sane:
-		c.add(field, CheckFail, detail+": not a sane value", "fix "+field+": "+queryPurpose[strings.TrimPrefix(field, "sql.")])
-		return false
+		c.add("sql.perUserLimit", CheckFail, err.Error(), "fix sql.perUserLimit so it runs on the target")
+	case n < 1:
+		c.add("sql.perUserLimit", CheckFail, fmt.Sprintf("per-user limit %d: want at least 1", n), "fix sql.perUserLimit")
+	default:
+		c.add("sql.perUserLimit", CheckOK, fmt.Sprintf("per-user limit %d", n), "")
 	}
-	c.add(field, CheckOK, detail, "")
-	return true
+	return max(n, 1)
 }
 
-// item runs every per-item query and returns the item's shard count.
-func (c *checker) item(ctx context.Context, item string) int {
-	db := c.t.DB
-	row, err := db.Item(ctx, c.cfg.Sale, item)
-	if !c.query("sql.item", err, row.Quantity >= 0 && row.Sold >= 0 && row.Sold <= row.Quantity,
-		fmt.Sprintf("item %s: quantity %d, sold %d", item, row.Quantity, row.Sold)) {
-		return 1
+// item runs every per-item query (ProbeItem judges them) and returns the item's shard count.
+func (c *checker) item(ctx context.Context, item string, limit int) int {
+	ip := c.t.DB.ProbeItem(ctx, c.cfg.Sale, item, probeUser, limit)
+	lines := []struct {
+		field, detail string
+		declared      bool
+	}{
+		{"sql.item", fmt.Sprintf("item %s: quantity %d, sold %d", item, ip.Quantity, ip.Sold), true},
+		{"sql.shards", fmt.Sprintf("item %s: %d shards", item, ip.Shards), c.t.P.Sharded()},
+		{"sql.live", fmt.Sprintf("item %s: %d live orders", item, ip.Live), true},
+		{"sql.paid", fmt.Sprintf("item %s: %d paid orders", item, ip.Paid), c.t.P.SQL.Paid != ""},
+		{"sql.userOrders", fmt.Sprintf("item %s: %d orders of %s, columns id and status", item, ip.ProbeOrders, probeUser), true},
+		{"sql.liveBuyers", fmt.Sprintf("item %s: %d live buyers", item, len(ip.Buyers)), c.t.P.SQL.LiveBuyers != ""},
 	}
-	shards, err := db.Shards(ctx, c.cfg.Sale, item)
-	if c.t.P.Sharded() {
-		c.query("sql.shards", err, shards >= 1, fmt.Sprintf("item %s: %d shards", item, shards))
-	}
-	live, err := db.Live(ctx, c.cfg.Sale, item)
-	c.query("sql.live", err, live >= 0 && live <= row.Quantity, fmt.Sprintf("item %s: %d live orders", item, live))
-	if paid, ok, err := db.Paid(ctx, c.cfg.Sale, item); ok || err != nil {
-		c.query("sql.paid", err, paid >= 0 && paid <= live, fmt.Sprintf("item %s: %d paid orders", item, paid))
-	}
-	orders, err := db.UserOrders(ctx, c.cfg.Sale, item, probeUser)
-	c.query("sql.userOrders", err, true, fmt.Sprintf("item %s: %d orders of %s", item, len(orders), probeUser))
-	if buyers, ok, err := db.LiveBuyers(ctx, c.cfg.Sale, item); ok || err != nil {
-		var units int64
-		for _, n := range buyers {
-			units += n
+	for _, l := range lines {
+		pr, bad := ip.Problem(l.field)
+		switch {
+		case !l.declared:
+		case !bad:
+			c.add(l.field, CheckOK, l.detail, "")
+		case pr.Warn:
+			c.add(l.field, CheckWarn, pr.Err.Error(), "run again; if they still differ, fix "+l.field)
+		case pr.Query:
+			c.add(l.field, CheckFail, pr.Err.Error(), "fix "+l.field+" so it runs on the target")
+		default:
+			c.add(l.field, CheckFail, pr.Err.Error(), "fix "+l.field+": "+queryPurpose[strings.TrimPrefix(l.field, "sql.")])
 		}
-		c.query("sql.liveBuyers", err, units == live, fmt.Sprintf("item %s: %d buyers holding %d units (sql.live says %d)", item, len(buyers), units, live))
 	}
-	return max(shards, 1)
+	return max(ip.Shards, 1)
 }
 
 func (c *checker) keys(ctx context.Context, item string, shards int) {

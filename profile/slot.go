@@ -2,9 +2,9 @@ package profile
 
 import "strings"
 
-// KeySlot is the Redis Cluster hash slot of a key (CRC16/XMODEM of its hash tag, or of the whole
-// key without one, modulo 16384), computed locally because CLUSTER KEYSLOT answers only on a
-// cluster: keys one Lua script touches must share a slot.
+// KeySlot is the Redis Cluster hash slot of a key: CRC16 (XMODEM) of its hash tag — the part
+// between the first "{" and the next "}" when that is not empty — or of the whole key, mod 16384.
+// Computed here because CLUSTER KEYSLOT only answers on a cluster.
 func KeySlot(key string) int {
 	if open := strings.IndexByte(key, '{'); open >= 0 {
 		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
