@@ -102,23 +102,27 @@ func RunProfile(ctx context.Context, cfg ProfileConfig) (*Report, error) {
 	return after, err
 }
 
+// lag reads the order consumer's lag into rep.Kafka: 0 when the profile declares no order log,
+// -1 (unknown: orders may be on their way) when it declares one that cannot be read.
+func (r *profileRun) lag(ctx context.Context, rep *Report) int64 {
+	switch {
+	case r.p.Kafka.Topic == "" || r.p.Kafka.Group == "":
+		return 0
+	case r.kafka == nil:
+		return -1
+	}
+	rep.Kafka = r.kafkaReport(ctx)
+	if rep.Kafka.Error != "" {
+		return -1
+	}
+	return rep.Kafka.Group.Lag
+}
+
 // inspect reads every item, and once more after cfg.Confirm when the first read finds anything,
 // keeping only what both reads found.
 func (r *profileRun) inspect(ctx context.Context) (*Report, error) {
 	rep := &Report{SaleID: r.cfg.Sale, Profile: r.p.Name, At: r.cfg.Now().UTC()}
-	lag := int64(0)
-	if r.p.Kafka.Topic != "" && r.p.Kafka.Group != "" {
-		if r.kafka == nil {
-			lag = -1 // declared but not readable: orders may be on their way
-		} else {
-			rep.Kafka = r.kafkaReport(ctx)
-			lag = rep.Kafka.Group.Lag
-			if rep.Kafka.Error != "" {
-				lag = -1
-			}
-		}
-	}
-	first, err := r.readAll(ctx, lag)
+	first, err := r.readAll(ctx, r.lag(ctx, rep))
 	if err != nil {
 		return nil, err
 	}
@@ -132,14 +136,7 @@ func (r *profileRun) inspect(ctx context.Context) (*Report, error) {
 		return nil, ctx.Err()
 	case <-time.After(r.cfg.Confirm):
 	}
-	if rep.Kafka != nil {
-		rep.Kafka = r.kafkaReport(ctx)
-		lag = rep.Kafka.Group.Lag
-		if rep.Kafka.Error != "" {
-			lag = -1
-		}
-	}
-	second, err := r.readAll(ctx, lag)
+	second, err := r.readAll(ctx, r.lag(ctx, rep))
 	if err != nil {
 		return nil, err
 	}
