@@ -1,0 +1,45 @@
+package profile
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/fsctl/fsctl/profiles"
+)
+
+// FuzzParse: any bytes either parse into a profile whose templates render and whose keys can
+// be named, or fail with an error; never a panic. A field error always names its field.
+func FuzzParse(f *testing.F) {
+	for _, name := range []string{"fsctl.yaml", "spring-article.yaml"} {
+		b, err := profiles.Files.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(base))
+	f.Add([]byte("name: x\npurchase: {url: '/${'}\n"))
+	f.Add([]byte("redis: {shardTag: '{${shard}'}\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := Parse(b, "fuzz", "")
+		if err != nil {
+			var fe *FieldError
+			if errors.As(err, &fe) && fe.Field == "" {
+				t.Fatalf("field error without a field: %v", err)
+			}
+			return
+		}
+		if !slices.Contains(methods, p.Purchase.Method) || p.Name == "" || p.Redis.Stock == "" {
+			t.Fatalf("parsed an invalid profile: %+v", p)
+		}
+		if _, err := p.PurchaseRequest("http://h", Buy{Sale: "s", Item: "i", User: "u", Key: "k", Token: "t"}); err != nil {
+			t.Logf("request: %v", err) // a URL template may render into a URL net/http refuses
+		}
+		for _, k := range p.Keys("s", "i", 3) {
+			if k.Stock == "" && p.Redis.Stock != "" && p.Redis.Tag != "" {
+				t.Fatalf("stock key rendered empty from %q", p.Redis.Stock)
+			}
+		}
+	})
+}
