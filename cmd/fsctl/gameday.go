@@ -61,6 +61,7 @@ Without --scenario the built-in scenario runs (fsctl gameday --print-default sho
 	f.IntVar(&o.stack.cfg.KafkaPort, "kafka-port", o.stack.cfg.KafkaPort, "Kafka broker port of the stack")
 	f.IntVar(&o.stack.cfg.KafkaControllerPort, "kafka-controller-port", o.stack.cfg.KafkaControllerPort, "Kafka controller port of the stack")
 	f.StringVar(&o.stack.cfg.KafkaLibs, "kafka-libs", "", "folder of the Kafka broker jars (default <dir>/kafka/libs)")
+	cmd.AddCommand(newGamedayDrillCmd())
 	return cmd
 }
 
