@@ -147,8 +147,8 @@ func (c *checker) purchase(item, token string) {
 		c.add("purchase.body", CheckFail, fmt.Sprintf("Content-Type is JSON but the rendered body is not: %s", body), "fix purchase.body")
 		return
 	}
-	c.add("purchase", CheckOK, fmt.Sprintf("%s %s, headers %s, body %d bytes (rendered, not sent: a check never buys)",
-		req.Method, req.URL, strings.Join(sortedKeys(req.Header), ", "), len(body)), "")
+	c.add("purchase", CheckOK, fmt.Sprintf("%s %s; headers %s; %d-byte body (rendered, never sent)",
+		req.Method, req.URL.RequestURI(), strings.Join(sortedKeys(req.Header), ", "), len(body)), "")
 }
 
 func (c *checker) http(ctx context.Context) {
@@ -318,7 +318,7 @@ func (c *checker) kafka(ctx context.Context) {
 	case g.Members == 0:
 		c.add("kafka.group", CheckWarn, fmt.Sprintf("%s has no members (lag %d): is the consumer running?", k.Group, g.Lag), "start the target's order consumer")
 	default:
-		c.add("kafka.group", CheckOK, fmt.Sprintf("%s: %d members, lag %d", k.Group, g.Members, g.Lag), "")
+		c.add("kafka.group", CheckOK, fmt.Sprintf("%s: %d member(s), lag %d", k.Group, g.Members, g.Lag), "")
 	}
 }
 

@@ -41,7 +41,7 @@ func TestCheckArticleTarget(t *testing.T) {
 	if rep.Failed() {
 		t.Fatalf("the shipped profile does not fit its shop: %v", lines(rep, profile.CheckFail))
 	}
-	for _, want := range []string{"token: rs256 token", "purchase: POST " + s.Base + "/api/flash-sales/items/", "http.health: GET",
+	for _, want := range []string{"token: rs256 token", "purchase: POST /api/flash-sales/items/", "http.health: GET",
 		"sql.items: 2 items", "sql.item: item " + s.Items[0] + ": quantity 3, sold 1", "sql.live: item " + s.Items[0] + ": 1 live orders",
 		"redis.stock: {item:" + s.Items[1] + "}:stock = 2", "redis.buyers: {item:" + s.Items[0] + "}:buyers is a set", "kafka.group: " + s.Group} {
 		if !strings.Contains(strings.Join(lines(rep, profile.CheckOK), "\n"), want) {
