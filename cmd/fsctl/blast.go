@@ -314,6 +314,11 @@ func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) erro
 	if err != nil {
 		return err
 	}
+	if late := res.Released.Sub(res.At); late > 100*time.Millisecond {
+		fmt.Fprintf(progress, "warning: the release opened %s late: preparing the buyers took %s; give --in (or --at) more time, "+
+			"or mint the tokens ahead with `fsctl profile tokens` (an RS256 token costs about a millisecond)\n",
+			late.Round(time.Millisecond), res.Prepared.Round(time.Millisecond))
+	}
 	if err := writeRequestFiles(o, p, res, limits); err != nil {
 		return err
 	}
