@@ -172,7 +172,7 @@ func (d *drill) burst(ctx context.Context) step {
 		prefix := "drill-" + strconv.FormatInt(d.cfg.Now().UnixNano()%1e9, 36) + "-"
 		plan := blast.Plan{BaseURL: d.cfg.Target, Targets: d.targets, Buyers: d.cfg.Buyers, UserPrefix: prefix,
 			Profile: d.p, Clicks: d.cfg.Clicks, Conns: d.cfg.Conns, Timeout: requestTimeout,
-			At: d.cfg.Now().Add(2 * time.Second)}
+			At: d.cfg.Now().Add(2 * time.Second), Now: d.cfg.Now}
 		if d.cfg.Secret != "" {
 			plan.Secret = []byte(d.cfg.Secret)
 		}

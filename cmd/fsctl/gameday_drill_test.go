@@ -38,13 +38,14 @@ func articleProfileFile(t *testing.T, s *articletest.Shop) string {
 }
 
 // TestGamedayDrillArticle drills the Spring-article shop from the command line, through a
-// profile file only: it passes (exit 0) and the JSON report says so with every unit sold once.
+// profile file only, buyers arriving on an open schedule: it passes (exit 0) and the JSON report
+// says so with every unit sold once.
 func TestGamedayDrillArticle(t *testing.T) {
 	t.Parallel()
 	s := articletest.Start(t, 25, 15)
 	out, code, err := runCLI(t, "gameday", "drill", "--profile", articleProfileFile(t, s), "--sale", s.Sale,
 		"--target", s.Base, "--redis-url", s.RedisURL, "--postgres-url", s.PostgresURL,
-		"--kafka-brokers", strings.Join(s.Brokers, ","), "--buyers", "150", "--settle", "30s", "-o", "json")
+		"--kafka-brokers", strings.Join(s.Brokers, ","), "--buyers", "150", "--rate", "500/s", "--settle", "30s", "-o", "json")
 	if code != 0 {
 		t.Fatalf("exit %d (%v):\n%s", code, err, out)
 	}
