@@ -12,7 +12,11 @@ import (
 
 // Render prints the checklist as a table, what --fix did, and a one-line verdict.
 func (r Report) Render(w io.Writer, strict bool) error {
-	fmt.Fprintf(w, "preflight of sale %s at %s\n", r.SaleID, r.At.Format("2006-01-02T15:04:05Z"))
+	what := "sale " + r.SaleID
+	if r.SaleID == "" {
+		what = "target" // a foreign target without sales
+	}
+	fmt.Fprintf(w, "preflight of %s at %s\n", what, r.At.Format("2006-01-02T15:04:05Z"))
 	if r.Profile != "" {
 		fmt.Fprintf(w, "target profile %s (%s)\n", r.Profile, r.ProfileSource)
 	}

@@ -20,15 +20,17 @@ type KafkaReport struct {
 	// Group is the order consumer; its lag is orders still on their way to PostgreSQL.
 	Group events.GroupState `json:"consumer"`
 	// DeadLetters counts this sale's messages on the dead-letter topic, of DeadLettersTotal.
-	DeadLetters      int64  `json:"deadLetters"`
-	DeadLettersTotal int64  `json:"deadLettersTotal"`
-	Error            string `json:"error,omitempty"`
+	DeadLetters      int64 `json:"deadLetters"`
+	DeadLettersTotal int64 `json:"deadLettersTotal"`
+	// DeadLetterTopic is the topic counted; empty when the target declares none.
+	DeadLetterTopic string `json:"deadLetterTopic,omitempty"`
+	Error           string `json:"error,omitempty"`
 }
 
 func (c *conns) kafkaReport(ctx context.Context, saleID string) *KafkaReport {
 	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.Timeout)
 	defer cancel()
-	k := &KafkaReport{}
+	k := &KafkaReport{DeadLetterTopic: c.cfg.DeadLetterTopic}
 	var errs []string
 	g, err := events.GroupLag(ctx, c.kafka, c.cfg.OrdersTopic, c.cfg.ConsumerGroup)
 	if err != nil {

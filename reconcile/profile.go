@@ -189,7 +189,7 @@ func (r *profileRun) read(ctx context.Context, item string, lag int64) (profileI
 func (r *profileRun) kafkaReport(ctx context.Context) *KafkaReport {
 	ctx, cancel := context.WithTimeout(ctx, 2*r.cfg.Timeout)
 	defer cancel()
-	k := &KafkaReport{}
+	k := &KafkaReport{DeadLetterTopic: r.p.Kafka.DeadLetter}
 	var errs []string
 	g, err := events.GroupLag(ctx, r.kafka, r.p.Kafka.Topic, r.p.Kafka.Group)
 	if err != nil {

@@ -34,8 +34,11 @@ func (r Report) Render(w io.Writer) error {
 		return err
 	}
 	if k := r.Kafka; k != nil {
-		fmt.Fprintf(w, "kafka: group %s %s, %d member(s), lag %d; dead letters: %d of this sale (%d in all)\n",
-			k.Group.Group, k.Group.State, k.Group.Members, k.Group.Lag, k.DeadLetters, k.DeadLettersTotal)
+		dead := fmt.Sprintf("dead letters: %d of this sale (%d in all)", k.DeadLetters, k.DeadLettersTotal)
+		if k.DeadLetterTopic == "" {
+			dead = "no dead-letter topic declared"
+		}
+		fmt.Fprintf(w, "kafka: group %s %s, %d member(s), lag %d; %s\n", k.Group.Group, k.Group.State, k.Group.Members, k.Group.Lag, dead)
 		if k.Error != "" {
 			fmt.Fprintf(w, "kafka: %s\n", k.Error)
 		}
