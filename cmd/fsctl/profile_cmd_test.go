@@ -1,0 +1,78 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fsctl/fsctl/examples/articleshop/articletest"
+	"github.com/fsctl/fsctl/profile"
+)
+
+func TestProfileCheckCommand(t *testing.T) {
+	t.Parallel()
+	s := articletest.Start(t, 4)
+	path := articleProfileFile(t, s)
+	ends := []string{"--redis-url", s.RedisURL, "--postgres-url", s.PostgresURL, "--kafka-brokers", strings.Join(s.Brokers, ",")}
+
+	out, code, err := runCLI(t, append([]string{"profile", "check", "-f", path, "--sale", s.Sale, "--target", s.Base}, ends...)...)
+	if code != 0 || !strings.Contains(out, "PROFILE OK") || !strings.Contains(out, "{item:"+s.Items[0]+"}:stock = 4") {
+		t.Fatalf("check of the shipped profile: exit %d (%v)\n%s", code, err, out)
+	}
+	out, code, _ = runCLI(t, append([]string{"profile", "check", "-f", path, "--sale", s.Sale, "-o", "json"}, ends...)...)
+	var rep profile.CheckReport
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep.Profile != "spring-article" || len(rep.Lines) < 8 {
+		t.Fatalf("json: exit %d\n%s", code, out)
+	}
+
+	// A query that fails on the live target: exit 1, the query's name and the database's error.
+	b, _ := os.ReadFile(path)
+	broken := filepath.Join(t.TempDir(), "broken.yaml")
+	text := strings.Replace(string(b), "live: SELECT count(*) FROM flash_sale_order ", "live: SELECT count(*) FROM flash_sale_ordr ", 1)
+	if err := os.WriteFile(broken, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code, _ = runCLI(t, append([]string{"profile", "check", "-f", broken, "--sale", s.Sale}, ends...)...)
+	if code != 1 || !strings.Contains(out, `query sql.live: ERROR: relation "flash_sale_ordr" does not exist`) {
+		t.Fatalf("broken query: exit %d\n%s", code, out)
+	}
+
+	// A malformed profile: exit 2, the line and the field.
+	malformed := filepath.Join(t.TempDir(), "malformed.yaml")
+	if err := os.WriteFile(malformed, []byte(strings.Replace(string(b), "type: rs256", "type: rs512", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, code, err = runCLI(t, "profile", "check", "-f", malformed, "--sale", s.Sale)
+	if code != 2 || err == nil || !strings.Contains(err.Error(), `token.type: "rs512": want hs256, rs256, file or none`) || !strings.Contains(err.Error(), "line ") {
+		t.Fatalf("malformed profile: exit %d, %v", code, err)
+	}
+}
+
+func TestProfileShowAndTokens(t *testing.T) {
+	t.Parallel()
+	out, code, _ := runCLI(t, "profile", "show")
+	if code != 0 || !strings.Contains(out, "deep: fsctl") {
+		t.Fatalf("show: %d\n%s", code, out)
+	}
+	out, code, _ = runCLI(t, "profile", "show", "spring-article")
+	if code != 0 || !strings.Contains(out, "/api/flash-sales/items/${item}/purchase") {
+		t.Fatalf("show spring-article: %d\n%s", code, out)
+	}
+	if _, code, err := runCLI(t, "profile", "show", "nope"); code != 2 || !strings.Contains(err.Error(), "fsctl.yaml, spring-article.yaml") {
+		t.Fatalf("show nope: %d %v", code, err)
+	}
+	file := filepath.Join(t.TempDir(), "tokens.txt")
+	shipped := filepath.Join(articletest.Root(), "profiles", "spring-article.yaml")
+	if _, code, err := runCLI(t, "profile", "tokens", "-f", shipped, "--buyers", "12", "-o", file); code != 0 {
+		t.Fatalf("tokens: %d %v", code, err)
+	}
+	b, err := os.ReadFile(file)
+	if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); err != nil || len(lines) != 12 || !strings.HasPrefix(lines[11], "blast-11 ey") {
+		t.Fatalf("token file: %v\n%s", err, b)
+	}
+	if _, code, _ := runCLI(t, "profile", "tokens", "--buyers", "0"); code != 2 {
+		t.Fatalf("--buyers 0: exit %d", code)
+	}
+}
