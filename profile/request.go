@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -16,12 +17,14 @@ type Buy struct {
 }
 
 func (b Buy) vars() Vars {
-	return Vars{"sale": b.Sale, "item": b.Item, "user": b.User, "key": b.Key, "token": b.Token, "buyer": fmt.Sprint(b.Buyer)}
+	return Vars{"sale": b.Sale, "item": b.Item, "user": b.User, "key": b.Key, "token": b.Token, "buyer": strconv.Itoa(b.Buyer)}
 }
 
 // PurchaseURL renders the purchase URL under base (the target's base URL).
-func (p *Profile) PurchaseURL(base string, b Buy) string {
-	u := Render(p.Purchase.URL, b.vars())
+func (p *Profile) PurchaseURL(base string, b Buy) string { return p.purchaseURL(base, b.vars()) }
+
+func (p *Profile) purchaseURL(base string, v Vars) string {
+	u := Render(p.Purchase.URL, v)
 	if strings.HasPrefix(u, "/") {
 		return strings.TrimRight(base, "/") + u
 	}
@@ -31,17 +34,17 @@ func (p *Profile) PurchaseURL(base string, b Buy) string {
 // PurchaseRequest builds a buyer's purchase request. Its body can be sent again: GetBody is set,
 // so retries and replays resend the same bytes.
 func (p *Profile) PurchaseRequest(base string, b Buy) (*http.Request, error) {
+	vars := b.vars() // once: buyers are prepared by the ten thousand
 	var body io.Reader
-	payload := []byte(Render(p.Purchase.Body, b.vars()))
-	if len(payload) > 0 {
-		body = bytes.NewReader(payload)
+	if p.Purchase.Body != "" {
+		body = bytes.NewReader([]byte(Render(p.Purchase.Body, vars)))
 	}
-	req, err := http.NewRequest(p.Purchase.Method, p.PurchaseURL(base, b), body)
+	req, err := http.NewRequest(p.Purchase.Method, p.purchaseURL(base, vars), body)
 	if err != nil {
 		return nil, fmt.Errorf("purchase.url: %w", err)
 	}
 	for name, v := range p.Purchase.Headers {
-		if v = Render(v, b.vars()); v != "" {
+		if v = Render(v, vars); v != "" {
 			req.Header.Set(name, v)
 		}
 	}
