@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -64,7 +65,7 @@ func Parse(b []byte, source, dir string) (*Profile, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(p); err != nil {
-		return nil, err
+		return nil, explainTypeError(err)
 	}
 	if err := p.validate(); err != nil {
 		var fe *FieldError
@@ -289,4 +290,44 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// unknownField is yaml's message for a misspelt field, in Go's words.
+var unknownField = regexp.MustCompile(`field (\S+) not found in type profile\.(\w+)`)
+
+// explainTypeError says yaml's complaints in the profile's words: "line 7: unknown field keyfile
+// (token has: type, secret, ...)" rather than a Go type name.
+func explainTypeError(err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	msgs := make([]string, len(te.Errors))
+	for i, m := range te.Errors {
+		msgs[i] = unknownField.ReplaceAllStringFunc(m, func(s string) string {
+			sub := unknownField.FindStringSubmatch(s)
+			return fmt.Sprintf("unknown field %s (%s)", sub[1], knownFields(sub[2]))
+		})
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// knownFields lists the fields a section of the profile has, by its Go type's name.
+func knownFields(typeName string) string {
+	var t reflect.Type
+	for _, v := range []any{Profile{}, Purchase{}, Token{}, HTTP{}, Redis{}, SQL{}, Limits{}, Kafka{}, Fix{}} {
+		if reflect.TypeOf(v).Name() == typeName {
+			t = reflect.TypeOf(v)
+		}
+	}
+	if t == nil {
+		return "see docs/profiles.md"
+	}
+	var names []string
+	for i := range t.NumField() {
+		if tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]; tag != "" && tag != "-" {
+			names = append(names, tag)
+		}
+	}
+	return "known here: " + strings.Join(names, ", ")
 }

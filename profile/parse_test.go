@@ -84,7 +84,7 @@ func TestParseNamesFieldAndLine(t *testing.T) {
 		{"buyers fix without keys", "sql:", "fix: {buyers: recount}\nsql:", "fix.buyers: recount needs redis.buyers and sql.liveBuyers"},
 		{"deep with fix", "name: shop", "name: shop\ndeep: fsctl\nfix: {stock: recount}", "fix: a deep target is repaired"},
 		{"deep other", "name: shop", "name: shop\ndeep: spring", `line 2: deep: "spring": the only deep target is "fsctl"`},
-		{"unknown field", "name: shop", "name: shop\nnmae: x", "line 2: field nmae not found"},
+		{"unknown field", "name: shop", "name: shop\nnmae: x", "line 2: unknown field nmae (known here: name, description, deep, purchase"},
 		{"bad health path", "sql:", "http: {health: health}\nsql:", `http.health: "health": want a path starting with /`},
 		{"negative limit", "sql:", "limits: {perUser: -1}\nsql:", "limits.perUser: -1: must be at least 1"},
 	}
