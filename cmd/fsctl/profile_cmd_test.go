@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -25,6 +26,35 @@ func TestProfileCheckCommand(t *testing.T) {
 	var rep profile.CheckReport
 	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep.Profile != "spring-article" || len(rep.Lines) < 8 {
 		t.Fatalf("json: exit %d\n%s", code, out)
+	}
+
+	// Tokens minted ahead, then a burst that reads them instead of signing: the file's users buy.
+	tokens := filepath.Join(t.TempDir(), "tokens.txt")
+	if _, code, err := runCLI(t, "profile", "tokens", "-f", path, "--buyers", "20", "--user-prefix", "early-", "-o", tokens); code != 0 {
+		t.Fatalf("tokens: %d %v", code, err)
+	}
+	out, code, err = runCLI(t, append([]string{"blast", "--profile", path, "--tokens", tokens, "--target", s.Base, "--sale", s.Sale,
+		"--item", s.Items[0], "--buyers", "20", "--in", "1s", "--max-skew", "0", "-o", "json"}, ends[:4]...)...)
+	var sum struct {
+		Sold int `json:"sold"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &sum) != nil || sum.Sold != 4 {
+		t.Fatalf("blast with --tokens: exit %d (%v)\n%s", code, err, out)
+	}
+	s.WaitOrders(s.Items[0], 4)
+	tg, err := profile.Connect(context.Background(), s.Profile, s.RedisURL, s.PostgresURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	live, _, err := tg.DB.LiveBuyers(context.Background(), s.Sale, s.Items[0])
+	for u := range live {
+		if !strings.HasPrefix(u, "early-") {
+			t.Errorf("order of %s: the buyers are the token file's users", u)
+		}
+	}
+	if err != nil || len(live) != 4 {
+		t.Fatalf("live buyers %v (%v)", live, err)
 	}
 
 	// A query that fails on the live target: exit 1, the query's name and the database's error.
