@@ -62,6 +62,7 @@ type blastOptions struct {
 	duration      time.Duration
 	maxSkew       time.Duration
 	engine        string
+	tokens        string
 }
 
 func newBlastCmd(sub ...*cobra.Command) *cobra.Command {
@@ -171,6 +172,7 @@ error, 2 an invariant broken or a bad flag.`,
 	f.DurationVar(&o.ramp, "ramp", 0, "with --rate, climb from 0 to the rate over this long first")
 	f.DurationVar(&o.duration, "duration", 0, "with --rate, run this long: the buyers are as many as the schedule releases in it (instead of --buyers)")
 	f.DurationVar(&o.maxSkew, "max-skew", time.Second, "refuse to run when this machine's clock is further than this from the server's (0: do not check)")
+	f.StringVar(&o.tokens, "tokens", "", "buyers' tokens minted ahead (fsctl profile tokens), replacing the profile's token section: its users are the buyers")
 	f.StringVar(&o.engine, "engine", blast.EngineHTTP, "how requests are sent: http (net/http, every journey) or raw (pre-built HTTP/1.1 bytes pipelined over raw connections: the direct purchase only, http:// only, fastest release)")
 	return cmd
 }
@@ -262,6 +264,11 @@ func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) erro
 	prof, err := o.profile.load()
 	if err != nil {
 		return err
+	}
+	if o.tokens != "" {
+		withFile := *prof
+		withFile.Token = profile.Token{Type: profile.TokenFile, File: o.tokens}
+		prof = &withFile
 	}
 	o.prof = prof
 	p, limits, err := o.plan(time.Now())
