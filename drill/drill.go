@@ -157,7 +157,7 @@ func (d *drill) connect(ctx context.Context) step {
 				d.t.Close()
 				return "", false, fmt.Errorf("read item %s: %w", tg.ItemID, err)
 			}
-			d.rep.Items = append(d.rep.Items, ItemResult{Item: tg.ItemID, Stock: d.limits[tg].Stock, RedisBefore: st.Stock})
+			d.rep.Items = append(d.rep.Items, ItemResult{Item: tg.ItemID, Stock: d.limits[tg].Stock, RedisBefore: st.Stock, LiveBefore: st.Live})
 			stock = append(stock, fmt.Sprintf("%s %d/%d in Redis", tg.ItemID, st.Stock, d.limits[tg].Stock))
 		}
 		return fmt.Sprintf("%s answers; items %s; per-user limit %d", d.cfg.Target, strings.Join(stock, ", "),

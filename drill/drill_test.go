@@ -87,6 +87,27 @@ func TestDrillArticle(t *testing.T) {
 	}
 }
 
+// TestDrillOnASaleUnderWay drills an item that already sold some units: the sale has settled
+// when the live orders are those of before plus the new RESERVED answers.
+func TestDrillOnASaleUnderWay(t *testing.T) {
+	t.Parallel()
+	s := articletest.Start(t, 30)
+	for _, u := range []string{"early-1", "early-2", "early-3"} {
+		if st, body := s.Buy(u, s.Items[0]); st != 202 {
+			t.Fatalf("purchase of %s: %d %s", u, st, body)
+		}
+	}
+	s.WaitOrders(s.Items[0], 3)
+	rep := run(t, Config{Profile: s.Profile, Target: s.Base, Sale: s.Sale, RedisURL: s.RedisURL,
+		PostgresURL: s.PostgresURL, Brokers: s.Brokers, Buyers: 60, Settle: 20 * time.Second})
+	if !rep.Passed || len(rep.Items) != 1 {
+		t.Fatalf("drill failed: %v", rep.Failures)
+	}
+	if it := rep.Items[0]; it.LiveBefore != 3 || it.Reserved != 27 || it.Live != 30 || it.RedisLeft != 0 {
+		t.Fatalf("item %+v: want 3 live before, 27 reserved, 30 live, 0 left", it)
+	}
+}
+
 // TestDrillArticleOversold plants five units too many in one item's Redis stock before the
 // burst: the shop promises them, its database refuses the orders, and the drill fails naming
 // the item.

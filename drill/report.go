@@ -43,6 +43,8 @@ type ItemResult struct {
 	// Stock is the item's quantity (sql.item); RedisBefore its Redis stock before the burst.
 	Stock       int64 `json:"stock"`
 	RedisBefore int64 `json:"redisBefore"`
+	// LiveBefore is the live orders the item already had: a drill may run on a sale under way.
+	LiveBefore int64 `json:"liveBefore"`
 	// Reserved counts the distinct RESERVED answers; Live the live orders after the settle.
 	Reserved int64 `json:"reserved"`
 	Live     int64 `json:"live"`

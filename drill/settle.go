@@ -93,8 +93,8 @@ func (d *drill) unsettled(ctx context.Context, client *kafka.Client) ([]string, 
 		if err != nil {
 			return nil, fmt.Errorf("live orders of %s: %w", it.Item, err)
 		}
-		if live != it.Reserved {
-			out = append(out, fmt.Sprintf("item %s: %d live orders for %d RESERVED answers", it.Item, live, it.Reserved))
+		if live != it.LiveBefore+it.Reserved {
+			out = append(out, fmt.Sprintf("item %s: %d live orders for %d before and %d RESERVED answers", it.Item, live, it.LiveBefore, it.Reserved))
 		}
 	}
 	return out, nil
@@ -189,8 +189,8 @@ func (d *drill) invariants() (string, bool, error) {
 		fail = append(fail, "reconcile: "+firstOf(reconcileProblems(d.rep.Reconcile)))
 	}
 	for _, it := range d.rep.Items {
-		if it.Reserved > it.Stock {
-			fail = append(fail, fmt.Sprintf("item %s: %d units RESERVED of a stock of %d", it.Item, it.Reserved, it.Stock))
+		if it.LiveBefore+it.Reserved > it.Stock {
+			fail = append(fail, fmt.Sprintf("item %s: %d units RESERVED on top of %d live orders, of a stock of %d", it.Item, it.Reserved, it.LiveBefore, it.Stock))
 		}
 	}
 	d.rep.Failures, d.rep.Passed = fail, len(fail) == 0

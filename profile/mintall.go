@@ -14,20 +14,26 @@ import (
 // now, on every CPU, and writes them as a token file ("user token" lines, in buyer order) that a
 // profile with token.type file reads. An RS256 signature costs about a millisecond: minting
 // 50,000 tokens ahead of the sale keeps that minute out of the minutes before the release.
-// progress, when set, is told how many are minted, about every 10%.
+// progress, when set, is told how many are minted, about every 10%, one call at a time.
 func (m *Minter) WriteTokens(w io.Writer, sale, prefix string, n int, now time.Time, ttl time.Duration, progress func(done, total int)) error {
 	tokens := make([]string, n)
 	errs := make([]error, n)
 	var next, done atomic.Int64
 	step := int64(max(1, n/10))
 	var wg sync.WaitGroup
+	var mu sync.Mutex // one progress call at a time, in order
 	for range min(runtime.GOMAXPROCS(0), max(n, 1)) {
 		wg.Go(func() {
 			for k := next.Add(1) - 1; k < int64(n); k = next.Add(1) - 1 {
 				tokens[k], errs[k] = m.Mint(prefix+strconv.FormatInt(k, 10), sale, now, ttl)
-				if d := done.Add(1); progress != nil && (d%step == 0 || d == int64(n)) {
+				if progress == nil {
+					continue
+				}
+				mu.Lock()
+				if d := done.Add(1); d%step == 0 || d == int64(n) {
 					progress(int(d), n)
 				}
+				mu.Unlock()
 			}
 		})
 	}

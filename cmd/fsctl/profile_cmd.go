@@ -188,8 +188,7 @@ func runProfileTokens(stdout, progress io.Writer, o profileTokensOptions) error 
 		defer bw.Flush()
 		w = bw
 	}
-	lw := &lockedWriter{w: progress}
 	return m.WriteTokens(w, o.sale, o.prefix, o.buyers, time.Now(), o.ttl, func(done, total int) {
-		fmt.Fprintf(lw, "minted %d/%d tokens\n", done, total)
+		fmt.Fprintf(progress, "minted %d/%d tokens\n", done, total)
 	})
 }
