@@ -74,9 +74,9 @@ func (r *Report) Render(w io.Writer) error {
 		return err
 	}
 	t = tablewriter.NewWriter(w)
-	t.Header("item", "stock", "redis before", "reserved", "live orders", "redis left")
+	t.Header("item", "stock", "redis before", "live before", "reserved", "live orders", "redis left")
 	for _, it := range r.Items {
-		if err := t.Append(it.Item, i64(it.Stock), i64(it.RedisBefore), i64(it.Reserved), i64(it.Live), i64(it.RedisLeft)); err != nil {
+		if err := t.Append(it.Item, i64(it.Stock), i64(it.RedisBefore), i64(it.LiveBefore), i64(it.Reserved), i64(it.Live), i64(it.RedisLeft)); err != nil {
 			return err
 		}
 	}
