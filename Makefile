@@ -86,6 +86,10 @@ GAMEDAY_DIR ?= /tmp/fsctl-gameday
 gameday: deps ## the built-in game day: burst + faults on the local stack, invariants checked (~2 min)
 	$(FSCTL) gameday --report-dir $(GAMEDAY_DIR) $(STACK_FLAGS) </dev/null
 
+.PHONY: drill
+drill: stack-up ## the drill (burst, settle, reconcile) against fsctl serve and the Spring-article shop, through their profiles (~30 s)
+	GO=$(GO) FSCTL=$(FSCTL) scripts/drill.sh </dev/null
+
 clean: ## remove build outputs (the stack's data in .stack stays; `make stack-down` then rm -rf .stack)
 	rm -rf bin
 	$(GO) clean -testcache
