@@ -345,11 +345,7 @@ func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) erro
 			return err
 		}
 	}
-	if o.output == "json" {
-		err = sum.WriteJSON(out)
-	} else {
-		err = sum.Render(out)
-	}
+	err = writeReport(out, o.output, sum)
 	if err == nil {
 		err = renderJourney(out, progress, o, p, res)
 	}

@@ -71,11 +71,7 @@ func runBlastMerge(out io.Writer, o blastMergeOptions, files []string) error {
 			return err
 		}
 	}
-	if o.output == "json" {
-		err = sum.WriteJSON(out)
-	} else {
-		err = sum.Render(out)
-	}
+	err = writeReport(out, o.output, sum)
 	switch {
 	case err != nil:
 		return err

@@ -94,11 +94,7 @@ func runGamedayDrill(cmd *cobra.Command, o gamedayDrillOptions, secretSet bool) 
 		return err
 	}
 	out := cmd.OutOrStdout()
-	if o.output == "json" {
-		err = rep.WriteJSON(out)
-	} else {
-		err = rep.Render(out)
-	}
+	err = writeReport(out, o.output, rep)
 	if err != nil {
 		return err
 	}

@@ -95,11 +95,7 @@ func runProfileCheck(ctx context.Context, out io.Writer, o profileCheckOptions) 
 	defer t.Close()
 	rep := t.Check(ctx, profile.CheckConfig{Sale: o.sale, Items: o.items, Base: strings.TrimRight(o.target, "/"),
 		Secret: o.secret, Brokers: o.endpoints.brokers})
-	if o.output == "json" {
-		err = rep.WriteJSON(out)
-	} else {
-		err = rep.Render(out)
-	}
+	err = writeReport(out, o.output, rep)
 	if err == nil && rep.Failed() {
 		err = &exitError{code: 1, err: fmt.Errorf("profile %s does not fit the target: see the failed lines", p.Name)}
 	}

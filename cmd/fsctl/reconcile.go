@@ -107,11 +107,7 @@ func runReconcile(cmd *cobra.Command, o reconcileOptions) error {
 		return err
 	}
 	out := cmd.OutOrStdout()
-	if o.output == "json" {
-		err = rep.WriteJSON(out)
-	} else {
-		err = rep.Render(out)
-	}
+	err = writeReport(out, o.output, rep)
 	switch {
 	case err != nil:
 		return err
