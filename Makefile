@@ -61,17 +61,8 @@ test: stack-up ## vet, race-enabled tests against the local stack, then every fu
 	$(GO) test -race -count=1 -timeout 15m ./...
 	@$(MAKE) --no-print-directory fuzz
 
-# Fuzz targets are discovered, not listed, so a new Fuzz function is fuzzed in CI without editing this file.
-fuzz: ## run each Fuzz target for FUZZTIME (20s)
-	@files=$$(grep -rl --include='*_test.go' --exclude-dir=.git --exclude-dir=.stack --exclude-dir=testdata --exclude-dir=bin '^func Fuzz' . | sort); \
-	if [ -z "$$files" ]; then echo "fuzz: no Fuzz targets found"; exit 0; fi; \
-	for f in $$files; do \
-		pkg=$$(dirname "$$f"); \
-		for name in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$f"); do \
-			echo "fuzz: $$name in $$pkg for $(FUZZTIME)"; \
-			$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) "$$pkg" || exit 1; \
-		done; \
-	done
+fuzz: ## run each Fuzz target for FUZZTIME (20s); see scripts/fuzz.sh
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMINIMIZE=$(FUZZMINIMIZE) scripts/fuzz.sh
 
 bench: stack-up ## benchmarks in ./benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./benchmarks/
