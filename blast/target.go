@@ -73,14 +73,10 @@ func fetchSale(ctx context.Context, client *http.Client, url string) (saleInfo, 
 	return info, nil
 }
 
-// HealthPath is what the probe and the warm-up GET: fsctl serve's liveness (cheaper than its
-// readiness, which pings three services) for the deep profile, else the profile's health path,
-// else "/". Any status will do: only the connection matters.
+// HealthPath is what the probe and the warm-up GET: the profile's health path, else "/". Any
+// status will do: only the connection matters.
 func HealthPath(prof *profile.Profile, sale string) string {
-	switch {
-	case prof.IsDeep():
-		return "/healthz"
-	case prof.HTTP.Health != "":
+	if prof.HTTP.Health != "" {
 		return profile.Render(prof.HTTP.Health, profile.Vars{"sale": sale})
 	}
 	return "/"

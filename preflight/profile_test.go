@@ -66,7 +66,7 @@ func TestForeignTargetReadyThenDrift(t *testing.T) {
 	expect(t, rep, "hash slots hot", preflight.Pass, "one slot")
 	expect(t, rep, "orders topic", preflight.Pass, tg.c.OrdersTopic)
 	expect(t, rep, "consumer group", preflight.Pass, "1 member(s)")
-	expect(t, rep, "ready "+tg.c.Base, preflight.Pass, "GET /readyz answered 200")
+	expect(t, rep, "ready "+tg.c.Base, preflight.Pass, "GET /healthz answered 200")
 	expect(t, rep, "clock server", preflight.Pass, "this machine is")
 	for _, r := range rep.Results {
 		if r.Check == "scripts" {

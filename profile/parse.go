@@ -104,12 +104,14 @@ func (p *Profile) validateHead() error {
 	case p.Limits.PerUser < 0:
 		return yamlfield.Errorf("limits.perUser", "%d: must be at least 1", p.Limits.PerUser)
 	}
-	if err := checkTemplate(p.HTTP.SalePage, pageVars); err != nil {
-		return &FieldError{Field: "http.salePage", Err: err}
-	}
-	for name, path := range map[string]string{"health": p.HTTP.Health, "metrics": p.HTTP.Metrics, "admin": p.HTTP.Admin, "salePage": p.HTTP.SalePage} {
+	paths := map[string]string{"health": p.HTTP.Health, "metrics": p.HTTP.Metrics, "admin": p.HTTP.Admin, "salePage": p.HTTP.SalePage}
+	for _, name := range sortedKeys(paths) {
+		path := paths[name]
 		if path != "" && !strings.HasPrefix(path, "/") {
 			return yamlfield.Errorf("http."+name, "%q: want a path starting with /", path)
+		}
+		if err := checkTemplate(path, pageVars); err != nil {
+			return &FieldError{Field: "http." + name, Err: err}
 		}
 	}
 	return nil

@@ -87,7 +87,8 @@ type Token struct {
 
 // HTTP names the target's endpoints besides the purchase.
 type HTTP struct {
-	// Health answers 2xx when the target is ready.
+	// Health answers 2xx when the target is up; blast warms its connections on it, so it should
+	// be cheap.
 	Health string `yaml:"health"`
 	// Metrics is fsctl serve's Prometheus endpoint (its metric names).
 	Metrics string `yaml:"metrics"`
