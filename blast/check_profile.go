@@ -75,12 +75,13 @@ func waitReserved(ctx context.Context, t *profile.Target, sale string, recs []Re
 	}
 	for {
 		var still []Record
+		buyers := map[string]map[string]int64{} // item → live buyers, when the profile can list them
 		for _, r := range pending {
-			orders, err := t.DB.UserOrders(ctx, sale, r.Target.ItemID, r.User)
+			live, err := hasLiveOrder(ctx, t, sale, r, buyers)
 			if err != nil {
 				return nil, err
 			}
-			if !slices.ContainsFunc(orders, func(o profile.Order) bool { return t.P.IsLive(o.Status) }) {
+			if !live {
 				still = append(still, r)
 			}
 		}
@@ -92,6 +93,28 @@ func waitReserved(ctx context.Context, t *profile.Target, sale string, recs []Re
 			return nil, err
 		}
 	}
+}
+
+// hasLiveOrder reports whether a buyer has a live order of the record's item: from the item's
+// live buyers, read once per poll, when the profile declares sql.liveBuyers (one query for ten
+// thousand buyers), else from the buyer's own orders (sql.userOrders).
+func hasLiveOrder(ctx context.Context, t *profile.Target, sale string, r Record, buyers map[string]map[string]int64) (bool, error) {
+	item := r.Target.ItemID
+	if t.P.SQL.LiveBuyers != "" {
+		if _, read := buyers[item]; !read {
+			live, _, err := t.DB.LiveBuyers(ctx, sale, item)
+			if err != nil {
+				return false, err
+			}
+			buyers[item] = live
+		}
+		return buyers[item][r.User] > 0, nil
+	}
+	orders, err := t.DB.UserOrders(ctx, sale, item, r.User)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(orders, func(o profile.Order) bool { return t.P.IsLive(o.Status) }), nil
 }
 
 // waitAgree reads every item until Redis and PostgreSQL agree or the deadline passes (orders

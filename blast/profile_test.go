@@ -103,6 +103,18 @@ func TestCheckProfileOnTheBundledCheckout(t *testing.T) {
 	if v := find(t, vs, "Redis agrees with PostgreSQL"); v.OK {
 		t.Errorf("a lost order leaves Redis one unit short, yet %+v", v)
 	}
+
+	// Without sql.liveBuyers each buyer's orders are read one by one: the same loss is found.
+	perBuyer := *tg.P
+	perBuyer.SQL.LiveBuyers = ""
+	one := &profile.Target{P: &perBuyer, DB: profile.NewDB(&perBuyer, tg.Pool()), Stocks: profile.NewStocks(&perBuyer, tg.Redis())}
+	vs, err = blast.CheckProfile(ctx, one, c.Sale.ID, res.Records, limits, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := find(t, vs, "every RESERVED order reached PostgreSQL"); v.OK || len(v.Problems) != 1 || !strings.Contains(v.Problems[0], "hot: "+lostUser) {
+		t.Errorf("a lost order of %s, read buyer by buyer: %+v", lostUser, v)
+	}
 }
 
 func count(recs []blast.Record, c outcome.Code) int {
