@@ -146,20 +146,12 @@ func profileSlots(e *env, item string, shards []profile.ShardInventory) Result {
 	r := Result{Group: "stock", Check: "hash slots " + item, Status: Pass}
 	var slots []string
 	for _, sh := range shards {
-		names := []string{sh.Keys.Stock}
-		for _, k := range []string{sh.Keys.Buyers, sh.Keys.Holds} {
-			if k != "" {
-				names = append(names, k)
-			}
-		}
-		slot := profile.KeySlot(names[0])
-		for _, n := range names[1:] {
-			if s := profile.KeySlot(n); s != slot {
-				r.Status = Fail
-				r.Detail = fmt.Sprintf("shard %d: %s is in slot %d, %s in slot %d", sh.Keys.Shard, names[0], slot, n, s)
-				r.Fix = "give every key of a shard one hash tag (${tag} in redis.stock, buyers and holds of " + e.prof.Source() + ")"
-				return r
-			}
+		slot, n, s, ok := profile.SharedSlot(sh.Keys.Names())
+		if !ok {
+			r.Status = Fail
+			r.Detail = fmt.Sprintf("shard %d: %s is in slot %d, %s in slot %d", sh.Keys.Shard, sh.Keys.Stock, slot, n, s)
+			r.Fix = "give every key of a shard one hash tag (${tag} in redis.stock, buyers and holds of " + e.prof.Source() + ")"
+			return r
 		}
 		slots = append(slots, strconv.Itoa(slot))
 	}

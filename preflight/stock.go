@@ -139,14 +139,12 @@ func itemSlots(saleID string, it sale.Item) Result {
 	var slots []string
 	for k := range it.ShardCount() {
 		names := shardKeyNames(stock.ShardKeys(saleID, it.ID, k))
-		slot := profile.KeySlot(names[0])
-		for _, n := range names[1:] {
-			if s := profile.KeySlot(n); s != slot {
-				res.Status = Fail
-				res.Detail = fmt.Sprintf("shard %d: %s is in slot %d, %s in slot %d", k, names[0], slot, n, s)
-				res.Fix = "the key scheme lost its hash tag: this fsctl build is broken, report it"
-				return res
-			}
+		slot, n, s, ok := profile.SharedSlot(names)
+		if !ok {
+			res.Status = Fail
+			res.Detail = fmt.Sprintf("shard %d: %s is in slot %d, %s in slot %d", k, names[0], slot, n, s)
+			res.Fix = "the key scheme lost its hash tag: this fsctl build is broken, report it"
+			return res
 		}
 		slots = append(slots, fmt.Sprint(slot))
 	}

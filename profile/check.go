@@ -283,8 +283,8 @@ func (c *checker) keys(ctx context.Context, item string, shards int) {
 				c.add(f.field, CheckFail, fmt.Sprintf("%s is a %s: want a set, hash or sorted set", f.key, f.typ), "fix "+f.field)
 			}
 		}
-		for _, key := range []string{k.Buyers, k.Holds} {
-			if key != "" && KeySlot(key) != KeySlot(k.Stock) {
+		for _, key := range k.Names()[1:] {
+			if KeySlot(key) != KeySlot(k.Stock) {
 				c.add("redis.tag", CheckWarn, fmt.Sprintf("%s and %s are in different hash slots: one Lua script cannot touch both on a cluster", k.Stock, key),
 					"give the keys of one item one hash tag, e.g. {item:${item}}")
 			}

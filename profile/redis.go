@@ -16,6 +16,17 @@ type ShardKeys struct {
 	Tag, Stock, Buyers, Holds string
 }
 
+// Names are the shard's keys the profile declares: the stock, then buyers and holds if any.
+func (k ShardKeys) Names() []string {
+	names := []string{k.Stock}
+	for _, n := range []string{k.Buyers, k.Holds} {
+		if n != "" {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
 // Keys renders an item's keys, shard by shard.
 func (p *Profile) Keys(sale, item string, shards int) []ShardKeys {
 	out := make([]ShardKeys, 0, max(shards, 1))

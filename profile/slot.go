@@ -14,6 +14,21 @@ func KeySlot(key string) int {
 	return int(crc16(key) % 16384)
 }
 
+// SharedSlot reports whether keys all hash to the first one's slot, as the keys one Lua script
+// touches must on a cluster; when they do not, it names the first key that strays and its slot.
+func SharedSlot(keys []string) (slot int, stray string, straySlot int, ok bool) {
+	if len(keys) == 0 {
+		return 0, "", 0, true
+	}
+	slot = KeySlot(keys[0])
+	for _, k := range keys[1:] {
+		if s := KeySlot(k); s != slot {
+			return slot, k, s, false
+		}
+	}
+	return slot, "", 0, true
+}
+
 func crc16(s string) uint16 {
 	var crc uint16
 	for i := 0; i < len(s); i++ {

@@ -44,3 +44,16 @@ func containsBrace(s string) bool {
 	}
 	return false
 }
+
+func TestSharedSlot(t *testing.T) {
+	if slot, _, _, ok := SharedSlot([]string{"{item:1}:stock", "{item:1}:buyers"}); !ok || slot != KeySlot("item:1") {
+		t.Fatalf("one tag: slot %d ok %v", slot, ok)
+	}
+	slot, stray, s, ok := SharedSlot([]string{"{item:1}:stock", "{item:1}:buyers", "buyers:1"})
+	if ok || stray != "buyers:1" || s != KeySlot("buyers:1") || slot != KeySlot("item:1") {
+		t.Fatalf("a key without the tag: %d %q %d %v", slot, stray, s, ok)
+	}
+	if _, _, _, ok := SharedSlot(nil); !ok {
+		t.Fatal("no keys share no slot trouble")
+	}
+}
