@@ -25,6 +25,12 @@ var Settle string
 //go:embed preload.lua
 var Preload string
 
+// Reload overwrites a shard with a fresh counter and no holds, buyers or orders (a rebuild from
+// PostgreSQL).
+//
+//go:embed reload.lua
+var Reload string
+
 // TransferOut takes units out of a shard into its transfer ledger, on their way to another shard.
 //
 //go:embed transfer_out.lua

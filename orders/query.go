@@ -88,10 +88,34 @@ type ItemCounts struct {
 	Failed    int64
 }
 
+// Queryer is what a read needs from a pool or a transaction.
+type Queryer interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// Snapshot runs read in one read-only REPEATABLE READ transaction, so every query read makes
+// sees the same committed state: an order that closes meanwhile is in all of them or in none.
+func (s *Store) Snapshot(ctx context.Context, read func(q Queryer) error) error {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return fmt.Errorf("begin a snapshot read: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := read(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
 // Counts returns every item of the sale with its order counts, ordered by item id; a sale with no
 // items (or no such sale) gives an empty slice.
 func (s *Store) Counts(ctx context.Context, saleID string) ([]ItemCounts, error) {
-	rows, err := s.pool.Query(ctx, `
+	return CountsIn(ctx, s.pool, saleID)
+}
+
+// CountsIn is Counts read through q, such as a Snapshot's transaction.
+func CountsIn(ctx context.Context, q Queryer, saleID string) ([]ItemCounts, error) {
+	rows, err := q.Query(ctx, `
 		SELECT i.id, i.quantity, i.sold,
 			count(*) FILTER (WHERE o.status = 'PENDING'),
 			count(*) FILTER (WHERE o.status = 'PAID'),

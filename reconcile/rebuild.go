@@ -9,9 +9,16 @@ import (
 )
 
 // rebuild restores a sale's Redis state from PostgreSQL after Redis lost it: once the order log
-// has drained, the sale is paused in Redis, its keys are wiped and preloaded with quantity − sold,
-// every live order gets its record and buyer slot back (pending ones their hold), and the pause
-// flag is set back to PostgreSQL's. Buyers meanwhile hear PAUSED, a transient answer they retry.
+// has drained, the sale is paused in Redis and its keys are wiped; then, from one PostgreSQL
+// snapshot, each shard is reloaded in one atomic step with its share of quantity − sold, every live
+// order gets its record and buyer slot back (pending ones their hold), and the pause flag is set
+// back to PostgreSQL's. Buyers meanwhile hear PAUSED, a transient answer they retry.
+//
+// The sale keeps running meanwhile: orders expire, are cancelled and paid. One snapshot makes the
+// counter and the restored holds agree; an order that closes after it is restored with its hold,
+// and its release (or the sweeper's, when the release came first) returns the unit. The atomic
+// reload makes the counter exactly the snapshot's: a release that raced the wipe can have written
+// an old counter back, and keeping that (as Preload would) lost units.
 // Idempotency records cannot come back (PostgreSQL does not keep the keys): a buyer retrying an
 // old key gets ALREADY_PURCHASED from the restored slot instead of the first answer.
 func (c *conns) rebuild(ctx context.Context, sl sale.Sale) ([]Action, error) {
@@ -33,7 +40,7 @@ func (c *conns) rebuild(ctx context.Context, sl sale.Sale) ([]Action, error) {
 		return acts, err
 	}
 	act("", "wiped the sale's Redis keys", "--rebuild-redis: Redis is rebuilt from PostgreSQL, the source of truth")
-	counts, err := c.db.Counts(ctx, sl.ID)
+	counts, live, err := pgSnapshot(ctx, c.db, sl.ID)
 	if err != nil {
 		return acts, err
 	}
@@ -44,11 +51,7 @@ func (c *conns) rebuild(ctx context.Context, sl sale.Sale) ([]Action, error) {
 	if err := c.st.LoadScripts(ctx); err != nil {
 		return acts, err
 	}
-	if _, err := c.st.Preload(ctx, paused, remaining); err != nil {
-		return acts, err
-	}
-	live, err := liveOrders(ctx, c.db, sl.ID)
-	if err != nil {
+	if err := c.st.Reload(ctx, paused, remaining); err != nil {
 		return acts, err
 	}
 	restored := map[string][2]int{}
@@ -72,7 +75,7 @@ func (c *conns) rebuild(ctx context.Context, sl sale.Sale) ([]Action, error) {
 	}
 	for _, it := range sl.Items {
 		n := restored[it.ID]
-		act(it.ID, fmt.Sprintf("preloaded %d units over %d shard(s); restored %d pending holds and %d paid orders",
+		act(it.ID, fmt.Sprintf("reloaded %d units over %d shard(s); restored %d pending holds and %d paid orders",
 			remaining[it.ID], it.ShardCount(), n[0], n[1]), "PostgreSQL: quantity − sold, and every live order")
 	}
 	if err := c.st.SetPaused(ctx, sl, sl.Paused); err != nil {

@@ -27,7 +27,12 @@ type target struct {
 
 func newTarget(t *testing.T, quantity int64, shards int) *target {
 	t.Helper()
-	c := checkouttest.Start(t, checkouttest.Options{Quantity: quantity, Shards: shards})
+	return startTarget(t, checkouttest.Options{Quantity: quantity, Shards: shards})
+}
+
+func startTarget(t *testing.T, o checkouttest.Options) *target {
+	t.Helper()
+	c := checkouttest.Start(t, o)
 	return &target{c: c, cfg: reconcile.Config{
 		SaleID: c.Sale.ID, RedisURL: stack.EndpointsFromEnv().RedisURL, PostgresURL: c.PostgresURL,
 		Brokers: c.Brokers, OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic, ConsumerGroup: c.ConsumerGroup,
@@ -48,22 +53,42 @@ func (tg *target) run(t *testing.T, fix bool) reconcile.Report {
 	return rep
 }
 
-// buy makes n buyers reserve one unit each and waits until PostgreSQL has every order.
+// buy makes n buyers (buyer-0 …) reserve one unit each, eight at a time, and waits until PostgreSQL has every order.
 func (tg *target) buy(t *testing.T, n int) []uuid.UUID {
 	t.Helper()
-	var ids []uuid.UUID
+	ids := make([]uuid.UUID, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range 8 {
+		wg.Go(func() {
+			for i := range next {
+				code, body := tg.c.Buy(fmt.Sprintf("buyer-%d", i), "hot", fmt.Sprintf("k-%d", i))
+				if code != 202 {
+					errs[i] = fmt.Errorf("purchase %d: %d %s", i, code, body)
+					continue
+				}
+				ids[i] = uuid.MustParse(body[strings.Index(body, `"orderId":"`)+11:][:36])
+			}
+		})
+	}
 	for i := range n {
-		code, body := tg.c.Buy(fmt.Sprintf("buyer-%d", i), "hot", fmt.Sprintf("k-%d", i))
-		if code != 202 {
-			t.Fatalf("purchase %d: %d %s", i, code, body)
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
 		}
-		ids = append(ids, uuid.MustParse(body[strings.Index(body, `"orderId":"`)+11:][:36]))
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		counts, err := tg.c.App.Orders.Counts(context.Background(), tg.c.Sale.ID)
-		if err == nil && counts[0].Pending == int64(n) {
-			return ids
+		for _, c := range counts {
+			if c.ItemID == "hot" && c.Pending == int64(n) {
+				return ids
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("orders never reached PostgreSQL: %+v %v", counts, err)

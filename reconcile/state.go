@@ -52,11 +52,7 @@ func readItems(ctx context.Context, st *stock.Store, db *orders.Store, sl sale.S
 			out[i].shards = append(out[i].shards, rec)
 		}
 	}
-	counts, err := db.Counts(ctx, sl.ID)
-	if err != nil {
-		return nil, err
-	}
-	live, err := liveOrders(ctx, db, sl.ID)
+	counts, live, err := pgSnapshot(ctx, db, sl.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -92,8 +88,22 @@ func readItems(ctx context.Context, st *stock.Store, db *orders.Store, sl sale.S
 	return out, nil
 }
 
-func liveOrders(ctx context.Context, db *orders.Store, saleID string) ([]pgOrder, error) {
-	rows, err := db.Pool().Query(ctx, `SELECT id, item_id, user_id, slot, status, shard, created_at, expires_at
+// pgSnapshot reads the item counts and the live orders of a sale from one PostgreSQL snapshot, so
+// an order that closes between the two reads cannot be counted sold by one and missing from the
+// other (a rebuild built from such a pair would lose its unit).
+func pgSnapshot(ctx context.Context, db *orders.Store, saleID string) (counts []orders.ItemCounts, live []pgOrder, err error) {
+	err = db.Snapshot(ctx, func(q orders.Queryer) error {
+		if counts, err = orders.CountsIn(ctx, q, saleID); err != nil {
+			return err
+		}
+		live, err = liveOrders(ctx, q, saleID)
+		return err
+	})
+	return counts, live, err
+}
+
+func liveOrders(ctx context.Context, q orders.Queryer, saleID string) ([]pgOrder, error) {
+	rows, err := q.Query(ctx, `SELECT id, item_id, user_id, slot, status, shard, created_at, expires_at
 		FROM orders WHERE sale_id = $1 AND status IN ('PENDING', 'PAID')`, saleID)
 	if err != nil {
 		return nil, fmt.Errorf("read live orders of %s: %w", saleID, err)

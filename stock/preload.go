@@ -41,10 +41,6 @@ func split(q int64, n, k int) int64 {
 // exactly the change in its share. Lowering a quantity below the units already held or sold is
 // refused, and so is changing the shard count of an item whose counters exist (reset it first).
 func (s *Store) Preload(ctx context.Context, sl sale.Sale, remaining map[string]int64) (map[string]PreloadAction, error) {
-	paused := "0"
-	if sl.Paused {
-		paused = "1"
-	}
 	out := make(map[string]PreloadAction, len(sl.Items))
 	for _, it := range sl.Items {
 		n := it.ShardCount()
@@ -58,9 +54,7 @@ func (s *Store) Preload(ctx context.Context, sl sale.Sale, remaining map[string]
 		action := Kept
 		for k := range n {
 			keys := ShardKeys(sl.ID, it.ID, k)
-			res, err := s.preload.Run(ctx, s.rdb, []string{keys.Meta(), keys.Stock()},
-				sl.OpensAt.UnixMilli(), paused, sl.PerUserLimit, sl.HoldTTL.Milliseconds(),
-				split(it.Quantity, n, k), split(left, n, k), n).Text()
+			res, err := s.preload.Run(ctx, s.rdb, []string{keys.Meta(), keys.Stock()}, shardArgs(sl, it, k, left)...).Text()
 			if err != nil {
 				return out, fmt.Errorf("preload item %s shard %d: %w", it.ID, k, err)
 			}
@@ -76,6 +70,38 @@ func (s *Store) Preload(ctx context.Context, sl sale.Sale, remaining map[string]
 		out[it.ID] = action
 	}
 	return out, nil
+}
+
+// Reload overwrites every shard of every item of a sale, each in one atomic step: its counter is set
+// to its share of remaining[item] (quantity minus what PostgreSQL counts sold) and its holds, buyer
+// records, orders and transfer ledger are dropped. It is the rebuild's load, after Redis lost the
+// sale's state: unlike Preload it keeps no counter it finds, because whatever a release or a
+// transfer wrote back while the old state was being wiped is not to be trusted. The caller then
+// restores every live order (RestoreOrder).
+func (s *Store) Reload(ctx context.Context, sl sale.Sale, remaining map[string]int64) error {
+	for _, it := range sl.Items {
+		for k := range it.ShardCount() {
+			keys := ShardKeys(sl.ID, it.ID, k)
+			err := s.reload.Run(ctx, s.rdb, []string{keys.Meta(), keys.Stock(), keys.Buyers(), keys.Holds(),
+				keys.Orders(), keys.Ledger(), keys.Applied()}, shardArgs(sl, it, k, remaining[it.ID])...).Err()
+			if err != nil {
+				return fmt.Errorf("reload item %s shard %d: %w", it.ID, k, err)
+			}
+		}
+	}
+	return nil
+}
+
+// shardArgs are the ARGV that preload.lua and reload.lua share: the sale's settings, shard k's
+// share of the item's quantity and of left, and the shard count.
+func shardArgs(sl sale.Sale, it sale.Item, k int, left int64) []any {
+	paused := "0"
+	if sl.Paused {
+		paused = "1"
+	}
+	n := it.ShardCount()
+	return []any{sl.OpensAt.UnixMilli(), paused, sl.PerUserLimit, sl.HoldTTL.Milliseconds(),
+		split(it.Quantity, n, k), split(left, n, k), n}
 }
 
 // checkPreload refuses, before anything is written, a preload the scripts would refuse part-way

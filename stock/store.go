@@ -27,6 +27,7 @@ type Store struct {
 	release       *redis.Script
 	settle        *redis.Script
 	preload       *redis.Script
+	reload        *redis.Script
 	transferOut   *redis.Script
 	applyTransfer *redis.Script
 	restore       *redis.Script
@@ -53,6 +54,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 		release:       redis.NewScript(lua.Release),
 		settle:        redis.NewScript(lua.Settle),
 		preload:       redis.NewScript(lua.Preload),
+		reload:        redis.NewScript(lua.Reload),
 		transferOut:   redis.NewScript(lua.TransferOut),
 		applyTransfer: redis.NewScript(lua.ApplyTransfer),
 		restore:       redis.NewScript(lua.Restore),
@@ -78,7 +80,7 @@ func (s *Store) scripts() []struct {
 		sc   *redis.Script
 	}{
 		{"reserve", s.reserve}, {"release", s.release}, {"settle", s.settle}, {"preload", s.preload},
-		{"transfer_out", s.transferOut}, {"apply_transfer", s.applyTransfer}, {"restore", s.restore},
+		{"reload", s.reload}, {"transfer_out", s.transferOut}, {"apply_transfer", s.applyTransfer}, {"restore", s.restore},
 	}
 }
 
