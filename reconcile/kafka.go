@@ -89,32 +89,59 @@ func (c *conns) countDeadLetters(ctx context.Context, offs events.Offsets, saleI
 	return n, nil
 }
 
-// drain waits until the order consumer has committed everything on the orders topic.
+// drain waits until the order consumer has committed every event that was on the orders topic
+// when the drain began: every order placed before the rebuild wiped Redis is in PostgreSQL then.
+// It does not wait for the lag to be 0, which a sale under way may never show at the moment of a
+// poll (payments and re-published holds keep arriving), so a rebuild mid-sale is not held until
+// the sale goes quiet.
 func (c *conns) drain(ctx context.Context) error {
 	if c.kafka == nil {
 		return errNoBrokers
 	}
 	deadline := time.Now().Add(c.cfg.DrainTimeout)
+	var mark map[int]int64 // each partition's end offset at the first good read
 	for {
 		g, err := events.GroupLag(ctx, c.kafka, c.cfg.OrdersTopic, c.cfg.ConsumerGroup)
+		if err == nil && mark == nil {
+			mark = map[int]int64{}
+			for _, p := range g.Partitions {
+				mark[p.Partition] = p.End
+			}
+		}
+		behind := behindMark(g, mark)
 		switch {
-		case err == nil && g.Lag == 0:
-			fmt.Fprintf(c.cfg.Progress, "reconcile: the order log is drained (group %s)\n", g.Group)
+		case err == nil && behind == 0:
+			fmt.Fprintf(c.cfg.Progress, "reconcile: the order log is drained up to where it stood (group %s)\n", g.Group)
 			return nil
 		case time.Now().After(deadline):
 			if err == nil {
-				err = fmt.Errorf("%d orders still in Kafka, %d consumer(s) in group %s", g.Lag, g.Members, g.Group)
+				err = fmt.Errorf("%d orders still in Kafka, %d consumer(s) in group %s", behind, g.Members, g.Group)
 			}
 			return fmt.Errorf("the order log did not drain within %s (is a consumer running?): %w", c.cfg.DrainTimeout, err)
 		case err == nil:
-			fmt.Fprintf(c.cfg.Progress, "reconcile: waiting for %d orders to reach PostgreSQL (%d consumer(s))\n", g.Lag, g.Members)
+			fmt.Fprintf(c.cfg.Progress, "reconcile: waiting for %d orders to reach PostgreSQL (%d consumer(s))\n", behind, g.Members)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(time.Second):
+		case <-time.After(drainPoll):
 		}
 	}
+}
+
+// drainPoll paces drain's reads of the group's offsets.
+const drainPoll = 250 * time.Millisecond
+
+// behindMark counts the events the group has yet to commit before reaching mark (a partition's
+// position is its end offset less its lag).
+func behindMark(g events.GroupState, mark map[int]int64) int64 {
+	var n int64
+	for _, p := range g.Partitions {
+		if m, ok := mark[p.Partition]; ok {
+			n += max(m-(p.End-p.Lag), 0)
+		}
+	}
+	return n
 }
 
 var errNoBrokers = errors.New("--rebuild-redis needs --kafka-brokers: the order log must drain into PostgreSQL first")
