@@ -56,14 +56,9 @@ func (c Claim) String() string {
 	}
 }
 
-// querier is what reads need from a pool or a transaction.
-type querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 // readOrder reads an order with whether it is past expires_at by the database's clock (the clock
 // every other lifecycle decision uses). A missing order is pgx.ErrNoRows.
-func readOrder(ctx context.Context, q querier, id uuid.UUID) (o Order, due bool, err error) {
+func readOrder(ctx context.Context, q Queryer, id uuid.UUID) (o Order, due bool, err error) {
 	o, err = scanOrder(q.QueryRow(ctx, `SELECT `+orderColumns+`, expires_at <= now() FROM orders WHERE id = $1`, id), &due)
 	return o, due, err
 }

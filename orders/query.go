@@ -91,6 +91,7 @@ type ItemCounts struct {
 // Queryer is what a read needs from a pool or a transaction.
 type Queryer interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 // Snapshot runs read in one read-only REPEATABLE READ transaction, so every query read makes
