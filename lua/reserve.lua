@@ -2,9 +2,13 @@
 -- hash tag; the buyer's home shard holds everything about the buyer for the item).
 -- KEYS: 1 meta (hash), 2 stock (int), 3 buyers (hash user -> slot bitmask), 4 holds (zset order -> expiry ms),
 --       5 orders (hash order -> "user\nslot\nidemKey"), 6 idempotency record of (user, Idempotency-Key),
---       7 applied (set of the transfer ids moved into this shard)
+--       7 applied (set of the transfer ids moved into this shard),
+--       8 (optional) the order reference of the candidate order id (stock.OrderRefKey), written with
+--         the hold so that no order ever exists without it; given only where that key shares the
+--         node of the shard's slot (one Redis), else the caller writes it next
 -- ARGV: 1 user id, 2 candidate order id, 3 idempotency record TTL in ms, 4 sharded (0/1),
---       5 Idempotency-Key, 6 incoming transfer id ('' for none), 7 units of the incoming transfer
+--       5 Idempotency-Key, 6 incoming transfer id ('' for none), 7 units of the incoming transfer,
+--       8 the order reference's value, 9 its TTL in ms (both only with KEYS[8])
 -- Returns {code, orderId, expiresAtMs, slot, replay} as strings; codes: RESERVED, SOLD_OUT,
 -- ALREADY_PURCHASED, NOT_STARTED, PAUSED, NOT_FOUND, and EMPTY (only when sharded: this shard has no
 -- stock, the caller may borrow from another shard and call again; nothing is remembered). Only final
@@ -68,4 +72,7 @@ local exp = now + tonumber(meta[4])
 redis.call('ZADD', KEYS[4], exp, ARGV[2])
 redis.call('HSET', KEYS[5], ARGV[2], ARGV[1] .. '\n' .. slot .. '\n' .. ARGV[5])
 redis.call('SET', KEYS[6], 'RESERVED|' .. ARGV[2] .. '|' .. exp .. '|' .. slot, 'PX', ARGV[3])
+if KEYS[8] then
+  redis.call('SET', KEYS[8], ARGV[8], 'PX', ARGV[9])
+end
 return {'RESERVED', ARGV[2], tostring(exp), tostring(slot), '0'}

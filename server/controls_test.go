@@ -153,13 +153,16 @@ func TestLocalSoldOutFlag(t *testing.T) {
 	if code, _ := e.buy("second", "k1"); code != http.StatusGone {
 		t.Fatalf("second buyer: %d, want 410", code)
 	}
-	// The flag now answers; the winner's retry still gets its reservation (verify mode). The
-	// flag reads no buyer record, so the winner with a new key hears SOLD_OUT where the script
-	// would say ALREADY_PURCHASED: both are a final no.
-	for _, u := range []string{"third", "third", "first"} {
+	// The flag now answers, and every answer is the script's own (verify mode): the winner's
+	// retry gets its reservation, the winner with a new key hears ALREADY_PURCHASED (not a
+	// "sold out" that would make a winner think the unit was lost).
+	for _, u := range []string{"third", "third"} {
 		if code, _ := e.buy(u, "k-new"); code != http.StatusGone {
 			t.Fatalf("flagged sold-out for %s: %d, want 410", u, code)
 		}
+	}
+	if code, body := e.buy("first", "k-new"); code != http.StatusConflict || !strings.Contains(body, "ALREADY_PURCHASED") {
+		t.Fatalf("the winner with a new key under the flag: %d %s, want 409 ALREADY_PURCHASED", code, body)
 	}
 	if code, body := e.buy("first", "k1"); code != http.StatusAccepted || orderIDOf(t, body) != id {
 		t.Fatalf("winner's retry under the flag: %d %s, want 202 with order %s", code, body, id)

@@ -75,9 +75,14 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ref := stock.ItemRef{SaleID: sl.ID, ItemID: it.ID, Shards: it.ShardCount()}
-	if s.cfg.SoldOut != SoldOutOff && s.soldOut.has(ref) {
-		s.answerSoldOut(w, r, req, user, ref)
-		return
+	flagged := s.cfg.SoldOut != SoldOutOff && s.soldOut.has(ref)
+	if flagged {
+		s.metrics.soldOutFlag.Inc()
+		if s.cfg.SoldOut == SoldOutTrust {
+			s.metrics.outcomes.WithLabelValues(string(outcome.SoldOut)).Inc()
+			s.writeCode(w, outcome.SoldOut, outcomeMessage(outcome.SoldOut, req))
+			return
+		}
 	}
 	orderID, err := s.newID()
 	if err != nil {
@@ -92,6 +97,9 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 	rv, err := s.stock.Reserve(ctx, stock.Request{
 		SaleID: req.SaleID, ItemID: req.ItemID, UserID: user, IdemKey: req.IdemKey, OrderID: orderID,
 		Shards: ref.Shards, WaitReplicas: sl.WaitReplicas, WaitTimeout: sl.WaitTimeout,
+		// Under the flag the script answers from the buyer's home shard alone (no borrowing), so
+		// a sold-out item costs one call whose answer is still the script's own.
+		NoBorrow: flagged,
 	})
 	s.metrics.reserve.Observe(time.Since(start).Seconds())
 	if err != nil {
@@ -127,36 +135,9 @@ func (s *Server) answerReservation(ctx context.Context, w http.ResponseWriter, r
 			s.countAndWriteError(w, r, err)
 			return
 		}
-	} else if err := s.stock.SetOrderRef(ctx, rv.OrderID, req.SaleID, req.ItemID, user, rv.Shard); err != nil {
-		// The first request wrote the reference; this only repairs it, so a failure is not fatal.
-		s.log.Warn("refresh order reference", "order", rv.OrderID, "err", err)
 	}
 	s.metrics.outcomes.WithLabelValues(string(outcome.Reserved)).Inc()
 	writeJSON(w, http.StatusAccepted, reservedBody{OrderID: rv.OrderID.String(), Status: "PENDING", ExpiresAt: rv.ExpiresAt})
-}
-
-// answerSoldOut answers a purchase of an item this instance knows is sold out, without the
-// reserve script. In verify mode the buyer's idempotency record is read first, so a retried
-// purchase that had succeeded still gets its reservation back.
-func (s *Server) answerSoldOut(w http.ResponseWriter, r *http.Request, req purchaseRequest, user string, ref stock.ItemRef) {
-	s.metrics.soldOutFlag.Inc()
-	if s.cfg.SoldOut == SoldOutVerify {
-		rv, ok, err := s.stock.Remembered(r.Context(), ref.SaleID, ref.ItemID, ref.Shards, user, req.IdemKey)
-		if err != nil {
-			// A buyer who hung up cancels this read (nothing was reserved): not a server error.
-			if r.Context().Err() == nil {
-				s.log.Error("read idempotency record", "sale", req.SaleID, "item", req.ItemID, "err", err)
-			}
-			s.countAndWriteError(w, r, outcome.Errorf(outcome.Unavailable, "stock store unavailable; retry with the same Idempotency-Key"))
-			return
-		}
-		if ok {
-			s.answerReservation(r.Context(), w, r, req, user, rv)
-			return
-		}
-	}
-	s.metrics.outcomes.WithLabelValues(string(outcome.SoldOut)).Inc()
-	s.writeCode(w, outcome.SoldOut, outcomeMessage(outcome.SoldOut, req))
 }
 
 // saleItem finds the sale and item of a purchase in the read model; the sale's schedule, shard
@@ -177,22 +158,19 @@ func (s *Server) saleItem(ctx context.Context, saleID, itemID string) (sale.Sale
 	return e.sale, it, nil
 }
 
-// handOff makes a fresh reservation durable: the order reference for lookups, then OrderPlaced to
-// Kafka with acks=all. On failure the hold is released at once and its idempotency record
+// handOff makes a fresh reservation durable: OrderPlaced to Kafka with acks=all (the order's
+// reference for lookups was written with the hold). On failure the hold is released at once and its idempotency record
 // forgotten, so the buyer's retry with the same key is a fresh attempt, never a false "reserved".
 func (s *Server) handOff(ctx context.Context, req purchaseRequest, user string, rv stock.Reservation) error {
 	s.crash.reserved() // a game day's fault; a no-op unless armed (fault.go)
-	err := s.stock.SetOrderRef(ctx, rv.OrderID, req.SaleID, req.ItemID, user, rv.Shard)
-	if err == nil {
-		pctx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
-		start := time.Now()
-		err = s.pub.PublishOrderPlaced(pctx, events.OrderPlaced{
-			OrderID: rv.OrderID, SaleID: req.SaleID, ItemID: req.ItemID, UserID: user, Slot: rv.Slot,
-			Shard: rv.Shard, CreatedAt: s.now().UTC(), ExpiresAt: rv.ExpiresAt, IdemKey: req.IdemKey,
-		})
-		s.metrics.publish.Observe(time.Since(start).Seconds())
-		cancel()
-	}
+	pctx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
+	start := time.Now()
+	err := s.pub.PublishOrderPlaced(pctx, events.OrderPlaced{
+		OrderID: rv.OrderID, SaleID: req.SaleID, ItemID: req.ItemID, UserID: user, Slot: rv.Slot,
+		Shard: rv.Shard, CreatedAt: s.now().UTC(), ExpiresAt: rv.ExpiresAt, IdemKey: req.IdemKey,
+	})
+	s.metrics.publish.Observe(time.Since(start).Seconds())
+	cancel()
 	if err == nil {
 		return nil
 	}

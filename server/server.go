@@ -30,14 +30,12 @@ import (
 	"github.com/fsctl/fsctl/stock"
 )
 
-// Reserver is the Redis stage of the purchase path. It is an interface so that concurrent reserves
-// can later be batched into pipelined round trips without touching the handlers.
+// Reserver is the Redis stage of the purchase path; *stock.Store implements it, sharing the round
+// trips of concurrent purchases (stock.Batch).
 type Reserver interface {
 	Reserve(ctx context.Context, r stock.Request) (stock.Reservation, error)
 	Release(ctx context.Context, r stock.Release) (bool, error)
-	SetOrderRef(ctx context.Context, orderID uuid.UUID, saleID, itemID, userID string, shard int) error
 	LookupOrder(ctx context.Context, orderID uuid.UUID) (stock.OrderState, bool, error)
-	Remembered(ctx context.Context, saleID, itemID string, shards int, userID, idemKey string) (stock.Reservation, bool, error)
 	Snapshot(ctx context.Context, saleID string, items []sale.Item) ([]stock.ItemState, error)
 	Remaining(ctx context.Context, refs []stock.ItemRef) ([]int64, error)
 	SetPaused(ctx context.Context, sl sale.Sale, paused bool) error

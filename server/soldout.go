@@ -17,8 +17,9 @@ type SoldOutMode string
 const (
 	// SoldOutOff runs the reserve script for every purchase.
 	SoldOutOff SoldOutMode = "off"
-	// SoldOutVerify skips the reserve script but reads the buyer's idempotency record (one GET), so
-	// a buyer retrying a purchase that had succeeded still hears "reserved". The default.
+	// SoldOutVerify runs the reserve script on the buyer's home shard alone (no borrowing between
+	// shards), so every answer is the script's own: a retry hears its reservation again, a buyer who
+	// holds the unit hears ALREADY_PURCHASED, SOLD_OUT is remembered under the key. The default.
 	SoldOutVerify SoldOutMode = "verify"
 	// SoldOutTrust answers SOLD_OUT from memory without calling Redis at all: the cheapest, but a
 	// lost "reserved" retried after the sell-out hears SOLD_OUT (the order itself stands).

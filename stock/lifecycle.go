@@ -64,11 +64,15 @@ func (s *Store) Settle(ctx context.Context, r Settle) (bool, error) {
 
 // SetOrderRef records which sale, item, user and shard an order belongs to, for lookups by order id.
 func (s *Store) SetOrderRef(ctx context.Context, orderID uuid.UUID, saleID, itemID, userID string, shard int) error {
-	ref := saleID + "\n" + itemID + "\n" + userID + "\n" + strconv.Itoa(shard)
-	if err := s.rdb.Set(ctx, OrderRefKey(orderID), ref, s.markerTTL).Err(); err != nil {
+	if err := s.rdb.Set(ctx, OrderRefKey(orderID), orderRef(saleID, itemID, userID, shard), s.markerTTL).Err(); err != nil {
 		return fmt.Errorf("record order %s: %w", orderID, err)
 	}
 	return nil
+}
+
+// orderRef is the value of an order's reference: "sale\nitem\nuser\nshard".
+func orderRef(saleID, itemID, userID string, shard int) string {
+	return saleID + "\n" + itemID + "\n" + userID + "\n" + strconv.Itoa(shard)
 }
 
 // Order statuses Redis reports besides the final ones a release records.

@@ -149,19 +149,45 @@ func TestShardedIdempotency(t *testing.T) {
 		if r := f.reserve(user, "k"); r.Outcome != outcome.SoldOut || !r.Replay || r.Borrowed != 0 {
 			t.Fatalf("retry = %+v, want the remembered SOLD_OUT without borrowing", r)
 		}
-		rv, ok, err := f.store.Remembered(f.ctx, f.sale.ID, f.item, 2, user, "k")
-		if err != nil || !ok || rv.Outcome != outcome.SoldOut || !rv.Replay || rv.Shard != 1 {
-			t.Fatalf("Remembered = %+v, %v, %v; want a SOLD_OUT replay from shard 1", rv, ok, err)
+		f.checkShards("the retry")
+	})
+
+	// NoBorrow is the sold-out flag's fast path: one call on the home shard, whose answers are
+	// still the script's own (the issue: a winner clicking again must hear ALREADY_PURCHASED).
+	t.Run("no borrowing gives the script's answers", func(t *testing.T) {
+		t.Parallel()
+		f, user := borrowFixture(t)
+		noBorrow := func(user, key string) stock.Reservation {
+			t.Helper()
+			r := f.request(user, key)
+			r.NoBorrow = true
+			rv, err := f.store.Reserve(f.ctx, r)
+			if err != nil {
+				t.Fatalf("reserve(%q, %q) without borrowing: %v", user, key, err)
+			}
+			return rv
 		}
-		if _, ok, err := f.store.Remembered(f.ctx, f.sale.ID, f.item, 2, user, "never"); ok || err != nil {
-			t.Fatalf("Remembered of an unused key = %v, %v; want nothing", ok, err)
+		if r := noBorrow(user, "k"); r.Outcome != outcome.SoldOut || r.Replay || r.Borrowed != 0 || r.Shard != 1 {
+			t.Fatalf("empty home shard = %+v, want a fresh SOLD_OUT from shard 1 without borrowing", r)
 		}
-		fresh := f.mustReserve(user, "k2")
-		rv, ok, err = f.store.Remembered(f.ctx, f.sale.ID, f.item, 2, user, "k2")
-		if err != nil || !ok || rv.Outcome != outcome.Reserved || rv.OrderID != fresh.OrderID || !rv.ExpiresAt.Equal(fresh.ExpiresAt) {
-			t.Fatalf("Remembered = %+v, %v, %v; want a replay of %+v", rv, ok, err, fresh)
+		if got := f.shardStocks(); got[0] != 1 || got[1] != 0 {
+			t.Fatalf("stocks %v, want the unit left in shard 0: [1 0]", got)
 		}
-		f.checkShards("the new key")
+		if r := f.reserve(user, "k"); r.Outcome != outcome.SoldOut || !r.Replay {
+			t.Fatalf("retry of the key = %+v, want the remembered SOLD_OUT (same key, same answer)", r)
+		}
+		winner := userAt("winner", 2, 0)
+		won := noBorrow(winner, "w1")
+		if won.Outcome != outcome.Reserved || won.Replay || won.Shard != 0 {
+			t.Fatalf("a unit in the home shard = %+v, want a fresh RESERVED in shard 0", won)
+		}
+		if r := noBorrow(winner, "w2"); r.Outcome != outcome.AlreadyPurchased {
+			t.Fatalf("the winner with a new key = %+v, want ALREADY_PURCHASED", r)
+		}
+		if r := noBorrow(winner, "w1"); r.Outcome != outcome.Reserved || !r.Replay || r.OrderID != won.OrderID {
+			t.Fatalf("the winner's retry = %+v, want a replay of order %s", r, won.OrderID)
+		}
+		f.checkShards("the sold-out path")
 	})
 }
 

@@ -3,10 +3,8 @@ package stock
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -33,6 +31,12 @@ type Request struct {
 	// replicas acknowledged it or WaitTimeout (sale.DefaultWaitTimeout when zero) passed.
 	WaitReplicas int
 	WaitTimeout  time.Duration
+	// NoBorrow answers from the buyer's home shard alone: an empty home shard is SOLD_OUT
+	// (remembered) instead of a reason to borrow from the others. It is the sold-out fast path
+	// of a server that has seen the whole item empty: one script call that still gives every
+	// other answer the script gives (a replay, ALREADY_PURCHASED, PAUSED, a unit released back
+	// into the home shard). Unsharded items are unaffected.
+	NoBorrow bool
 }
 
 // Reservation is the answer to a Request.
@@ -73,7 +77,7 @@ func (s *Store) Reserve(ctx context.Context, r Request) (Reservation, error) {
 }
 
 func (s *Store) reserveSharded(ctx context.Context, call homeCall, r Request, home int) (Reservation, error) {
-	rv, err := s.reserveOnce(ctx, call, r, home, r.Shards > 1, "", 0)
+	rv, err := s.reserveOnce(ctx, call, r, home, r.Shards > 1 && !r.NoBorrow, "", 0)
 	if err != nil || rv.Outcome != empty {
 		return rv, err
 	}
@@ -116,19 +120,28 @@ func (s *Store) reserveOnce(ctx context.Context, call homeCall, r Request, home 
 	if sharded {
 		flag = "1"
 	}
-	res, replicas, err := call(ctx, keys, r.UserID, r.OrderID.String(), s.idemTTL.Milliseconds(), flag, r.IdemKey, id, units)
+	args := []any{r.UserID, r.OrderID.String(), s.idemTTL.Milliseconds(), flag, r.IdemKey, id, units}
+	if s.refInScript {
+		keys = append(keys, OrderRefKey(r.OrderID))
+		args = append(args, orderRef(r.SaleID, r.ItemID, r.UserID, home), s.markerTTL.Milliseconds())
+	}
+	res, replicas, err := call(ctx, keys, args...)
 	if err != nil {
 		return Reservation{}, err
 	}
 	rv, err := parseReservation(res)
 	rv.Shard, rv.Replicas = home, replicas
+	if err == nil && rv.Outcome == outcome.Reserved && !s.refInScript {
+		// A replay rewrites it too: the first request may have died between the script and this.
+		err = s.SetOrderRef(ctx, rv.OrderID, r.SaleID, r.ItemID, r.UserID, home)
+	}
 	return rv, err
 }
 
 // moveOut takes up to the store's transfer batch out of shard from, on its way to shard to.
 func (s *Store) moveOut(ctx context.Context, saleID, itemID string, from, to int) (string, int64, error) {
 	k := ShardKeys(saleID, itemID, from)
-	res, err := s.transferOut.Run(ctx, s.rdb, []string{k.Stock(), k.Ledger(), k.TransferSeq()},
+	res, err := s.eval(ctx, s.transferOut, []string{k.Stock(), k.Ledger(), k.TransferSeq()},
 		s.transferBatch, to, from).StringSlice()
 	if err != nil {
 		return "", 0, fmt.Errorf("transfer out of shard %d: %w", from, err)
@@ -156,7 +169,7 @@ type homeCall func(ctx context.Context, keys []string, args ...any) ([]string, i
 func (s *Store) homeCaller(ctx context.Context, r Request, k Keys) (homeCall, func(), error) {
 	if r.WaitReplicas <= 0 {
 		return func(ctx context.Context, keys []string, args ...any) ([]string, int, error) {
-			res, err := s.reserve.Run(ctx, s.rdb, keys, args...).StringSlice()
+			res, err := s.eval(ctx, s.reserve, keys, args...).StringSlice()
 			return res, -1, err
 		}, func() {}, nil
 	}
@@ -251,28 +264,4 @@ func parseReservation(res []string) (Reservation, error) {
 	}
 	rv.OrderID, rv.ExpiresAt, rv.Slot = id, time.UnixMilli(ms).UTC(), slot
 	return rv, nil
-}
-
-// Remembered reads the answer remembered for (user, Idempotency-Key) at the buyer's home shard,
-// parsed as a replay, without reserving anything: a server that knows an item is sold out can still
-// give a retry the answer its key already got. ok is false when nothing is remembered.
-func (s *Store) Remembered(ctx context.Context, saleID, itemID string, shards int, userID, idemKey string) (Reservation, bool, error) {
-	home := HomeShard(userID, shards)
-	rec, err := s.rdb.Get(ctx, ShardKeys(saleID, itemID, home).Idem(userID, idemKey)).Result()
-	if errors.Is(err, redis.Nil) {
-		return Reservation{}, false, nil
-	}
-	if err != nil {
-		return Reservation{}, false, fmt.Errorf("read idempotency record of %s/%s: %w", saleID, itemID, err)
-	}
-	fields := strings.Split(rec, "|")
-	if len(fields) != 4 {
-		return Reservation{}, false, fmt.Errorf("idempotency record of %s/%s: malformed %q", saleID, itemID, rec)
-	}
-	rv, err := parseReservation(append(fields, "1"))
-	if err != nil {
-		return Reservation{}, false, fmt.Errorf("idempotency record of %s/%s: %w", saleID, itemID, err)
-	}
-	rv.Shard = home
-	return rv, true, nil
 }

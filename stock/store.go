@@ -34,6 +34,12 @@ type Store struct {
 	idemTTL       time.Duration
 	markerTTL     time.Duration
 	transferBatch int64
+	// batch shares the hot path's round trips between concurrent purchases; nil sends each alone.
+	batch *batcher
+	// refInScript is true when the reserve script can write the order reference itself: on one
+	// Redis every key is on the same node. On a cluster the reference (keyed by order id, not by
+	// the item's hash tag) lives elsewhere and Reserve writes it right after the script.
+	refInScript bool
 }
 
 // Option configures a Store.
@@ -46,8 +52,22 @@ func IdemTTL(d time.Duration) Option { return func(s *Store) { s.idemTTL = d } }
 // at once (at least 1). Units beyond the buyer's own stay in the home shard for its next buyers.
 func TransferBatch(n int) Option { return func(s *Store) { s.transferBatch = int64(max(n, 1)) } }
 
+// Batch sets how the hot path's commands (the reserve script, the sold-out path's idempotency
+// read, the borrowing between shards) share round trips: at most maxCmds commands per pipeline,
+// at most lanes pipelines in flight at once. Batching is on by default (DefaultBatchMax,
+// DefaultBatchLanes); maxCmds 0 turns it off, so every command makes its own round trip.
+func Batch(maxCmds, lanes int) Option {
+	return func(s *Store) {
+		s.batch = nil
+		if maxCmds > 0 {
+			s.batch = newBatcher(s.rdb, maxCmds, lanes)
+		}
+	}
+}
+
 // New returns a Store over rdb.
 func New(rdb redis.UniversalClient, opts ...Option) *Store {
+	_, single := rdb.(*redis.Client)
 	s := &Store{
 		rdb:           rdb,
 		reserve:       redis.NewScript(lua.Reserve),
@@ -61,11 +81,39 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 		idemTTL:       DefaultIdemTTL,
 		markerTTL:     DefaultMarkerTTL,
 		transferBatch: DefaultTransferBatch,
+		batch:         newBatcher(rdb, DefaultBatchMax, DefaultBatchLanes),
+		refInScript:   single,
 	}
 	for _, o := range opts {
 		o(s)
 	}
 	return s
+}
+
+// eval runs a script, batched with other concurrent commands unless batching is off.
+func (s *Store) eval(ctx context.Context, sc *redis.Script, keys []string, args ...any) *redis.Cmd {
+	if s.batch == nil {
+		return sc.Run(ctx, s.rdb, keys, args...)
+	}
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, "evalsha", sc.Hash(), len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	a = append(a, args...)
+	cmd := redis.NewCmd(ctx, a...)
+	_ = s.batch.do(ctx, cmd, sc)
+	return cmd
+}
+
+// get reads one key, batched like eval.
+func (s *Store) get(ctx context.Context, key string) *redis.StringCmd {
+	if s.batch == nil {
+		return s.rdb.Get(ctx, key)
+	}
+	cmd := redis.NewStringCmd(ctx, "get", key)
+	_ = s.batch.do(ctx, cmd, nil)
+	return cmd
 }
 
 // Client returns the Redis client the store uses.

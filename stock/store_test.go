@@ -341,10 +341,8 @@ func TestReleaseForget(t *testing.T) {
 func TestLookupOrder(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 5, 1)
+	// The reserve script writes the order's reference with the hold: nothing else is called.
 	r := f.mustReserve("alice", "k")
-	if err := f.store.SetOrderRef(f.ctx, r.OrderID, f.sale.ID, f.item, "alice", 0); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() { f.rdb.Del(context.Background(), stock.OrderRefKey(r.OrderID)) })
 
 	want := stock.OrderState{SaleID: f.sale.ID, ItemID: f.item, UserID: "alice", Status: "PENDING"}
