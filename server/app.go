@@ -66,6 +66,11 @@ type AppConfig struct {
 	RoomSecret []byte
 	// RoomTick is how often this instance runs an admission round (100 ms when zero).
 	RoomTick time.Duration
+	// RedisBatch is the most hot-path commands one Redis pipeline carries (stock.Batch); 0 means
+	// stock.DefaultBatchMax and a negative value sends every command alone.
+	RedisBatch int
+	// DebugAddr, when set, serves Go's profiler (pprof) on its own listener; see ServeDebug.
+	DebugAddr string
 }
 
 // App is the assembled checkout: HTTP API and order consumer over Redis, Kafka and PostgreSQL.
@@ -129,7 +134,14 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 	if err := a.rdb.Ping(ctx).Err(); err != nil {
 		return nil, fmt.Errorf("redis %s unreachable (is the stack up? try `fsctl stack up`): %w", ropt.Addr, err)
 	}
-	a.Stock = stock.New(a.rdb)
+	batch := cfg.RedisBatch
+	switch {
+	case batch == 0:
+		batch = stock.DefaultBatchMax
+	case batch < 0:
+		batch = 0 // off
+	}
+	a.Stock = stock.New(a.rdb, stock.Batch(batch, stock.DefaultBatchLanes))
 	if err := a.Stock.LoadScripts(ctx); err != nil {
 		return nil, err
 	}
@@ -277,6 +289,9 @@ func (a *App) probeRedis(ctx context.Context) error {
 func (a *App) Run(ctx context.Context, ready func(net.Addr)) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { a.watcher.Run(ctx); return nil })
+	if a.cfg.DebugAddr != "" {
+		g.Go(func() error { return ServeDebug(ctx, a.cfg.DebugAddr, a.log) })
+	}
 	if a.cfg.Workers {
 		a.log.Info("lifecycle jobs started", "expiry_every", a.cfg.Lifecycle.ExpiryInterval, "sweep_every", a.cfg.Lifecycle.SweepInterval)
 		g.Go(func() error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/fsctl/fsctl/lifecycle"
 	"github.com/fsctl/fsctl/payment"
 	"github.com/fsctl/fsctl/server"
+	"github.com/fsctl/fsctl/stock"
 )
 
 type serveOptions struct {
@@ -33,6 +35,8 @@ type serveOptions struct {
 	roomRedisURL  string
 	roomSecret    string
 	clientIP      string
+	debugAddr     string
+	redisBatch    int
 }
 
 func newServeCmd() *cobra.Command {
@@ -88,6 +92,8 @@ Without --payment-url the bundled fake provider runs in-process (see fsctl payme
 	fs.StringVar(&o.roomRedisURL, "room-redis-url", os.Getenv(envRoomRedisURL), "Redis of the waiting rooms; empty uses --redis-url (env "+envRoomRedisURL+")")
 	fs.StringVar(&o.roomSecret, "room-secret", os.Getenv(envRoomSecret), "secret of admission tokens and proof-of-work challenges, the same on every instance; empty derives one from the JWT secret (env "+envRoomSecret+")")
 	fs.StringVar(&o.clientIP, "client-ip-header", "", "header a trusted proxy puts the client address in (e.g. X-Forwarded-For), for per-address rate limits")
+	fs.IntVar(&o.redisBatch, "redis-batch", stock.DefaultBatchMax, "most commands of concurrent purchases sent to Redis in one pipeline (whatever arrives while one is in flight goes in the next); 0 sends each alone")
+	fs.StringVar(&o.debugAddr, "debug-addr", "", "serve Go's profiler (pprof) on this address, e.g. 127.0.0.1:6060; off when empty (keep it private)")
 	fs.Uint32Var(&o.breaker.ConsecutiveFailures, "breaker-failures", 5, "consecutive payment failures that open the circuit breaker")
 	fs.DurationVar(&o.breaker.OpenTimeout, "breaker-open", 5*time.Second, "how long the open breaker refuses payments before trying one")
 	return cmd
@@ -133,7 +139,8 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 		API: slices.Contains(o.roles, "api"), Consumer: slices.Contains(o.roles, "consumer"),
 		PublishLinger: o.publishLinger, Migrate: o.migrate,
 		PaymentURL: o.paymentURL, Breaker: o.breaker, Lifecycle: lc, Workers: o.workers,
-		RoomRedisURL: o.roomRedisURL, RoomSecret: []byte(o.roomSecret),
+		RoomRedisURL: o.roomRedisURL, RoomSecret: []byte(o.roomSecret), DebugAddr: o.debugAddr,
+		RedisBatch: cmp.Or(o.redisBatch, -1),
 	}, log)
 	if err != nil {
 		return err
