@@ -11,36 +11,25 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-// Publisher writes events to Kafka. It is safe for concurrent use: concurrent publishes are batched
-// into one produce request, and each call returns once its message is acknowledged by all in-sync
-// replicas (acks=all) or has failed.
+// Publisher writes events to Kafka. It is safe for concurrent use: concurrent publishes to one
+// partition share produce requests (see groupProducer), and each call returns once its message is
+// acknowledged by all in-sync replicas (acks=all) or has failed.
 type Publisher struct {
-	w *kafka.Writer
+	topic     string
+	transport *kafka.Transport
+	g         *groupProducer
 }
 
-// NewPublisher returns a publisher to topic on brokers. batchTimeout bounds how long a publish
-// waits for others to share its produce request.
+// NewPublisher returns a publisher to topic on brokers.
 //
 // Each publisher has its own transport: kafka-go's shared default transport caches topic metadata
 // for 6 s, so a topic created after another writer's first request looked missing for that long.
 // Temporary broker errors (leader moves, a partition not ready yet) are retried inside the
 // caller's deadline.
-func NewPublisher(brokers []string, topic string, batchTimeout time.Duration) *Publisher {
-	return &Publisher{w: &kafka.Writer{
-		Transport:              &kafka.Transport{MetadataTTL: time.Second, DialTimeout: 3 * time.Second},
-		Addr:                   kafka.TCP(brokers...),
-		Topic:                  topic,
-		Balancer:               &kafka.Hash{},
-		RequiredAcks:           kafka.RequireAll,
-		BatchTimeout:           batchTimeout,
-		BatchSize:              512,
-		WriteTimeout:           5 * time.Second,
-		ReadTimeout:            5 * time.Second,
-		MaxAttempts:            6,
-		WriteBackoffMin:        50 * time.Millisecond,
-		WriteBackoffMax:        500 * time.Millisecond,
-		AllowAutoTopicCreation: false,
-	}}
+func NewPublisher(brokers []string, topic string) *Publisher {
+	tr := &kafka.Transport{MetadataTTL: time.Second, DialTimeout: 3 * time.Second}
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr, Timeout: produceTimeout}
+	return &Publisher{topic: topic, transport: tr, g: newGroupProducer(client, topic)}
 }
 
 // PublishOrderPlaced publishes one OrderPlaced event keyed by its item.
@@ -60,22 +49,25 @@ func (p *Publisher) publishEvent(ctx context.Context, orderID string, e Event) e
 	if err != nil {
 		return fmt.Errorf("encode order %s event: %w", orderID, err)
 	}
-	if err := p.w.WriteMessages(ctx, kafka.Message{Key: e.Key(), Value: b}); err != nil {
-		return fmt.Errorf("publish order %s to %s: %w", orderID, p.w.Topic, err)
+	if err := p.g.publish(ctx, kafka.Message{Key: e.Key(), Value: b}); err != nil {
+		return fmt.Errorf("publish order %s to %s: %w", orderID, p.topic, err)
 	}
 	return nil
 }
 
 // Publish writes raw messages (used for dead letters).
 func (p *Publisher) Publish(ctx context.Context, msgs ...kafka.Message) error {
-	if err := p.w.WriteMessages(ctx, msgs...); err != nil {
-		return fmt.Errorf("publish to %s: %w", p.w.Topic, err)
+	if err := p.g.publish(ctx, msgs...); err != nil {
+		return fmt.Errorf("publish to %s: %w", p.topic, err)
 	}
 	return nil
 }
 
-// Close flushes and closes the writer.
-func (p *Publisher) Close() error { return p.w.Close() }
+// Close closes the publisher's connections. Every publish has returned by then or fails.
+func (p *Publisher) Close() error {
+	p.transport.CloseIdleConnections()
+	return nil
+}
 
 // EnsureTopic creates topic with the given partition count if it does not exist. Replication is 1
 // on a single broker and up to 3 otherwise.

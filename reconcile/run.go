@@ -145,7 +145,7 @@ func open(ctx context.Context, cfg Config) (*conns, error) {
 // publisher is created on first use: only a repair re-publishes.
 func (c *conns) publisher() *events.Publisher {
 	if c.pub == nil {
-		c.pub = events.NewPublisher(c.cfg.Brokers, c.cfg.OrdersTopic, time.Millisecond)
+		c.pub = events.NewPublisher(c.cfg.Brokers, c.cfg.OrdersTopic)
 		c.closer = append(c.closer, func() { _ = c.pub.Close() })
 	}
 	return c.pub

@@ -41,8 +41,6 @@ type AppConfig struct {
 	API, Consumer bool
 	// ConsumerGroup defaults to ingest's group id.
 	ConsumerGroup string
-	// PublishLinger is how long a publish waits to share a produce request with others.
-	PublishLinger time.Duration
 	// Migrate applies database migrations at start.
 	Migrate bool
 	// PaymentURL is the payment provider's base URL; empty runs the bundled fake provider
@@ -106,9 +104,6 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 	if cfg.Partitions == 0 {
 		cfg.Partitions = 6
 	}
-	if cfg.PublishLinger == 0 {
-		cfg.PublishLinger = time.Millisecond
-	}
 	if cfg.Lifecycle == (lifecycle.Config{}) {
 		cfg.Lifecycle = lifecycle.DefaultConfig()
 	}
@@ -160,8 +155,8 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 			return nil, err
 		}
 	}
-	a.pub = events.NewPublisher(cfg.Brokers, cfg.OrdersTopic, cfg.PublishLinger)
-	a.dlq = events.NewPublisher(cfg.Brokers, cfg.DeadLetterTopic, cfg.PublishLinger)
+	a.pub = events.NewPublisher(cfg.Brokers, cfg.OrdersTopic)
+	a.dlq = events.NewPublisher(cfg.Brokers, cfg.DeadLetterTopic)
 	verifier, err := auth.NewVerifier(cfg.JWTSecret, nil)
 	if err != nil {
 		return nil, err

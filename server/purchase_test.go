@@ -102,7 +102,7 @@ func TestRedeliveryChangesNothing(t *testing.T) {
 			CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Minute)})
 	}
 	before := e.counts(5)
-	pub := events.NewPublisher(e.brokers, e.topic, time.Millisecond)
+	pub := events.NewPublisher(e.brokers, e.topic)
 	defer pub.Close()
 	for _, ev := range sent {
 		if err := pub.PublishOrderPlaced(context.Background(), ev); err != nil {
@@ -188,7 +188,7 @@ func TestDeadLetterReleasesUnit(t *testing.T) {
 	}
 	rdb.ZAdd(ctx, k.Holds(), redis.Z{Score: float64(time.Now().Add(time.Minute).UnixMilli()), Member: forged.String()})
 	rdb.Decr(ctx, k.Stock())
-	pub := events.NewPublisher(e.brokers, e.topic, time.Millisecond)
+	pub := events.NewPublisher(e.brokers, e.topic)
 	defer pub.Close()
 	if err := pub.PublishOrderPlaced(ctx, events.OrderPlaced{OrderID: forged, SaleID: e.sale.ID, ItemID: "hot",
 		UserID: "dup-user", CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Minute)}); err != nil {

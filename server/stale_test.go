@@ -30,7 +30,7 @@ func TestStaleHandOffIsNotRecorded(t *testing.T) {
 		ForgetUser: "u", ForgetKey: "k"}); err != nil {
 		t.Fatal(err)
 	}
-	pub := events.NewPublisher(c.Brokers, c.OrdersTopic, time.Millisecond)
+	pub := events.NewPublisher(c.Brokers, c.OrdersTopic)
 	defer pub.Close()
 	if err := pub.PublishOrderPlaced(ctx, events.OrderPlaced{OrderID: stale, SaleID: c.Sale.ID, ItemID: "hot", UserID: "u",
 		CreatedAt: time.Now(), ExpiresAt: rv.ExpiresAt, IdemKey: "k"}); err != nil {

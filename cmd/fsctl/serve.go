@@ -76,12 +76,13 @@ Without --payment-url the bundled fake provider runs in-process (see fsctl payme
 	fs.StringSliceVar(&o.roles, "role", []string{"api", "consumer"}, "roles to run: api, consumer")
 	fs.StringVar(&o.jwtSecret, "jwt-secret", defaultJWTSecret(), "HS256 secret of buyers' tokens (env "+envJWTSecret+")")
 	fs.IntVar(&o.maxConns, "max-conns", d.MaxConns, "most open client connections; keep below the open-file limit")
-	fs.DurationVar(&o.publishLinger, "publish-linger", time.Millisecond, "how long a Kafka publish waits to share a produce request")
+	fs.DurationVar(&o.publishLinger, "publish-linger", 0, "ignored")
+	_ = fs.MarkDeprecated("publish-linger", "concurrent publishes share produce requests without a timer now; the flag has no effect")
 	fs.IntVar(&o.partitions, "partitions", 6, "partitions of the orders topic when the server creates it")
 	fs.BoolVar(&o.migrate, "migrate", true, "apply database migrations at start")
 	fs.StringVar(&o.adminToken, "admin-token", os.Getenv(envAdminToken), "operator token of /admin/v1; empty turns the admin API off (env "+envAdminToken+")")
 	fs.StringVar(&o.paymentURL, "payment-url", os.Getenv(envPaymentURL), "payment provider base URL; empty runs the bundled fake in-process (env "+envPaymentURL+")")
-	fs.StringVar(&o.soldOut, "sold-out-flag", string(d.SoldOut), "local sold-out flag: off, verify (skip the script, read the buyer's idempotency record) or trust (answer from memory)")
+	fs.StringVar(&o.soldOut, "sold-out-flag", string(d.SoldOut), "local sold-out flag: off, verify (the reserve script on the buyer's home shard only, no borrowing: every answer stays the script's own) or trust (answer SOLD_OUT from memory)")
 	fs.BoolVar(&o.workers, "workers", true, "run the expiry job, orphaned-hold sweeper and payment claim resolver in this process")
 	lc := lifecycle.DefaultConfig()
 	fs.DurationVar(&o.lifecycle.PaymentTimeout, "payment-timeout", lc.PaymentTimeout, "timeout of one payment provider call; keep it well below the sale's hold TTL")
@@ -137,7 +138,7 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 		Server: cfg, RedisURL: o.endpoints.redisURL, PostgresURL: o.endpoints.postgresURL,
 		Brokers: o.endpoints.brokers, JWTSecret: []byte(o.jwtSecret), Partitions: o.partitions,
 		API: slices.Contains(o.roles, "api"), Consumer: slices.Contains(o.roles, "consumer"),
-		PublishLinger: o.publishLinger, Migrate: o.migrate,
+		Migrate: o.migrate,
 		PaymentURL: o.paymentURL, Breaker: o.breaker, Lifecycle: lc, Workers: o.workers,
 		RoomRedisURL: o.roomRedisURL, RoomSecret: []byte(o.roomSecret), DebugAddr: o.debugAddr,
 		RedisBatch: cmp.Or(o.redisBatch, -1),
