@@ -68,7 +68,7 @@ func benchPlan(base string, buyers, conns int) blast.Plan {
 		BaseURL: base, Targets: []blast.Target{{SaleID: "bench", ItemID: "item"}},
 		Buyers: buyers, UserPrefix: "bench-", Secret: []byte("bench-secret-0123456789"), Clicks: 1,
 		At:    time.Now().Add(time.Second + time.Duration(buyers)*40*time.Microsecond),
-		Conns: conns, Timeout: time.Minute,
+		Conns: conns, Timeout: time.Minute, Engine: blast.EngineHTTP, // the net/http baseline; callers set raw
 	}
 }
 

@@ -24,8 +24,10 @@ type Result struct {
 	Prepared time.Duration
 	Buyers   int
 	// Conns is the size of the connection pool the buyers shared.
-	Conns   int
-	Records []Record
+	Conns int
+	// Resolved is the engine and request timeout the burst ran with.
+	Resolved Resolution
+	Records  []Record
 	// FollowUps is what every reserved buyer did next, when the plan has After.
 	FollowUps []FollowUp
 }
@@ -63,6 +65,8 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	// Resolved once: both engines and the follow-ups read p.Engine and p.Timeout from here on.
+	p, settled := p.resolved()
 	limit, err := openFileLimit()
 	if err != nil {
 		return nil, err
@@ -88,7 +92,11 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 		return nil, err
 	}
 	if p.Engine == EngineRaw {
-		return p.runRaw(ctx, clicks, begin)
+		res, err := p.runRaw(ctx, clicks, begin)
+		if res != nil {
+			res.Resolved = settled
+		}
+		return res, err
 	}
 	// loadgen's transport keeps at most Conns HTTP/1.1 connections to the one host and queues
 	// requests beyond them; its Timeout bounds a request including that wait, as a buyer sees it.
@@ -97,7 +105,7 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 	if err := warm(ctx, client, p.BaseURL, p.healthPath(), p.Conns); err != nil {
 		return nil, err
 	}
-	res := &Result{At: p.At, Buyers: len(clicks) / p.Clicks, Conns: p.Conns, Prepared: p.now().Sub(begin)}
+	res := &Result{At: p.At, Buyers: len(clicks) / p.Clicks, Conns: p.Conns, Prepared: p.now().Sub(begin), Resolved: settled}
 	out := make([][]Record, len(clicks))
 	follow := make([]*FollowUp, len(clicks))
 	run := func(i int) {

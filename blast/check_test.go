@@ -94,7 +94,9 @@ func TestGarbageIsClassifiedNotFatal(t *testing.T) {
 	})
 	res := runFake(t, garbage, func(*blast.Plan) {})
 	slow := fakeCheckout(t, func(w http.ResponseWriter, _ string, _ int) { time.Sleep(300 * time.Millisecond) })
-	timeouts := runFake(t, slow, func(p *blast.Plan) { p.Timeout = 50 * time.Millisecond })
+	// On net/http every late answer is its own TIMEOUT; the raw engine drops the connection
+	// behind one (TestRawEngineTimesOut), so this case pins http rather than auto's raw.
+	timeouts := runFake(t, slow, func(p *blast.Plan) { p.Timeout, p.Engine = 50*time.Millisecond, blast.EngineHTTP })
 	rude := fakeCheckout(t, func(w http.ResponseWriter, _ string, _ int) { panic(http.ErrAbortHandler) })
 	hangups := runFake(t, rude, func(*blast.Plan) {})
 	for _, tc := range []struct {

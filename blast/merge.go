@@ -1,10 +1,12 @@
 package blast
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -31,7 +33,7 @@ func Combine(files []RecordFile) (Merged, error) {
 	if len(files) != n {
 		return Merged{}, fmt.Errorf("burst was split into %d shards, got %d files", n, len(files))
 	}
-	res := &Result{At: first.At}
+	res := &Result{At: first.At, Resolved: first.resolution()}
 	limits := first.LimitMap()
 	seen := make([]bool, n)
 	for i, f := range files {
@@ -59,6 +61,9 @@ func Combine(files []RecordFile) (Merged, error) {
 			res.Released = h.Released
 		}
 		res.Prepared = max(res.Prepared, time.Duration(h.PreparedNs))
+		if h.resolution() != res.Resolved {
+			res.Resolved = mixed(res.Resolved, h.resolution())
+		}
 		res.Conns += h.Conns
 		res.Buyers += h.ShardBuyers
 		for _, r := range f.Records {
@@ -71,6 +76,20 @@ func Combine(files []RecordFile) (Merged, error) {
 	}
 	slices.SortStableFunc(res.Records, func(a, b Record) int { return a.Buyer - b.Buyer })
 	return Merged{Result: res, Limits: limits, Shards: n}, nil
+}
+
+// mixed is the Resolution of shards that ran differently: both engines named, and the
+// longest timeout, which bounded the slowest request any shard allowed.
+func mixed(a, b Resolution) Resolution {
+	if !slices.Contains(strings.Split(a.Engine, "+"), b.Engine) {
+		a.Engine = strings.Trim(a.Engine+"+"+b.Engine, "+")
+	}
+	a.EngineAuto = a.EngineAuto && b.EngineAuto
+	a.Fallback = cmp.Or(a.Fallback, b.Fallback)
+	if b.Timeout > a.Timeout {
+		a.Timeout, a.TimeoutAuto = b.Timeout, b.TimeoutAuto
+	}
+	return a
 }
 
 // Merge reads the records files of every shard of one burst and reports it as one: the

@@ -73,7 +73,7 @@ type Plan struct {
 	At time.Time
 	// Conns is the pool of pre-dialled connections the buyers share.
 	Conns int
-	// Timeout bounds one request.
+	// Timeout bounds one request; 0 means AutoTimeout, sized to the burst.
 	Timeout time.Duration
 	// Shard picks this process's buyers.
 	Shard Shard
@@ -93,7 +93,8 @@ type Plan struct {
 	// Answered, when set, goes up by one as each click's answer is settled (answered, failed or
 	// timed out, retries included), so a caller can show progress during the burst.
 	Answered *atomic.Int64
-	// Engine sends the requests: EngineHTTP (the default, "" too) or EngineRaw.
+	// Engine sends the requests: EngineAuto (the default, "" too), EngineHTTP or EngineRaw.
+	// Resolve says which one auto picks.
 	Engine string
 }
 
@@ -119,14 +120,14 @@ func (p Plan) Validate() error {
 		return errors.New("retries and replays cannot be negative")
 	case p.Conns < 1:
 		return fmt.Errorf("conns %d: need at least one connection", p.Conns)
-	case p.Timeout <= 0:
-		return fmt.Errorf("timeout %s: must be positive", p.Timeout)
+	case p.Timeout < 0:
+		return fmt.Errorf("timeout %s: must be positive (or 0 for auto)", p.Timeout)
 	case p.At.IsZero():
 		return errors.New("no release time")
 	case p.Shard.Count > 0 && (p.Shard.Index < 0 || p.Shard.Index >= p.Shard.Count):
 		return fmt.Errorf("shard %d/%d out of range", p.Shard.Index, p.Shard.Count)
-	case p.Engine != "" && p.Engine != EngineHTTP && p.Engine != EngineRaw:
-		return fmt.Errorf("engine %q: want %s or %s", p.Engine, EngineHTTP, EngineRaw)
+	case p.Engine != "" && p.Engine != EngineAuto && p.Engine != EngineHTTP && p.Engine != EngineRaw:
+		return fmt.Errorf("engine %q: want %s, %s or %s", p.Engine, EngineAuto, EngineHTTP, EngineRaw)
 	}
 	if err := p.enoughUsers(); err != nil {
 		return err

@@ -59,6 +59,11 @@ func TestPlanValidation(t *testing.T) {
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	auto := good
+	auto.Timeout, auto.Engine = 0, blast.EngineAuto // both mean "work it out", not "missing"
+	if err := auto.Validate(); err != nil {
+		t.Fatalf("auto engine and timeout refused: %v", err)
+	}
 	for name, mod := range map[string]func(*blast.Plan){
 		"no url":      func(p *blast.Plan) { p.BaseURL = "" },
 		"no target":   func(p *blast.Plan) { p.Targets = nil },
@@ -67,7 +72,8 @@ func TestPlanValidation(t *testing.T) {
 		"no clicks":   func(p *blast.Plan) { p.Clicks = 0 },
 		"retries < 0": func(p *blast.Plan) { p.Retries = -1 },
 		"no conns":    func(p *blast.Plan) { p.Conns = 0 },
-		"no timeout":  func(p *blast.Plan) { p.Timeout = 0 },
+		"timeout < 0": func(p *blast.Plan) { p.Timeout = -time.Second },
+		"engine":      func(p *blast.Plan) { p.Engine = "turbo" },
 		"no time":     func(p *blast.Plan) { p.At = time.Time{} },
 
 		"bad shard": func(p *blast.Plan) { p.Shard = blast.Shard{Index: 3, Count: 2} },

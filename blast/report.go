@@ -31,10 +31,18 @@ type OutcomeRow struct {
 // Summary is the report of a burst, printed as tables or JSON.
 type Summary struct {
 	// Profile names the target profile the burst was fired through.
-	Profile  string    `json:"profile,omitempty"`
-	At       time.Time `json:"at"`
-	Buyers   int       `json:"buyers"`
-	Requests int       `json:"requests"`
+	Profile string `json:"profile,omitempty"`
+	// Engine sent the requests, http or raw; EngineAuto says auto picked it, and EngineFallback,
+	// when auto picked http, why the raw engine could not run the burst.
+	Engine         string `json:"engine"`
+	EngineAuto     bool   `json:"engineAuto"`
+	EngineFallback string `json:"engineFallback,omitempty"`
+	// TimeoutMs bounded each request; TimeoutAuto says it was sized to the burst (AutoTimeout).
+	TimeoutMs   float64   `json:"timeoutMs"`
+	TimeoutAuto bool      `json:"timeoutAuto"`
+	At          time.Time `json:"at"`
+	Buyers      int       `json:"buyers"`
+	Requests    int       `json:"requests"`
 	// Sold counts distinct reservations (retries of one key count once).
 	Sold     int          `json:"sold"`
 	Outcomes []OutcomeRow `json:"outcomes"`
@@ -83,7 +91,9 @@ func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // Summarize builds the report of a burst and its verdicts.
 func Summarize(res *Result, verdicts []Verdict) Summary {
 	s := Summary{At: res.At, Buyers: res.Buyers, Requests: len(res.Records), Conns: res.Conns, Verdicts: verdicts,
-		PreparedMs: millis(res.Prepared), ReleaseLateMs: millis(res.Released.Sub(res.At))}
+		PreparedMs: millis(res.Prepared), ReleaseLateMs: millis(res.Released.Sub(res.At)),
+		Engine: res.Resolved.Engine, EngineAuto: res.Resolved.EngineAuto, EngineFallback: res.Resolved.Fallback,
+		TimeoutMs: millis(res.Resolved.Timeout), TimeoutAuto: res.Resolved.TimeoutAuto}
 	all, skew, wake := newHist(), newHist(), newHist()
 	per := map[outcome.Code]hist{}
 	counts := map[outcome.Code]int{}
@@ -197,6 +207,9 @@ func (s Summary) Render(w io.Writer) error {
 	if s.Profile != "" {
 		fmt.Fprintf(w, "target: %s\n", s.Profile)
 	}
+	if s.Engine != "" {
+		fmt.Fprintln(w, s.Settings())
+	}
 	t := tablewriter.NewWriter(w)
 	t.Header("outcome", "requests", "p50 ms", "p90 ms", "p99 ms", "max ms")
 	for _, o := range s.Outcomes {
@@ -244,6 +257,12 @@ func (s Summary) Render(w io.Writer) error {
 		fmt.Fprintf(w, "threshold FAILED  %s\n", msg)
 	}
 	return nil
+}
+
+// Settings says which engine and request timeout produced the numbers, and why when auto chose.
+func (s Summary) Settings() string {
+	return Resolution{Engine: s.Engine, EngineAuto: s.EngineAuto, Fallback: s.EngineFallback,
+		Timeout: time.Duration(s.TimeoutMs * float64(time.Millisecond)), TimeoutAuto: s.TimeoutAuto}.String()
 }
 
 // rho prints a Spearman correlation, or why there is none.

@@ -98,10 +98,17 @@ cancel (seeded by --seed, the rest abandon the hold); --rate 500/s (with --ramp,
 open model: buyers arrive on a schedule, each timed from its own intended instant. Before the
 release blast compares its clock with the server's and refuses beyond --max-skew.
 
+--engine auto (the default) sends a direct purchase to an http:// target with the raw engine,
+the fastest release, and anything raw cannot send (--retries, --replays, --room, --pay/--cancel,
+https://, a profile whose purchase URL is a whole URL) with net/http; --timeout 0 (the default)
+sizes each request's bound to the burst, 10s + 1s per 2,000 clicks. The report's engine line says
+which engine and timeout produced the numbers, and why auto did not pick raw.
+
 Exit status: 0 all good, 1 a threshold missed (--max-p99, --min-throughput, --expect-sold) or an
 error, 2 an invariant broken or a bad flag.`,
 		Example: `  fsctl sale create -f examples/sale.yaml --reset
   fsctl blast --sale black-friday --item console --buyers 5000
+    engine: raw (auto); request timeout 12.5s (auto: 10s + 1s per 2000 clicks)
     ┌──────────┬──────────┬─────────┬─────────┬─────────┬────────┐
     │ OUTCOME  │ REQUESTS │ P 50 MS │ P 90 MS │ P 99 MS │ MAX MS │
     ├──────────┼──────────┼─────────┼─────────┼─────────┼────────┤
@@ -146,7 +153,8 @@ error, 2 an invariant broken or a bad flag.`,
 	f.IntVar(&o.replays, "replays", 0, "resends of a click with the same key after its answer (must get the same answer)")
 	f.StringVar(&o.at, "at", "", "release instant, RFC 3339 (e.g. 2026-11-27T09:00:00Z); overrides --in")
 	f.DurationVar(&o.in, "in", 2*time.Second, "release this long from now")
-	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "bound on one request")
+	f.DurationVar(&o.timeout, "timeout", 0, "bound on one request, from when its buyer sends it; 0 = auto: 10s + 1s per 2,000 clicks (buyers x clicks, all shards), "+
+		"e.g. 35s for 50,000 buyers, as if the target answers at least 2,000 requests/s (a slower one needs more)")
 	f.StringVar(&o.shard, "shard", "0/1", "this process's part of the buyers, i/n: buyer k belongs to shard k mod n")
 	f.StringVar(&o.secret, "jwt-secret", defaultJWTSecret(), "HS256 secret of the buyers' tokens (env "+envJWTSecret+"); with a --profile, replaces its token secret only when given")
 	f.StringVar(&o.prefix, "user-prefix", "blast-", "buyer k is the user <prefix><k>")
@@ -173,7 +181,9 @@ error, 2 an invariant broken or a bad flag.`,
 	f.DurationVar(&o.duration, "duration", 0, "with --rate, run this long: the buyers are as many as the schedule releases in it (instead of --buyers)")
 	f.DurationVar(&o.maxSkew, "max-skew", time.Second, "refuse to run when this machine's clock is further than this from the server's (0: do not check)")
 	f.StringVar(&o.tokens, "tokens", "", "buyers' tokens minted ahead (fsctl profile tokens), replacing the profile's token section: its users are the buyers")
-	f.StringVar(&o.engine, "engine", blast.EngineHTTP, "how requests are sent: http (net/http, every journey) or raw (pre-built HTTP/1.1 bytes pipelined over raw connections: the direct purchase only, http:// only, fastest release)")
+	f.StringVar(&o.engine, "engine", blast.EngineAuto, "how requests are sent: auto (raw wherever the burst allows, else http; the report names the engine used and why), "+
+		"http (net/http: every journey, --retries, --replays, --room, --pay/--cancel, https://) or raw (pre-built HTTP/1.1 bytes pipelined over raw connections: "+
+		"the direct purchase to an http:// target only, fastest release; refused where it cannot run)")
 	return cmd
 }
 
@@ -313,6 +323,7 @@ func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) erro
 	p.Progress = func(done, total int) {
 		fmt.Fprintf(progress, "preparing buyers: %d/%d (%d%%)\n", done, total, done*100/total)
 	}
+	fmt.Fprintln(progress, p.Resolve())
 	fmt.Fprintf(progress, "release at %s (in %s)\n", p.At.Format(time.RFC3339Nano), time.Until(p.At).Round(time.Millisecond))
 	p.Answered = new(atomic.Int64)
 	stop := showBurstProgress(progress, p.At, p.Answered)

@@ -57,6 +57,7 @@ func TestBlastFlagErrorsAreUsageErrors(t *testing.T) {
 		{"--sale", "s", "--item", "i", "--engine", "turbo"},
 		{"--sale", "s", "--item", "i", "--engine", "raw", "--retries", "1"},
 		{"--sale", "s", "--item", "i", "--engine", "raw", "--target", "https://127.0.0.1:1"},
+		{"--sale", "s", "--item", "i", "--timeout", "-1s"},
 	} {
 		_, code, err := runCLI(t, append([]string{"blast"}, args...)...)
 		if code != 2 || err == nil || err.Error() == "" {
@@ -78,16 +79,24 @@ func TestBlastFailsAnOversellingTarget(t *testing.T) {
 	}))
 	defer hs.Close()
 	results := filepath.Join(t.TempDir(), "results.bin")
-	out, code, err := runCLI(t, "blast", "--target", hs.URL, "--item", "s:i", "--buyers", "50", "--conns", "8",
-		"--in", "100ms", "--stock", "10", "--limit", "1", "--jwt-secret", "0123456789abcdef0123", "--results", results)
-	if code != 2 || !strings.Contains(out, "invariant BROKEN  no oversell") || !strings.Contains(out, "50 reservations for 10 units") {
-		t.Fatalf("exit %d (%v), want 2 with the oversell named:\n%s", code, err, out)
+	out, code, err := runCLI(t, "blast", "--target", hs.URL, "--item", "s:i", "--buyers", "50", "--conns", "8", "--engine", "http",
+		"--in", "100ms", "--stock", "10", "--limit", "1", "--jwt-secret", "0123456789abcdef0123", "--results", results, "--timeout", "3s")
+	if code != 2 || !strings.Contains(out, "invariant BROKEN  no oversell") || !strings.Contains(out, "50 reservations for 10 units") ||
+		!strings.Contains(out, "engine: http; request timeout 3s\n") {
+		t.Fatalf("exit %d (%v), want 2 with the oversell and the explicit engine and timeout named:\n%s", code, err, out)
 	}
-	// The raw engine's records go through the same report and invariants.
-	out, code, err = runCLI(t, "blast", "--target", hs.URL, "--item", "s:i", "--buyers", "50", "--conns", "8", "--engine", "raw",
+	// The raw engine, which auto picks for this direct purchase, goes through the same report and invariants.
+	out, code, err = runCLI(t, "blast", "--target", hs.URL, "--item", "s:i", "--buyers", "50", "--conns", "8",
 		"--in", "100ms", "--stock", "10", "--limit", "1", "--jwt-secret", "0123456789abcdef0123")
-	if code != 2 || !strings.Contains(out, "50 reservations for 10 units") {
-		t.Fatalf("raw engine: exit %d (%v), want 2 with the oversell named:\n%s", code, err, out)
+	if code != 2 || !strings.Contains(out, "50 reservations for 10 units") ||
+		!strings.Contains(out, "engine: raw (auto); request timeout 10.025s (auto: 10s + 1s per 2000 clicks)") {
+		t.Fatalf("raw engine: exit %d (%v), want 2 with the oversell and auto's choices named:\n%s", code, err, out)
+	}
+	// Retries are beyond raw: auto falls back to http and the report says why.
+	out, _, _ = runCLI(t, "blast", "--target", hs.URL, "--item", "s:i", "--buyers", "10", "--conns", "2", "--retries", "1",
+		"--in", "50ms", "--stock", "100", "--limit", "1", "--jwt-secret", "0123456789abcdef0123", "--output", "json")
+	if !strings.Contains(out, `"engine": "http"`) || !strings.Contains(out, `"engineFallback": "retries and replays need --engine http"`) {
+		t.Errorf("auto with --retries, want http and the reason in the JSON:\n%s", out)
 	}
 	f, err := os.Open(results)
 	if err != nil {
