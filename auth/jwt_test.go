@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -87,4 +88,62 @@ func FuzzUserFromHeader(f *testing.F) {
 			t.Fatalf("accepted a token it did not sign: %q (user %q)", header, user)
 		}
 	})
+}
+
+// TestVerifiedCache: a token seen before is answered from the cache, but its expiry still counts,
+// a token differing in any byte is checked in full, and a refused token is never remembered.
+func TestVerifiedCache(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	clock := now
+	v, err := NewVerifier(secret, func() time.Time { return clock })
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, _ := Mint(secret, "buyer-1", now, time.Minute)
+	for i := range 3 {
+		if user, err := v.Verify(good); err != nil || user != "buyer-1" {
+			t.Fatalf("check %d: (%q, %v), want buyer-1", i, user, err)
+		}
+	}
+	if _, ok := v.cache.get(good); !ok {
+		t.Fatal("a verified token was not remembered")
+	}
+	tampered := good[:len(good)-2] + string('A'+(good[len(good)-2]-'A'+1)%26) + good[len(good)-1:]
+	if _, err := v.Verify(tampered); err == nil {
+		t.Fatalf("a token with a changed signature byte was accepted after the good one was cached")
+	}
+	forged, _ := Mint([]byte("another-secret-another-secret!!"), "buyer-1", now, time.Minute)
+	for range 2 {
+		if _, err := v.Verify(forged); outcome.CodeOf(err) != outcome.Unauthorized {
+			t.Fatalf("forged token: %v, want Unauthorized every time", err)
+		}
+	}
+	if _, ok := v.cache.get(forged); ok {
+		t.Fatal("a refused token was remembered")
+	}
+	clock = now.Add(time.Minute + Leeway - time.Millisecond)
+	if _, err := v.Verify(good); err != nil {
+		t.Fatalf("within the leeway: %v", err)
+	}
+	clock = now.Add(time.Minute + Leeway)
+	if _, err := v.Verify(good); err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("a cached token past its expiry: %v, want expired", err)
+	}
+}
+
+// TestVerifiedCacheIsBounded: the cache keeps at most two generations, however many tokens pass.
+func TestVerifiedCacheIsBounded(t *testing.T) {
+	c := newVerifiedCache()
+	for i := range 3*verifiedCacheSize + 7 {
+		c.put(strconv.Itoa(i), verified{sub: "u"})
+	}
+	if n := len(c.cur) + len(c.prev); n > 2*verifiedCacheSize {
+		t.Fatalf("%d entries, want at most %d", n, 2*verifiedCacheSize)
+	}
+	if _, ok := c.get(strconv.Itoa(3*verifiedCacheSize + 6)); !ok {
+		t.Fatal("the newest entry is gone")
+	}
+	if _, ok := c.get("0"); ok {
+		t.Fatal("the oldest entry survived two generations")
+	}
 }

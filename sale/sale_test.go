@@ -1,6 +1,7 @@
 package sale
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +98,19 @@ func TestParseNamesLineAndField(t *testing.T) {
 				t.Fatalf("got %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestValidSlugMatchesItsPattern: the hand-written check accepts exactly [A-Za-z0-9_-]{1,64}.
+func TestValidSlugMatchesItsPattern(t *testing.T) {
+	re := regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	cases := []string{"", "a", "Sale_2026-12", strings.Repeat("x", 64), strings.Repeat("x", 65), "a b", "a/b", "é", "a\n", "-_-"}
+	for c := range 256 {
+		cases = append(cases, string([]byte{byte(c)}), "ok"+string([]byte{byte(c)}))
+	}
+	for _, s := range cases {
+		if got, want := ValidSlug(s), re.MatchString(s); got != want {
+			t.Errorf("ValidSlug(%q) = %v, the pattern says %v", s, got, want)
+		}
 	}
 }

@@ -31,7 +31,9 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 		s.countAndWriteError(w, r, err)
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, MaxPurchaseBody+1)
+	if r.Body != http.NoBody { // most purchases carry none: nothing to wrap or read
+		r.Body = http.MaxBytesReader(w, r.Body, MaxPurchaseBody+1)
+	}
 	req, err := parsePurchase(r.PathValue("sale"), r.PathValue("item"), r.Header.Get("Idempotency-Key"), r.Body)
 	if err != nil {
 		s.countAndWriteError(w, r, err)

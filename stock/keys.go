@@ -89,4 +89,6 @@ func (k Keys) TransferSeq() string { return k.tag + ":xferseq" }
 
 // OrderRefKey points from an order id to its sale, item, user and shard, so GET /orders/{id} can find
 // the hold of an order that PostgreSQL does not have yet.
-func OrderRefKey(orderID uuid.UUID) string { return "fs:order:" + orderID.String() }
+func OrderRefKey(orderID uuid.UUID) string { return orderRefPrefix + orderID.String() }
+
+const orderRefPrefix = "fs:order:"

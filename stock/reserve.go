@@ -114,16 +114,20 @@ func (s *Store) reserveSharded(ctx context.Context, call homeCall, r Request, ho
 
 // reserveOnce runs the reserve script on the home shard, applying an incoming transfer when id is set.
 func (s *Store) reserveOnce(ctx context.Context, call homeCall, r Request, home int, sharded bool, id string, units int64) (Reservation, error) {
-	k := ShardKeys(r.SaleID, r.ItemID, home)
-	keys := []string{k.Meta(), k.Stock(), k.Buyers(), k.Holds(), k.Orders(), k.Idem(r.UserID, r.IdemKey), k.Applied()}
+	rk := s.reserveKeysOf(r.SaleID, r.ItemID, home)
+	keys := make([]string, 7, 8)
+	copy(keys, rk.static[:])
+	keys[5] = rk.k.Idem(r.UserID, r.IdemKey)
 	flag := "0"
 	if sharded {
 		flag = "1"
 	}
-	args := []any{r.UserID, r.OrderID.String(), s.idemTTL.Milliseconds(), flag, r.IdemKey, id, units}
+	orderID := r.OrderID.String()
+	args := make([]any, 7, 9)
+	args[0], args[1], args[2], args[3], args[4], args[5], args[6] = r.UserID, orderID, s.idemTTLms, flag, r.IdemKey, id, units
 	if s.refInScript {
-		keys = append(keys, OrderRefKey(r.OrderID))
-		args = append(args, orderRef(r.SaleID, r.ItemID, r.UserID, home), s.markerTTL.Milliseconds())
+		keys = append(keys, orderRefPrefix+orderID)
+		args = append(args, orderRef(r.SaleID, r.ItemID, r.UserID, home), s.markerTTLms)
 	}
 	res, replicas, err := call(ctx, keys, args...)
 	if err != nil {
@@ -264,4 +268,38 @@ func parseReservation(res []string) (Reservation, error) {
 	}
 	rv.OrderID, rv.ExpiresAt, rv.Slot = id, time.UnixMilli(ms).UTC(), slot
 	return rv, nil
+}
+
+// reserveKeys are the keys of one shard that every reserve touches, built once per shard (KEYS[5],
+// the idempotency record, is the buyer's and is filled in per call).
+type reserveKeys struct {
+	k      Keys
+	static [7]string
+}
+
+type shardID struct {
+	saleID, itemID string
+	shard          int
+}
+
+// maxCachedShards bounds the key cache; past it the cache starts again (sales come and go).
+const maxCachedShards = 4096
+
+func (s *Store) reserveKeysOf(saleID, itemID string, shard int) *reserveKeys {
+	id := shardID{saleID, itemID, shard}
+	s.keysMu.RLock()
+	rk := s.keys[id]
+	s.keysMu.RUnlock()
+	if rk != nil {
+		return rk
+	}
+	k := ShardKeys(saleID, itemID, shard)
+	rk = &reserveKeys{k: k, static: [7]string{k.Meta(), k.Stock(), k.Buyers(), k.Holds(), k.Orders(), "", k.Applied()}}
+	s.keysMu.Lock()
+	if len(s.keys) >= maxCachedShards {
+		clear(s.keys)
+	}
+	s.keys[id] = rk
+	s.keysMu.Unlock()
+	return rk
 }

@@ -6,6 +6,8 @@ package stock
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -40,6 +42,11 @@ type Store struct {
 	// Redis every key is on the same node. On a cluster the reference (keyed by order id, not by
 	// the item's hash tag) lives elsewhere and Reserve writes it right after the script.
 	refInScript bool
+	// idemTTLms and markerTTLms are the TTLs as the scripts take them, formatted once.
+	idemTTLms, markerTTLms string
+
+	keysMu sync.RWMutex
+	keys   map[shardID]*reserveKeys
 }
 
 // Option configures a Store.
@@ -87,6 +94,9 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 	for _, o := range opts {
 		o(s)
 	}
+	s.idemTTLms = strconv.FormatInt(s.idemTTL.Milliseconds(), 10)
+	s.markerTTLms = strconv.FormatInt(s.markerTTL.Milliseconds(), 10)
+	s.keys = make(map[shardID]*reserveKeys)
 	return s
 }
 

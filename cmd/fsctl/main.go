@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
@@ -34,7 +35,9 @@ func (quietRedis) Printf(context.Context, string, ...any) {}
 func main() {
 	redis.SetLogger(quietRedis{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	stopProfile := startCPUProfile(os.Getenv(envCPUProfile))
 	err := newRootCmd().ExecuteContext(ctx)
+	stopProfile()
 	stop()
 	if err == nil {
 		return
@@ -71,4 +74,26 @@ func newRootCmd() *cobra.Command {
 		newProfileCmd(),
 	)
 	return root
+}
+
+// envCPUProfile names a file that receives a CPU profile of the whole command (any command; for
+// the server's own listener see serve --debug-addr): FSCTL_CPUPROFILE=blast.pprof fsctl blast ...
+const envCPUProfile = "FSCTL_CPUPROFILE"
+
+func startCPUProfile(path string) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fsctl: %s=%s: %v (no profile written)\n", envCPUProfile, path, err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}
 }
