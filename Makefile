@@ -17,7 +17,7 @@ KAFKA_POM ?= deps/kafka/pom.xml
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .DEFAULT_GOAL := build
-.PHONY: help deps build vet test fuzz bench bench-blast demo stack-up stack-down stack-status clean
+.PHONY: help deps build vet test fuzz bench bench-sale bench-blast demo stack-up stack-down stack-status clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -66,6 +66,13 @@ fuzz: ## run each Fuzz target for FUZZTIME (20s); see scripts/fuzz.sh
 
 bench: stack-up ## benchmarks in ./benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./benchmarks/
+
+# extra flags for the sale benchmark, e.g. SALEBENCH_FLAGS='-units 10000 -serve-args "--redis-batch 0"'
+SALEBENCH_FLAGS ?=
+bench-sale: stack-up ## the 10,000-unit sale: 50,000 buyers against 10,000 and 100 units, beside wrk -> /healthz in the same run (~1 min; installs wrk)
+	@command -v wrk >/dev/null 2>&1 || { echo "bench-sale: installing wrk"; $(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wrk; }
+	$(GO) run ./benchmarks/salebench -fsctl $(FSCTL) $(SALEBENCH_FLAGS)
 
 bench-blast: ## fsctl blast vs vegeta's attacker vs wrk on a trivial endpoint, one table (no stack needed)
 	GO=$(GO) scripts/bench-blast.sh

@@ -22,9 +22,9 @@ import (
 const neverSellsOut = 1 << 40
 
 // redisHotItem preloads one open, unsharded item with the given stock and a per-user limit of 1.
-func redisHotItem(b *testing.B, quantity int64) (*stock.Store, sale.Sale) {
+func redisHotItem(b *testing.B, quantity int64, opts ...stock.Option) (*stock.Store, sale.Sale) {
 	b.Helper()
-	return redisItem(b, sale.Item{ID: hotItem, Quantity: quantity})
+	return redisItem(b, sale.Item{ID: hotItem, Quantity: quantity}, opts...)
 }
 
 // contenderClient is a client of the local Redis with a warm connection for every contender, so
@@ -46,11 +46,11 @@ func contenderClient(b *testing.B) *redis.Client {
 // redisItem preloads one open item with a per-user limit of 1 under a fresh sale id (the Redis
 // server is shared), on a client with a connection for every contender, and resets the sale's keys
 // when the benchmark ends.
-func redisItem(b *testing.B, item sale.Item) (*stock.Store, sale.Sale) {
+func redisItem(b *testing.B, item sale.Item, opts ...stock.Option) (*stock.Store, sale.Sale) {
 	b.Helper()
 	rdb := contenderClient(b)
 	ctx := context.Background()
-	s := stock.New(rdb)
+	s := stock.New(rdb, opts...)
 	if err := s.LoadScripts(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -117,5 +117,27 @@ func BenchmarkRedisReserveSoldOut(b *testing.B) {
 	st := runRedisContended(b, s, sl, outcome.SoldOut)
 	if st.Stock != 0 || st.Holds != 0 {
 		b.Fatalf("sold-out item after %d attempts: stock %d, holds %d", b.N, st.Stock, st.Holds)
+	}
+}
+
+// BenchmarkRedisReserveBatching is BenchmarkRedisReserve with the store's round-trip batching
+// (stock.Batch, the server's default) and without it, in one run: 64 contenders, each reserve its
+// own script call; batched, the calls that arrive while a pipeline is in flight share the next.
+func BenchmarkRedisReserveBatching(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		opts []stock.Option
+	}{
+		{"unbatched", []stock.Option{stock.Batch(0, 0)}},
+		{"batched", nil},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			s, sl := redisHotItem(b, neverSellsOut, tc.opts...)
+			st := runRedisContended(b, s, sl, outcome.Reserved)
+			if st.Stock != neverSellsOut-int64(b.N) || st.Holds != int64(b.N) {
+				b.Fatalf("after %d reserves: stock %d, holds %d", b.N, st.Stock, st.Holds)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reserves/s")
+		})
 	}
 }

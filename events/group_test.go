@@ -100,7 +100,9 @@ func TestGroupProducerSharesProduceRequests(t *testing.T) {
 	errs := make([]error, queued)
 	for i := range queued {
 		// One at a time into the queue, so their order is known; each waits for its ack.
-		g.enqueueWait(t, func() { wg.Go(func() { errs[i] = g.publish(ctx, kafka.Message{Key: []byte("k"), Value: []byte(strconv.Itoa(i + 1))}) }) }, i+1)
+		g.enqueueWait(t, func() {
+			wg.Go(func() { errs[i] = g.publish(ctx, kafka.Message{Key: []byte("k"), Value: []byte(strconv.Itoa(i + 1))}) })
+		}, i+1)
 	}
 	ct.release()
 	wg.Wait()
@@ -163,7 +165,9 @@ func TestGroupProducerLeftCallerIsNotSent(t *testing.T) {
 	left := make(chan error, 1)
 	g.enqueueWait(t, func() { go func() { left <- g.publish(gone, kafka.Message{Value: []byte("left")}) }() }, 1)
 	stays := make(chan error, 1)
-	g.enqueueWait(t, func() { go func() { stays <- g.publish(context.Background(), kafka.Message{Value: []byte("stays")}) }() }, 2)
+	g.enqueueWait(t, func() {
+		go func() { stays <- g.publish(context.Background(), kafka.Message{Value: []byte("stays")}) }()
+	}, 2)
 	cancel()
 	if err := <-left; err == nil {
 		t.Fatal("a publish whose context was cancelled reported success")

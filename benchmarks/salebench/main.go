@@ -1,0 +1,477 @@
+// Command salebench is the standing benchmark of the whole purchase path (`make bench-sale`): it
+// starts `fsctl serve` on the local stack, measures the box's HTTP ceiling (wrk → /healthz) and
+// the sold-out purchase path (wrk, a fresh Idempotency-Key each request), then releases a burst of
+// buyers (`fsctl blast --engine raw`) at each stock size and reports, in one table: the time to the
+// last unit sold, until every buyer was answered and until the last order was in PostgreSQL,
+// requests/s as a ratio of the ceiling, the server's CPU per request, and both processes' memory.
+// Every burst is checked by `fsctl reconcile`; a broken invariant fails the run.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+)
+
+type options struct {
+	fsctl, serverFsctl    string
+	addr, postgres        string
+	buyers, conns, shards int
+	units                 []int
+	wrkDuration           time.Duration
+	wrkConns              int
+	redisURL              string
+	redisPID              int // 0 when Redis is not a local process
+	serveArgs             []string
+}
+
+func main() {
+	var o options
+	var units, serveArgs string
+	flag.StringVar(&o.fsctl, "fsctl", "bin/fsctl", "the fsctl binary to run")
+	flag.StringVar(&o.serverFsctl, "server-fsctl", "", "the fsctl binary whose serve is measured (default: -fsctl); the generator stays -fsctl, so two servers can be compared under the same load")
+	flag.StringVar(&o.addr, "addr", "127.0.0.1:18080", "listen address of the server under test")
+	flag.StringVar(&o.postgres, "postgres-url", env("FSCTL_POSTGRES_URL", "postgres://fsctl@127.0.0.1:15432/fsctl?sslmode=disable"), "PostgreSQL of the stack")
+	flag.StringVar(&o.redisURL, "redis-url", env("FSCTL_REDIS_URL", "redis://127.0.0.1:16379/0"), "Redis of the stack (its CPU is measured when it runs on this machine)")
+	flag.IntVar(&o.buyers, "buyers", 50000, "buyers in each burst")
+	flag.IntVar(&o.conns, "conns", 1000, "connections of blast's pool")
+	flag.IntVar(&o.shards, "shards", 4, "stock shards of each item")
+	flag.StringVar(&units, "units", "100,10000", "stock of the item of each burst, comma separated")
+	flag.DurationVar(&o.wrkDuration, "wrk-duration", 5*time.Second, "length of each wrk run")
+	flag.IntVar(&o.wrkConns, "wrk-conns", 64, "wrk's connections")
+	flag.StringVar(&serveArgs, "serve-args", "", "extra flags for fsctl serve (space separated), e.g. '--redis-batch 0'")
+	flag.Parse()
+	for _, u := range strings.Split(units, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(u))
+		if err != nil || n < 1 {
+			fail(fmt.Errorf("-units %q: want positive counts", units))
+		}
+		o.units = append(o.units, n)
+	}
+	o.serveArgs = strings.Fields(serveArgs)
+	if o.serverFsctl == "" {
+		o.serverFsctl = o.fsctl
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "salebench:", err)
+	os.Exit(1)
+}
+
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// burst is one measured release of buyers against one stock size.
+type burst struct {
+	units, sold          int
+	lastSold, answered   time.Duration
+	inPostgres           time.Duration // after the last answer
+	rps                  float64
+	serverCPU, redisCPU  time.Duration
+	generatorCPU         time.Duration
+	serverRSS, generator int64 // KiB
+	requests             int
+}
+
+func run(ctx context.Context, o options) error {
+	if _, err := exec.LookPath("wrk"); err != nil {
+		return errors.New("wrk is not installed (apt-get install wrk; `make bench-sale` does it)")
+	}
+	dir, err := os.MkdirTemp("", "salebench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	o.redisPID = redisPID(ctx, o.redisURL)
+	srv, err := startServer(ctx, o, dir)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	base := "http://" + o.addr
+	fmt.Printf("machine: %d cores, load %s; server pid %d on %s\n", runtime.NumCPU(), loadavg(), srv.cmd.Process.Pid, base)
+
+	ceiling, err := wrk(ctx, o, base+"/healthz", "")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("wrk -t2 -c%d -d%s /healthz: %.0f req/s (the ceiling)\n", o.wrkConns, o.wrkDuration, ceiling)
+	pid := srv.cmd.Process.Pid
+	cpu0, _ := procCPU(pid)
+	soldOut, err := soldOutPath(ctx, o, dir, base)
+	if err != nil {
+		return err
+	}
+	cpu1, _ := procCPU(pid)
+	fmt.Printf("wrk sold-out purchase, fresh key each request: %.0f req/s (%.2fx the ceiling), server CPU %.1f us a request\n",
+		soldOut, soldOut/ceiling, float64((cpu1-cpu0).Microseconds())/(soldOut*o.wrkDuration.Seconds()))
+
+	var bursts []burst
+	for _, u := range o.units {
+		b, err := runBurst(ctx, o, dir, base, srv.cmd.Process.Pid, u)
+		if err != nil {
+			return err
+		}
+		bursts = append(bursts, b)
+	}
+	report(o, ceiling, soldOut, bursts)
+	return nil
+}
+
+type server struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+func startServer(ctx context.Context, o options, dir string) (*server, error) {
+	logf, err := os.Create(filepath.Join(dir, "serve.log"))
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"serve", "--addr", o.addr}, o.serveArgs...)
+	cmd := exec.CommandContext(ctx, o.serverFsctl, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s serve: %w", o.serverFsctl, err)
+	}
+	s := &server{cmd: cmd, done: make(chan error, 1)}
+	go func() { s.done <- cmd.Wait(); logf.Close() }()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-s.done:
+			log, _ := os.ReadFile(filepath.Join(dir, "serve.log"))
+			return nil, fmt.Errorf("fsctl serve exited (%v); is the stack up (make stack-up)?\n%s", err, log)
+		case <-time.After(100 * time.Millisecond):
+		}
+		resp, err := http.Get("http://" + o.addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s, nil
+			}
+		}
+	}
+	s.stop()
+	return nil, errors.New("fsctl serve not ready within 60s (see `make stack-up`)")
+}
+
+func (s *server) stop() {
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-s.done:
+	case <-time.After(15 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+var rpsLine = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+
+// wrk runs wrk against url with an optional Lua script and returns its requests per second.
+func wrk(ctx context.Context, o options, url, script string) (float64, error) {
+	args := []string{"-t2", "-c" + strconv.Itoa(o.wrkConns), "-d" + o.wrkDuration.String()}
+	if script != "" {
+		args = append(args, "-s", script)
+	}
+	out, err := exec.CommandContext(ctx, "wrk", append(args, url)...).CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("wrk %s: %w\n%s", url, err, out)
+	}
+	if strings.Contains(string(out), "Non-2xx") && script == "" {
+		return 0, fmt.Errorf("wrk %s: error answers\n%s", url, out)
+	}
+	m := rpsLine.FindSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("wrk %s: no Requests/sec in\n%s", url, out)
+	}
+	return strconv.ParseFloat(string(m[1]), 64)
+}
+
+// wrkScript sends purchases with a fresh Idempotency-Key each (thread id and a counter).
+const wrkScript = `
+local n = 0
+local id = 0
+function setup(thread) id = id + 1; thread:set("tid", id) end
+function init(args) tid = tid or 0 end
+function request()
+  n = n + 1
+  wrk.headers["Idempotency-Key"] = "wrk-" .. tid .. "-" .. n
+  wrk.headers["Authorization"] = "Bearer %s"
+  return wrk.format("POST", "%s")
+end
+`
+
+// soldOutPath measures purchases of a sold-out item: the path 490,000 of 500,000 buyers take.
+func soldOutPath(ctx context.Context, o options, dir, base string) (float64, error) {
+	path := "/api/v1/sales/bench-soldout/items/gone/purchase"
+	if err := createSale(ctx, o, dir, "bench-soldout", "gone", 1); err != nil {
+		return 0, err
+	}
+	winner, err := token(ctx, o, "bench-winner")
+	if err != nil {
+		return 0, err
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+path, nil)
+	req.Header.Set("Authorization", "Bearer "+winner)
+	req.Header.Set("Idempotency-Key", "winner")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		return 0, fmt.Errorf("buying the only unit: %s", resp.Status)
+	}
+	tok, err := token(ctx, o, "bench-late-buyer")
+	if err != nil {
+		return 0, err
+	}
+	script := filepath.Join(dir, "soldout.lua")
+	if err := os.WriteFile(script, fmt.Appendf(nil, wrkScript, tok, path), 0o600); err != nil {
+		return 0, err
+	}
+	return wrk(ctx, o, base+path, script)
+}
+
+func token(ctx context.Context, o options, user string) (string, error) {
+	out, err := exec.CommandContext(ctx, o.fsctl, "token", user).Output()
+	if err != nil {
+		return "", fmt.Errorf("fsctl token: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func createSale(ctx context.Context, o options, dir, id, item string, units int) error {
+	file := filepath.Join(dir, id+".yaml")
+	body := fmt.Sprintf("id: %s\nname: %s\nopensAt: 2026-01-01T00:00:00Z\nperUserLimit: 1\nholdTTL: 10m\nitems:\n  - id: %s\n    name: %s\n    quantity: %d\n    priceCents: 100\n    shards: %d\n",
+		id, id, item, item, units, o.shards)
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		return err
+	}
+	if out, err := exec.CommandContext(ctx, o.fsctl, "sale", "create", "-f", file, "--reset").CombinedOutput(); err != nil {
+		return fmt.Errorf("fsctl sale create: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// blastReport is the part of `fsctl blast -o json` this benchmark reads.
+type blastReport struct {
+	At         time.Time `json:"at"`
+	Requests   int       `json:"requests"`
+	Sold       int       `json:"sold"`
+	DurationMs float64   `json:"durationMs"`
+	Throughput float64   `json:"throughputRps"`
+	Outcomes   []struct {
+		Outcome string `json:"outcome"`
+		Count   int    `json:"count"`
+		Latency struct {
+			MaxMs float64 `json:"maxMs"`
+		} `json:"latency"`
+	} `json:"outcomes"`
+}
+
+func runBurst(ctx context.Context, o options, dir, base string, pid, units int) (burst, error) {
+	saleID := fmt.Sprintf("bench-%d", units)
+	if err := createSale(ctx, o, dir, saleID, "drop", units); err != nil {
+		return burst{}, err
+	}
+	fmt.Printf("burst: %d buyers -> %d units (%d shards)...\n", o.buyers, units, o.shards)
+	cpu0, err := procCPU(pid)
+	if err != nil {
+		return burst{}, err
+	}
+	rcpu0, _ := procCPU(o.redisPID)
+	cmd := exec.CommandContext(ctx, o.fsctl, "blast", "--target", base, "--sale", saleID, "--item", "drop",
+		"--buyers", strconv.Itoa(o.buyers), "--conns", strconv.Itoa(o.conns), "--engine", "raw",
+		"--in", "3s", "--expect-sold", strconv.Itoa(units), "-o", "json")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return burst{}, fmt.Errorf("fsctl blast: %w\n%s", err, stderr.String())
+	}
+	var r blastReport
+	if err := json.Unmarshal(out, &r); err != nil {
+		return burst{}, fmt.Errorf("read blast's report: %w", err)
+	}
+	lastAnswer := r.At.Add(time.Duration(r.DurationMs * float64(time.Millisecond)))
+	inPG, err := waitPostgres(ctx, o, saleID, r.Sold)
+	if err != nil {
+		return burst{}, err
+	}
+	cpu1, err := procCPU(pid)
+	if err != nil {
+		return burst{}, err
+	}
+	rcpu1, _ := procCPU(o.redisPID)
+	b := burst{units: units, sold: r.Sold, requests: r.Requests, rps: r.Throughput,
+		answered:   time.Duration(r.DurationMs * float64(time.Millisecond)),
+		inPostgres: max(inPG.Sub(lastAnswer), 0), serverCPU: cpu1 - cpu0, redisCPU: rcpu1 - rcpu0,
+		serverRSS: procRSS(pid, "VmHWM"), generator: maxRSS(cmd.ProcessState),
+		generatorCPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
+	for _, oc := range r.Outcomes {
+		if oc.Outcome == "RESERVED" {
+			b.lastSold = time.Duration(oc.Latency.MaxMs * float64(time.Millisecond))
+		}
+	}
+	if out, err := exec.CommandContext(ctx, o.fsctl, "reconcile", "--sale", saleID).CombinedOutput(); err != nil {
+		return burst{}, fmt.Errorf("fsctl reconcile --sale %s found a broken invariant: %w\n%s", saleID, err, out)
+	}
+	return b, nil
+}
+
+// waitPostgres polls until PostgreSQL has every order of the sale and says when it first did.
+func waitPostgres(ctx context.Context, o options, saleID string, want int) (time.Time, error) {
+	conn, err := pgx.Connect(ctx, o.postgres)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("postgres: %w", err)
+	}
+	defer conn.Close(ctx)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var n int
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM orders WHERE sale_id = $1", saleID).Scan(&n); err != nil {
+			return time.Time{}, fmt.Errorf("count orders: %w", err)
+		}
+		if n >= want {
+			return time.Now(), nil
+		}
+		if time.Now().After(deadline) {
+			return time.Time{}, fmt.Errorf("PostgreSQL has %d of %d orders of %s after 2 minutes", n, want, saleID)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// procCPU is a process's user+system CPU time so far.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name (which may hold spaces) start after the last ')'.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil // USER_HZ is 100 on Linux
+}
+
+// procRSS reads a memory line (VmRSS, VmHWM) of /proc/PID/status in KiB.
+func procRSS(pid int, field string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, field+":") {
+			n, _ := strconv.ParseInt(strings.Fields(l)[1], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func maxRSS(ps *os.ProcessState) int64 {
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		return ru.Maxrss
+	}
+	return 0
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func report(o options, ceiling, soldOut float64, bs []burst) {
+	fmt.Println()
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "measure\t"+joinBursts(bs, func(b burst) string { return fmt.Sprintf("%d -> %d units", o.buyers, b.units) }))
+	row := func(name string, f func(b burst) string) { fmt.Fprintln(tw, name+"\t"+joinBursts(bs, f)) }
+	row("units sold", func(b burst) string { return strconv.Itoa(b.sold) })
+	row("last unit sold (ms)", func(b burst) string { return ms(b.lastSold) })
+	row("every buyer answered (ms)", func(b burst) string { return ms(b.answered) })
+	row("last order in PostgreSQL, after the last answer (ms)", func(b burst) string { return ms(b.inPostgres) })
+	row("requests/s", func(b burst) string { return fmt.Sprintf("%.0f", b.rps) })
+	row("x the /healthz ceiling", func(b burst) string { return fmt.Sprintf("%.2f", b.rps/ceiling) })
+	row("server CPU per request (us)", func(b burst) string {
+		return fmt.Sprintf("%.1f", float64(b.serverCPU.Microseconds())/float64(max(b.requests, 1)))
+	})
+	row("Redis CPU per request (us)", func(b burst) string {
+		return fmt.Sprintf("%.1f", float64(b.redisCPU.Microseconds())/float64(max(b.requests, 1)))
+	})
+	row("generator CPU per request (us)", func(b burst) string {
+		return fmt.Sprintf("%.1f", float64(b.generatorCPU.Microseconds())/float64(max(b.requests, 1)))
+	})
+	row("server peak RSS (MiB)", func(b burst) string { return fmt.Sprintf("%.0f", float64(b.serverRSS)/1024) })
+	row("generator peak RSS (MiB)", func(b burst) string { return fmt.Sprintf("%.0f", float64(b.generator)/1024) })
+	_ = tw.Flush()
+	fmt.Printf("\nceiling: wrk -t2 -c%d -> /healthz %.0f req/s; sold-out purchase (fresh keys) %.0f req/s = %.2fx\n",
+		o.wrkConns, ceiling, soldOut, soldOut/ceiling)
+	fmt.Println("every burst: reconcile OK (Redis, Kafka and PostgreSQL agree)")
+}
+
+func joinBursts(bs []burst, f func(burst) string) string {
+	cells := make([]string, len(bs))
+	for i, b := range bs {
+		cells[i] = f(b)
+	}
+	return strings.Join(cells, "\t") + "\t"
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.0f", float64(d.Microseconds())/1000) }
+
+// redisPID asks Redis for its process id; 0 when it cannot be read or the process is not local.
+func redisPID(ctx context.Context, url string) int {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return 0
+	}
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	info, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(l, "process_id:"); ok {
+			pid, _ := strconv.Atoi(v)
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+				return pid
+			}
+		}
+	}
+	return 0
+}
