@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,7 +37,7 @@ type options struct {
 	buyers, conns, shards int
 	units                 []int
 	wrkDuration           time.Duration
-	wrkConns              int
+	wrkConns, repeat      int
 	redisURL              string
 	redisPID              int // 0 when Redis is not a local process
 	serveArgs             []string
@@ -56,6 +57,7 @@ func main() {
 	flag.StringVar(&units, "units", "100,10000", "stock of the item of each burst, comma separated")
 	flag.DurationVar(&o.wrkDuration, "wrk-duration", 5*time.Second, "length of each wrk run")
 	flag.IntVar(&o.wrkConns, "wrk-conns", 64, "wrk's connections")
+	flag.IntVar(&o.repeat, "repeat", 1, "rounds of the whole measurement; with more than one each figure is the median")
 	flag.StringVar(&serveArgs, "serve-args", "", "extra flags for fsctl serve (space separated), e.g. '--redis-batch 0'")
 	flag.Parse()
 	for _, u := range strings.Split(units, ",") {
@@ -64,6 +66,9 @@ func main() {
 			fail(fmt.Errorf("-units %q: want positive counts", units))
 		}
 		o.units = append(o.units, n)
+	}
+	if o.repeat < 1 {
+		fail(fmt.Errorf("-repeat %d: want at least 1", o.repeat))
 	}
 	o.serveArgs = strings.Fields(serveArgs)
 	if o.serverFsctl == "" {
@@ -118,31 +123,51 @@ func run(ctx context.Context, o options) error {
 	base := "http://" + o.addr
 	fmt.Printf("machine: %d cores, load %s; server pid %d on %s\n", runtime.NumCPU(), loadavg(), srv.cmd.Process.Pid, base)
 
-	ceiling, err := wrk(ctx, o, base+"/healthz", "")
-	if err != nil {
-		return err
-	}
-	fmt.Printf("wrk -t2 -c%d -d%s /healthz: %.0f req/s (the ceiling)\n", o.wrkConns, o.wrkDuration, ceiling)
-	pid := srv.cmd.Process.Pid
-	cpu0, _ := procCPU(pid)
-	soldOut, err := soldOutPath(ctx, o, dir, base)
-	if err != nil {
-		return err
-	}
-	cpu1, _ := procCPU(pid)
-	fmt.Printf("wrk sold-out purchase, fresh key each request: %.0f req/s (%.2fx the ceiling), server CPU %.1f us a request\n",
-		soldOut, soldOut/ceiling, float64((cpu1-cpu0).Microseconds())/(soldOut*o.wrkDuration.Seconds()))
-
-	var bursts []burst
-	for _, u := range o.units {
-		b, err := runBurst(ctx, o, dir, base, srv.cmd.Process.Pid, u)
+	var rounds []round
+	for i := range o.repeat {
+		if o.repeat > 1 {
+			fmt.Printf("round %d of %d\n", i+1, o.repeat)
+		}
+		r, err := measure(ctx, o, dir, base, srv.cmd.Process.Pid)
 		if err != nil {
 			return err
 		}
-		bursts = append(bursts, b)
+		rounds = append(rounds, r)
 	}
-	report(o, ceiling, soldOut, bursts)
+	report(o, rounds)
 	return nil
+}
+
+// round is one measurement of everything: the ceiling, the sold-out path and each burst.
+type round struct {
+	ceiling, soldOut float64
+	soldOutCPU       time.Duration // server CPU per sold-out request
+	bursts           []burst
+}
+
+func measure(ctx context.Context, o options, dir, base string, pid int) (round, error) {
+	var r round
+	var err error
+	if r.ceiling, err = wrk(ctx, o, base+"/healthz", ""); err != nil {
+		return r, err
+	}
+	fmt.Printf("wrk -t2 -c%d -d%s /healthz: %.0f req/s (the ceiling)\n", o.wrkConns, o.wrkDuration, r.ceiling)
+	cpu0, _ := procCPU(pid)
+	if r.soldOut, err = soldOutPath(ctx, o, dir, base); err != nil {
+		return r, err
+	}
+	cpu1, _ := procCPU(pid)
+	r.soldOutCPU = time.Duration(float64(cpu1-cpu0) / (r.soldOut * o.wrkDuration.Seconds()))
+	fmt.Printf("wrk sold-out purchase, fresh key each request: %.0f req/s (%.2fx the ceiling), server CPU %.1f us a request\n",
+		r.soldOut, r.soldOut/r.ceiling, us(r.soldOutCPU))
+	for _, u := range o.units {
+		b, err := runBurst(ctx, o, dir, base, pid, u)
+		if err != nil {
+			return r, err
+		}
+		r.bursts = append(r.bursts, b)
+	}
+	return r, nil
 }
 
 type server struct {
@@ -415,43 +440,67 @@ func loadavg() string {
 	return strings.Join(f[:3], " ")
 }
 
-func report(o options, ceiling, soldOut float64, bs []burst) {
+// report prints one table; with several rounds each cell is the median of the rounds (a ratio is
+// taken within its round, against that round's ceiling, before the median).
+func report(o options, rs []round) {
 	fmt.Println()
+	if len(rs) > 1 {
+		fmt.Printf("median of %d rounds\n", len(rs))
+	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "measure\t"+joinBursts(bs, func(b burst) string { return fmt.Sprintf("%d -> %d units", o.buyers, b.units) }))
-	row := func(name string, f func(b burst) string) { fmt.Fprintln(tw, name+"\t"+joinBursts(bs, f)) }
-	row("units sold", func(b burst) string { return strconv.Itoa(b.sold) })
-	row("last unit sold (ms)", func(b burst) string { return ms(b.lastSold) })
-	row("every buyer answered (ms)", func(b burst) string { return ms(b.answered) })
-	row("last order in PostgreSQL, after the last answer (ms)", func(b burst) string { return ms(b.inPostgres) })
-	row("requests/s", func(b burst) string { return fmt.Sprintf("%.0f", b.rps) })
-	row("x the /healthz ceiling", func(b burst) string { return fmt.Sprintf("%.2f", b.rps/ceiling) })
-	row("server CPU per request (us)", func(b burst) string {
-		return fmt.Sprintf("%.1f", float64(b.serverCPU.Microseconds())/float64(max(b.requests, 1)))
-	})
-	row("Redis CPU per request (us)", func(b burst) string {
-		return fmt.Sprintf("%.1f", float64(b.redisCPU.Microseconds())/float64(max(b.requests, 1)))
-	})
-	row("generator CPU per request (us)", func(b burst) string {
-		return fmt.Sprintf("%.1f", float64(b.generatorCPU.Microseconds())/float64(max(b.requests, 1)))
-	})
-	row("server peak RSS (MiB)", func(b burst) string { return fmt.Sprintf("%.0f", float64(b.serverRSS)/1024) })
-	row("generator peak RSS (MiB)", func(b burst) string { return fmt.Sprintf("%.0f", float64(b.generator)/1024) })
+	head := "measure\t"
+	for _, b := range rs[0].bursts {
+		head += fmt.Sprintf("%d -> %d units\t", o.buyers, b.units)
+	}
+	fmt.Fprintln(tw, head)
+	row := func(name, format string, f func(r round, b burst) float64) {
+		line := name + "\t"
+		for i := range rs[0].bursts {
+			vals := make([]float64, len(rs))
+			for j, r := range rs {
+				vals[j] = f(r, r.bursts[i])
+			}
+			line += fmt.Sprintf(format, median(vals)) + "\t"
+		}
+		fmt.Fprintln(tw, line)
+	}
+	perReq := func(d time.Duration, b burst) float64 { return us(d) / float64(max(b.requests, 1)) }
+	row("units sold", "%.0f", func(_ round, b burst) float64 { return float64(b.sold) })
+	row("last unit sold (ms)", "%.0f", func(_ round, b burst) float64 { return msf(b.lastSold) })
+	row("every buyer answered (ms)", "%.0f", func(_ round, b burst) float64 { return msf(b.answered) })
+	row("last order in PostgreSQL, after the last answer (ms)", "%.0f", func(_ round, b burst) float64 { return msf(b.inPostgres) })
+	row("requests/s", "%.0f", func(_ round, b burst) float64 { return b.rps })
+	row("x the /healthz ceiling", "%.2f", func(r round, b burst) float64 { return b.rps / r.ceiling })
+	row("server CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perReq(b.serverCPU, b) })
+	row("Redis CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perReq(b.redisCPU, b) })
+	row("generator CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perReq(b.generatorCPU, b) })
+	row("server peak RSS (MiB)", "%.0f", func(_ round, b burst) float64 { return float64(b.serverRSS) / 1024 })
+	row("generator peak RSS (MiB)", "%.0f", func(_ round, b burst) float64 { return float64(b.generator) / 1024 })
 	_ = tw.Flush()
-	fmt.Printf("\nceiling: wrk -t2 -c%d -> /healthz %.0f req/s; sold-out purchase (fresh keys) %.0f req/s = %.2fx\n",
-		o.wrkConns, ceiling, soldOut, soldOut/ceiling)
+	pick := func(f func(r round) float64) float64 {
+		vals := make([]float64, len(rs))
+		for i, r := range rs {
+			vals[i] = f(r)
+		}
+		return median(vals)
+	}
+	fmt.Printf("\nceiling: wrk -t2 -c%d -> /healthz %.0f req/s; sold-out purchase (fresh keys) %.0f req/s = %.2fx, server CPU %.1f us a request\n",
+		o.wrkConns, pick(func(r round) float64 { return r.ceiling }), pick(func(r round) float64 { return r.soldOut }),
+		pick(func(r round) float64 { return r.soldOut / r.ceiling }), pick(func(r round) float64 { return us(r.soldOutCPU) }))
 	fmt.Println("every burst: reconcile OK (Redis, Kafka and PostgreSQL agree)")
 }
 
-func joinBursts(bs []burst, f func(burst) string) string {
-	cells := make([]string, len(bs))
-	for i, b := range bs {
-		cells[i] = f(b)
+func median(v []float64) float64 {
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
 	}
-	return strings.Join(cells, "\t") + "\t"
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
-func ms(d time.Duration) string { return fmt.Sprintf("%.0f", float64(d.Microseconds())/1000) }
+func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
 
 // redisPID asks Redis for its process id; 0 when it cannot be read or the process is not local.
 func redisPID(ctx context.Context, url string) int {
