@@ -13,7 +13,9 @@ import (
 	"github.com/google/uuid"
 )
 
-var testNow = time.Date(2026, 12, 1, 12, 0, 1, 0, time.UTC)
+// testNow is the creation time of test orders: real time, since PostgreSQL judges their 10-minute
+// holds by its own clock (a fixed date here expired every hold once the day passed it).
+var testNow = time.Now().UTC().Truncate(time.Second)
 
 func userN(i int) string { return fmt.Sprintf("user-%04d", i) }
 

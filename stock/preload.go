@@ -178,6 +178,16 @@ func (s *Store) Reset(ctx context.Context, sl sale.Sale) error {
 		if err := iter.Err(); err != nil {
 			return fmt.Errorf("reset item %s: %w", it.ID, err)
 		}
+		// The references of the item's live orders are keyed by order id, outside the hash tags.
+		for k := range it.ShardCount() {
+			ids, err := s.rdb.HKeys(ctx, ShardKeys(sl.ID, it.ID, k).Orders()).Result()
+			if err != nil {
+				return fmt.Errorf("reset item %s: %w", it.ID, err)
+			}
+			for _, id := range ids {
+				batch = append(batch, orderRefPrefix+id)
+			}
+		}
 		for i := 0; i < len(batch); i += 500 {
 			end := min(i+500, len(batch))
 			// One DEL per key: on a Redis Cluster the shards' keys live in different slots.

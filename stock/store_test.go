@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -475,4 +476,25 @@ func TestPreload(t *testing.T) {
 			t.Fatalf("snapshot = %+v, %v; want %+v", got, err, want)
 		}
 	})
+}
+
+// TestResetDeletesOrderRefs: Reset leaves nothing of a sale's live orders behind, not even their
+// references (keyed by order id, outside the item's hash tags), on every shard.
+func TestResetDeletesOrderRefs(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 8, 1, func(sl *sale.Sale) { sl.Items[0].Shards = 4 })
+	var refs []string
+	for i := range 6 {
+		r := f.mustReserve("buyer-"+strconv.Itoa(i), "k")
+		refs = append(refs, stock.OrderRefKey(r.OrderID))
+	}
+	if n, err := f.rdb.Exists(f.ctx, refs...).Result(); err != nil || n != int64(len(refs)) {
+		t.Fatalf("%d of %d order references written by the reserves (%v)", n, len(refs), err)
+	}
+	if err := f.store.Reset(f.ctx, f.sale); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.rdb.Exists(f.ctx, refs...).Result(); err != nil || n != 0 {
+		t.Fatalf("%d order references left after Reset (%v), want 0", n, err)
+	}
 }
