@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/fsctl/fsctl/groupcommit"
 )
 
-// groupProducer sends concurrent publishes to one partition together, as Redis's batcher does
-// (stock.Batch): a message that finds its partition idle goes out at once, alone; whatever arrives
-// while a produce request is in flight waits and goes out in the next one, all of it (up to
-// maxBatch). Nothing waits on a timer, so a quiet server adds no latency and a burst needs one
+// groupProducer sends concurrent publishes to one partition together through a groupcommit.Queue,
+// as Redis's batcher does (stock.Batch): a message that finds its partition idle goes out at once,
+// alone; whatever arrives while a produce request is in flight waits and goes out in the next one,
+// all of it (up to maxBatch). Nothing waits on a timer, so a quiet server adds no latency and a burst needs one
 // acks=all round trip per partition per batch instead of one per fixed linger. kafka-go's Writer
 // closes a batch after BatchTimeout and writes one batch at a time per partition: under a burst
 // whose produce round trip is longer than the linger, its batches queue behind each other.
@@ -33,14 +35,7 @@ type groupProducer struct {
 	mu      sync.Mutex
 	parts   []int
 	partsAt time.Time
-	lanes   map[int]*partitionLane
-}
-
-// partitionLane is the queue of one partition and whether a sender is draining it.
-type partitionLane struct {
-	mu      sync.Mutex
-	pending []*produceCall
-	busy    bool
+	lanes   map[int]*groupcommit.Queue[*produceCall] // one lane per partition: its order is kept
 }
 
 // produceCall is one message waiting for its produce request.
@@ -64,7 +59,7 @@ const (
 )
 
 func newGroupProducer(client *kafka.Client, topic string) *groupProducer {
-	return &groupProducer{client: client, topic: topic, maxBatch: groupMaxBatch, attempts: 6, lanes: map[int]*partitionLane{}}
+	return &groupProducer{client: client, topic: topic, maxBatch: groupMaxBatch, attempts: 6, lanes: map[int]*groupcommit.Queue[*produceCall]{}}
 }
 
 // publish sends msgs, each to the partition its key hashes to (kafka.Hash, as the topic's other
@@ -99,43 +94,16 @@ func (g *groupProducer) publish(ctx context.Context, msgs ...kafka.Message) erro
 	return nil
 }
 
-// enqueue queues c on its partition and starts the partition's sender when none runs.
+// enqueue queues c on its partition's lane.
 func (g *groupProducer) enqueue(partition int, c *produceCall) {
 	g.mu.Lock()
-	l := g.lanes[partition]
-	if l == nil {
-		l = &partitionLane{}
-		g.lanes[partition] = l
+	q := g.lanes[partition]
+	if q == nil {
+		q = groupcommit.New(g.maxBatch, 1, func(batch []*produceCall) { g.send(partition, batch) })
+		g.lanes[partition] = q
 	}
 	g.mu.Unlock()
-	l.mu.Lock()
-	l.pending = append(l.pending, c)
-	start := !l.busy
-	l.busy = true
-	l.mu.Unlock()
-	if start {
-		go g.drain(partition, l)
-	}
-}
-
-// drain sends the partition's queue, batch after batch, until it is empty.
-func (g *groupProducer) drain(partition int, l *partitionLane) {
-	var batch []*produceCall
-	for {
-		l.mu.Lock()
-		n := min(len(l.pending), g.maxBatch)
-		if n == 0 {
-			l.busy = false
-			l.mu.Unlock()
-			return
-		}
-		batch = append(batch[:0], l.pending[:n]...)
-		rest := copy(l.pending, l.pending[n:])
-		clear(l.pending[rest:])
-		l.pending = l.pending[:rest]
-		l.mu.Unlock()
-		g.send(partition, batch)
-	}
+	q.Add(c)
 }
 
 // send writes one batch with acks=all, retrying temporary errors (a leader election, a broker

@@ -137,11 +137,9 @@ func (g *groupProducer) enqueueWait(t *testing.T, start func(), n int) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		g.mu.Lock()
-		l := g.lanes[0]
+		q := g.lanes[0]
 		g.mu.Unlock()
-		l.mu.Lock()
-		got := len(l.pending)
-		l.mu.Unlock()
+		got := q.Pending()
 		if got >= n {
 			return
 		}

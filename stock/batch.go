@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fsctl/fsctl/groupcommit"
 )
 
 // Defaults of the hot path's round-trip batching (see Batch).
@@ -17,21 +19,16 @@ const (
 	batchTimeout = 3 * time.Second
 )
 
-// batcher sends the commands of concurrent purchases to Redis together. Nothing waits on a timer:
-// a command that finds a lane idle goes out at once, alone; whatever arrives while every lane has a
-// pipeline in flight queues, and the next lane to come back sends all of it (up to max) as one
-// pipeline. A burst therefore shares round trips, and a quiet server adds no latency.
+// batcher sends the commands of concurrent purchases to Redis together, through a
+// groupcommit.Queue: a command that finds a lane idle goes out at once, alone; whatever arrives
+// while every lane has a pipeline in flight queues, and the next lane to come back sends all of it
+// (up to max) as one pipeline. Nothing waits on a timer, so a quiet server adds no latency.
 //
 // On a Redis Cluster the client's pipeline splits the commands by node, so each script still runs
 // on the node of its keys' slot; a script never leaves its hash tag.
 type batcher struct {
-	rdb   redis.UniversalClient
-	max   int
-	lanes int
-
-	mu      sync.Mutex
-	pending []*batchCall
-	running int
+	rdb redis.UniversalClient
+	q   *groupcommit.Queue[*batchCall]
 }
 
 // batchCall is one command waiting for its pipeline. script, when set, is the Lua script an
@@ -46,7 +43,9 @@ type batchCall struct {
 var callPool = sync.Pool{New: func() any { return &batchCall{done: make(chan struct{}, 1)} }}
 
 func newBatcher(rdb redis.UniversalClient, maxCmds, lanes int) *batcher {
-	return &batcher{rdb: rdb, max: max(maxCmds, 1), lanes: max(lanes, 1)}
+	b := &batcher{rdb: rdb}
+	b.q = groupcommit.New(maxCmds, lanes, b.exec)
+	return b
 }
 
 // do runs cmd in the next pipeline and returns once its answer is in cmd, or ctx ended first (the
@@ -54,16 +53,7 @@ func newBatcher(rdb redis.UniversalClient, maxCmds, lanes int) *batcher {
 func (b *batcher) do(ctx context.Context, cmd redis.Cmder, script *redis.Script) error {
 	c := callPool.Get().(*batchCall)
 	c.ctx, c.cmd, c.script = ctx, cmd, script
-	b.mu.Lock()
-	b.pending = append(b.pending, c)
-	start := b.running < b.lanes
-	if start {
-		b.running++
-	}
-	b.mu.Unlock()
-	if start {
-		go b.lane()
-	}
+	b.q.Add(c)
 	select {
 	case <-c.done:
 		c.ctx, c.cmd, c.script = nil, nil, nil
@@ -72,26 +62,6 @@ func (b *batcher) do(ctx context.Context, cmd redis.Cmder, script *redis.Script)
 	case <-ctx.Done():
 		// The lane still owns c and will signal its buffered done channel; c is not reused.
 		return ctx.Err()
-	}
-}
-
-// lane sends pipelines until nothing is pending.
-func (b *batcher) lane() {
-	var batch []*batchCall
-	for {
-		b.mu.Lock()
-		n := min(len(b.pending), b.max)
-		if n == 0 {
-			b.running--
-			b.mu.Unlock()
-			return
-		}
-		batch = append(batch[:0], b.pending[:n]...)
-		rest := copy(b.pending, b.pending[n:])
-		clear(b.pending[rest:])
-		b.pending = b.pending[:rest]
-		b.mu.Unlock()
-		b.exec(batch)
 	}
 }
 

@@ -108,9 +108,7 @@ func waitPending(t *testing.T, b *batcher, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		b.mu.Lock()
-		got := len(b.pending)
-		b.mu.Unlock()
+		got := b.q.Pending()
 		if got == n {
 			return
 		}
@@ -165,6 +163,29 @@ func TestBatchLoneCallGoesAlone(t *testing.T) {
 	}
 }
 
+// sendQueued sends n calls (call(i) gives each command and its script) while the first pipeline is
+// held, so that all of them queue behind it, then releases it and fails on any call's error.
+func sendQueued(t *testing.T, b *batcher, h *pipeHook, wait func() error, call func(i int) (redis.Cmder, *redis.Script), n int) {
+	t.Helper()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		cmd, sc := call(i)
+		wg.Go(func() { errs[i] = b.do(context.Background(), cmd, sc) })
+	}
+	waitPending(t, b, n)
+	h.release()
+	wg.Wait()
+	if err := wait(); err != nil {
+		t.Fatalf("first call: %v", err)
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+}
+
 // queueBehindHeld holds the only lane's first pipeline, queues n INCRBY calls on distinct keys
 // behind it, releases it, and checks every call got its own answer and its key its own value.
 // It returns the sizes of the pipelines sent.
@@ -176,24 +197,13 @@ func queueBehindHeld(t *testing.T, maxCmds, n int) []int {
 
 	keys := make([]string, n)
 	cmds := make([]*redis.IntCmd, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
 	for i := range n {
 		keys[i] = h.key(t, b.rdb, "k"+strconv.Itoa(i))
 		cmds[i] = redis.NewIntCmd(ctx, "incrby", keys[i], i+1)
-		wg.Go(func() { errs[i] = b.do(ctx, cmds[i], nil) })
 	}
-	waitPending(t, b, n)
-	h.release()
-	wg.Wait()
-	if err := wait(); err != nil {
-		t.Fatalf("first call: %v", err)
-	}
+	sendQueued(t, b, h, wait, func(i int) (redis.Cmder, *redis.Script) { return cmds[i], nil }, n)
 
 	for i, cmd := range cmds {
-		if errs[i] != nil {
-			t.Fatalf("call %d: %v", i, errs[i])
-		}
 		if cmd.Val() != int64(i+1) {
 			t.Errorf("call %d: INCRBY answered %d, want %d", i, cmd.Val(), i+1)
 		}
@@ -285,23 +295,12 @@ func TestBatchLoadsScriptOnNoScript(t *testing.T) {
 	wait := holdFirst(t, b, h)
 
 	cmds := make([]*redis.Cmd, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
 	for i := range n {
 		cmds[i] = redis.NewCmd(ctx, "evalsha", sc.Hash(), 1, h.key(t, b.rdb, "s"+strconv.Itoa(i)), 10+i)
-		wg.Go(func() { errs[i] = b.do(ctx, cmds[i], sc) })
 	}
-	waitPending(t, b, n)
-	h.release()
-	wg.Wait()
-	if err := wait(); err != nil {
-		t.Fatalf("first call: %v", err)
-	}
+	sendQueued(t, b, h, wait, func(i int) (redis.Cmder, *redis.Script) { return cmds[i], sc }, n)
 
 	for i, cmd := range cmds {
-		if errs[i] != nil {
-			t.Fatalf("call %d: %v", i, errs[i])
-		}
 		if v, err := cmd.Int(); err != nil || v != 10+i {
 			t.Errorf("call %d: script answered %d (%v), want %d", i, v, err, 10+i)
 		}

@@ -16,11 +16,29 @@ import (
 	"github.com/fsctl/fsctl/stock"
 )
 
+// TestReserveContention: 1,000 buyers racing for 100 units get exactly 100 distinct orders and 900
+// SOLD_OUT, with the store's round trips batched (the default) and with every call alone: sharing a
+// pipeline changes no answer.
 func TestReserveContention(t *testing.T) {
 	t.Parallel()
-	const quantity, buyers = 100, 1000
-	f := newFixture(t, quantity, 1)
+	for _, tc := range []struct {
+		name string
+		opts []stock.Option
+	}{
+		{"batched", nil},
+		{"unbatched", []stock.Option{stock.Batch(0, 0)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, 100, 1)
+			f.store = stock.New(f.rdb, tc.opts...)
+			testReserveContention(t, f)
+		})
+	}
+}
 
+func testReserveContention(t *testing.T, f *fixture) {
+	const quantity, buyers = 100, 1000
 	start := make(chan struct{})
 	results := make([]stock.Reservation, buyers)
 	errs := make([]error, buyers)
