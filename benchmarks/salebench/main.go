@@ -20,15 +20,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/redis/go-redis/v9"
 )
 
 type options struct {
@@ -397,133 +394,4 @@ func waitPostgres(ctx context.Context, o options, saleID string, want int) (time
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-// procCPU is a process's user+system CPU time so far.
-func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// Fields after the command name (which may hold spaces) start after the last ')'.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond, nil // USER_HZ is 100 on Linux
-}
-
-// procRSS reads a memory line (VmRSS, VmHWM) of /proc/PID/status in KiB.
-func procRSS(pid int, field string) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, field+":") {
-			n, _ := strconv.ParseInt(strings.Fields(l)[1], 10, 64)
-			return n
-		}
-	}
-	return 0
-}
-
-func maxRSS(ps *os.ProcessState) int64 {
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		return ru.Maxrss
-	}
-	return 0
-}
-
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
-}
-
-// report prints one table; with several rounds each cell is the median of the rounds (a ratio is
-// taken within its round, against that round's ceiling, before the median).
-func report(o options, rs []round) {
-	fmt.Println()
-	if len(rs) > 1 {
-		fmt.Printf("median of %d rounds\n", len(rs))
-	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "measure\t"
-	for _, b := range rs[0].bursts {
-		head += fmt.Sprintf("%d -> %d units\t", o.buyers, b.units)
-	}
-	fmt.Fprintln(tw, head)
-	row := func(name, format string, f func(r round, b burst) float64) {
-		line := name + "\t"
-		for i := range rs[0].bursts {
-			vals := make([]float64, len(rs))
-			for j, r := range rs {
-				vals[j] = f(r, r.bursts[i])
-			}
-			line += fmt.Sprintf(format, median(vals)) + "\t"
-		}
-		fmt.Fprintln(tw, line)
-	}
-	perReq := func(d time.Duration, b burst) float64 { return us(d) / float64(max(b.requests, 1)) }
-	row("units sold", "%.0f", func(_ round, b burst) float64 { return float64(b.sold) })
-	row("last unit sold (ms)", "%.0f", func(_ round, b burst) float64 { return msf(b.lastSold) })
-	row("every buyer answered (ms)", "%.0f", func(_ round, b burst) float64 { return msf(b.answered) })
-	row("last order in PostgreSQL, after the last answer (ms)", "%.0f", func(_ round, b burst) float64 { return msf(b.inPostgres) })
-	row("requests/s", "%.0f", func(_ round, b burst) float64 { return b.rps })
-	row("x the /healthz ceiling", "%.2f", func(r round, b burst) float64 { return b.rps / r.ceiling })
-	row("server CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perReq(b.serverCPU, b) })
-	row("Redis CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perReq(b.redisCPU, b) })
-	row("generator CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perReq(b.generatorCPU, b) })
-	row("server peak RSS (MiB)", "%.0f", func(_ round, b burst) float64 { return float64(b.serverRSS) / 1024 })
-	row("generator peak RSS (MiB)", "%.0f", func(_ round, b burst) float64 { return float64(b.generator) / 1024 })
-	_ = tw.Flush()
-	pick := func(f func(r round) float64) float64 {
-		vals := make([]float64, len(rs))
-		for i, r := range rs {
-			vals[i] = f(r)
-		}
-		return median(vals)
-	}
-	fmt.Printf("\nceiling: wrk -t2 -c%d -> /healthz %.0f req/s; sold-out purchase (fresh keys) %.0f req/s = %.2fx, server CPU %.1f us a request\n",
-		o.wrkConns, pick(func(r round) float64 { return r.ceiling }), pick(func(r round) float64 { return r.soldOut }),
-		pick(func(r round) float64 { return r.soldOut / r.ceiling }), pick(func(r round) float64 { return us(r.soldOutCPU) }))
-	fmt.Println("every burst: reconcile OK (Redis, Kafka and PostgreSQL agree)")
-}
-
-func median(v []float64) float64 {
-	slices.Sort(v)
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
-	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
-}
-
-func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
-
-// redisPID asks Redis for its process id; 0 when it cannot be read or the process is not local.
-func redisPID(ctx context.Context, url string) int {
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		return 0
-	}
-	rdb := redis.NewClient(opt)
-	defer rdb.Close()
-	info, err := rdb.Info(ctx, "server").Result()
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(l, "process_id:"); ok {
-			pid, _ := strconv.Atoi(v)
-			if _, err := os.Stat(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-				return pid
-			}
-		}
-	}
-	return 0
 }

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"text/tabwriter"
+	"time"
+)
+
+// report prints one table; with several rounds each cell is the median of the rounds (a ratio is
+// taken within its round, against that round's ceiling, before the median).
+func report(o options, rs []round) {
+	fmt.Println()
+	if len(rs) > 1 {
+		fmt.Printf("median of %d rounds\n", len(rs))
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "measure\t"
+	for _, b := range rs[0].bursts {
+		head += fmt.Sprintf("%d -> %d units\t", o.buyers, b.units)
+	}
+	fmt.Fprintln(tw, head)
+	row := func(name, format string, f func(r round, b burst) float64) {
+		line := name + "\t"
+		for i := range rs[0].bursts {
+			vals := make([]float64, len(rs))
+			for j, r := range rs {
+				vals[j] = f(r, r.bursts[i])
+			}
+			line += fmt.Sprintf(format, median(vals)) + "\t"
+		}
+		fmt.Fprintln(tw, line)
+	}
+	perReq := func(d time.Duration, b burst) float64 { return us(d) / float64(max(b.requests, 1)) }
+	row("units sold", "%.0f", func(_ round, b burst) float64 { return float64(b.sold) })
+	row("last unit sold (ms)", "%.0f", func(_ round, b burst) float64 { return msf(b.lastSold) })
+	row("every buyer answered (ms)", "%.0f", func(_ round, b burst) float64 { return msf(b.answered) })
+	row("last order in PostgreSQL, after the last answer (ms)", "%.0f", func(_ round, b burst) float64 { return msf(b.inPostgres) })
+	row("requests/s", "%.0f", func(_ round, b burst) float64 { return b.rps })
+	row("x the /healthz ceiling", "%.2f", func(r round, b burst) float64 { return b.rps / r.ceiling })
+	row("server CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perReq(b.serverCPU, b) })
+	row("Redis CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perReq(b.redisCPU, b) })
+	row("generator CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perReq(b.generatorCPU, b) })
+	row("server peak RSS (MiB)", "%.0f", func(_ round, b burst) float64 { return float64(b.serverRSS) / 1024 })
+	row("generator peak RSS (MiB)", "%.0f", func(_ round, b burst) float64 { return float64(b.generator) / 1024 })
+	_ = tw.Flush()
+	pick := func(f func(r round) float64) float64 {
+		vals := make([]float64, len(rs))
+		for i, r := range rs {
+			vals[i] = f(r)
+		}
+		return median(vals)
+	}
+	fmt.Printf("\nceiling: wrk -t2 -c%d -> /healthz %.0f req/s; sold-out purchase (fresh keys) %.0f req/s = %.2fx, server CPU %.1f us a request\n",
+		o.wrkConns, pick(func(r round) float64 { return r.ceiling }), pick(func(r round) float64 { return r.soldOut }),
+		pick(func(r round) float64 { return r.soldOut / r.ceiling }), pick(func(r round) float64 { return us(r.soldOutCPU) }))
+	fmt.Println("every burst: reconcile OK (Redis, Kafka and PostgreSQL agree)")
+}
+
+func median(v []float64) float64 {
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
