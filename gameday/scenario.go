@@ -1,7 +1,7 @@
 // Package gameday runs a scripted flash-sale game day on the real services: it brings the stack up,
 // creates the sale, runs preflight, starts checkout instances, fires buyers at them while faults
 // are injected at chosen moments, lets expiry and the consumer settle, reconciles, and checks the
-// invariants of ../shared/DESIGN.md. A scenario is a YAML file; the default one is embedded.
+// invariants of docs/design.md. A scenario is a YAML file; the default one is embedded.
 package gameday
 
 import (

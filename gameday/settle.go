@@ -182,7 +182,7 @@ func (r *run) rebuild(ctx context.Context) (string, error) {
 	return fmt.Sprintf("%d action(s): %s", len(rep.Actions), strings.Join(what, "; ")), nil
 }
 
-// invariants checks DESIGN.md's invariants against the settled sale and what buyers were told.
+// invariants checks the invariants of docs/design.md against the settled sale and what buyers were told.
 func (r *run) invariants(ctx context.Context) (string, error) {
 	ids := r.reservedOrders()
 	statuses, err := r.db.Statuses(ctx, ids)

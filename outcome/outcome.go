@@ -11,7 +11,7 @@ import (
 // Code is a stable machine-readable outcome, sent to clients as the "error" field of a JSON body.
 type Code string
 
-// Outcomes of the purchase path and of the other endpoints, as DESIGN.md names them.
+// Outcomes of the purchase path and of the other endpoints, as docs/design.md names them.
 const (
 	Reserved         Code = "RESERVED"
 	SoldOut          Code = "SOLD_OUT"

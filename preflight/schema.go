@@ -40,7 +40,7 @@ func checkSchema(ctx context.Context, e *env) []Result {
 	return append(out, checkConstraints(ctx, e))
 }
 
-// The safety net DESIGN.md requires, as PostgreSQL prints it back.
+// The safety net docs/design.md requires, as PostgreSQL prints it back.
 var (
 	wantChecks = []string{"(sold <= quantity)", "(sold >= 0)"}
 	wantUnique = []string{"(sale_id, item_id, user_id, slot)", "'PENDING'", "'PAID'"}

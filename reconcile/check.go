@@ -1,5 +1,5 @@
 // Package reconcile compares what Redis, PostgreSQL and Kafka say about a sale and reports every
-// broken invariant of ../shared/DESIGN.md: oversell, the per-user limit, lost or doubly returned
+// broken invariant of docs/design.md: oversell, the per-user limit, lost or doubly returned
 // units, and holds that disagree with the orders they stand for.
 package reconcile
 
