@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/fsctl/fsctl/server"
 )
 
@@ -29,6 +31,23 @@ func (e *env) eventually(base, user, key string, want int) string {
 			e.t.Fatalf("purchase on %s kept answering %d %s, want %d", base, code, body, want)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// untilAnswer repeats a request that changes nothing, as buyer p2, until base answers want with
+// code in its body (kill switches reach an instance by polling).
+func (e *env) untilAnswer(base, method, path string, headers map[string]string, body string, want int, code string) {
+	e.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, answer := e.doAt(base, method, path, "p2", headers, strings.NewReader(body))
+		if got == want && strings.Contains(answer, code) {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%s %s on %s kept answering %d %s, want %d %s", method, path, base, got, answer, want, code)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -59,7 +78,12 @@ func TestOperatorControls(t *testing.T) {
 	if code, body := e.admin(e.base, http.MethodPut, "/admin/v1/switches/purchase", `{"off":true}`); code != http.StatusOK {
 		t.Fatalf("throw purchase switch: %d %s", code, body)
 	}
-	time.Sleep(100 * time.Millisecond) // > the 20 ms poll of the test instances
+	// A purchase of an item that does not exist changes nothing: it answers 404 until an instance
+	// has polled the switch, DISABLED after (the switch is checked first).
+	for _, base := range []string{e.base, base2} {
+		e.untilAnswer(base, http.MethodPost, "/api/v1/sales/"+e.sale.ID+"/items/no-such-item/purchase",
+			map[string]string{"Idempotency-Key": "k-probe"}, "", http.StatusServiceUnavailable, "DISABLED")
+	}
 	for _, base := range []string{e.base, base2} {
 		code, body := e.doAt(base, http.MethodPost, e.purchasePath(), "p2", map[string]string{"Idempotency-Key": "k-off"}, nil)
 		if code != http.StatusServiceUnavailable || !strings.Contains(body, "DISABLED") {
@@ -74,7 +98,9 @@ func TestOperatorControls(t *testing.T) {
 	if code, _ := e.admin(e.base, http.MethodPut, "/admin/v1/switches/payment", `{"off":true}`); code != http.StatusOK {
 		t.Fatal("throw payment switch")
 	}
-	time.Sleep(100 * time.Millisecond) // > the 20 ms poll of the test instances
+	// Paying an order that does not exist changes nothing either: 404 until the switch is seen.
+	e.untilAnswer(e.base, http.MethodPost, "/api/v1/orders/"+uuid.Must(uuid.NewV7()).String()+"/pay", nil,
+		`{"paymentToken":"tok_ok"}`, http.StatusServiceUnavailable, "DISABLED")
 	if code, body := e.pay("p2", id, "tok_ok"); code != http.StatusServiceUnavailable || !strings.Contains(body, "DISABLED") {
 		t.Fatalf("pay with payments off: %d %s, want 503 DISABLED", code, body)
 	}
