@@ -63,7 +63,8 @@ func testRun(t *testing.T, rm *sale.Room) {
 	}
 }
 
-// TestCheck feeds Check reports that break each invariant and one that keeps them all.
+// TestCheck plants one fault per invariant and checks that Check names exactly that one, and that a
+// report that keeps them all passes.
 func TestCheck(t *testing.T) {
 	ok := demo.Report{
 		Burst:    loadgen.Result{Counts: map[outcome.Code]int{outcome.Reserved: 10, outcome.SoldOut: 5}},
@@ -73,25 +74,25 @@ func TestCheck(t *testing.T) {
 	if p := demo.Check(ok); len(p) != 0 {
 		t.Fatalf("a correct sale reported %v", p)
 	}
-	tests := map[string]func(*demo.Report){
-		"oversold": func(r *demo.Report) {
-			r.Burst.Counts[outcome.Reserved] = 11
-			r.Counts.Pending = 11
-			r.Counts.Sold = 11
-			r.Stock = -1
-			r.Holds = 11
-		},
-		"durability": func(r *demo.Report) { r.Counts.Pending = 9; r.Counts.Sold = 9 },
-		"sold":       func(r *demo.Report) { r.Counts.Sold = 8 },
-		"lost":       func(r *demo.Report) { r.Holds = 9 },
+	tests := []struct {
+		invariant string // the start of the one problem Check must report
+		plant     func(*demo.Report)
+	}{
+		// 11 buyers told RESERVED for 10 units; PostgreSQL and Redis agree with the answers.
+		{"oversold", func(r *demo.Report) { r.Burst.Counts[outcome.Reserved] = 11; r.Counts.Pending, r.Counts.Sold = 11, 11 }},
+		{"durability", func(r *demo.Report) { r.Counts.Pending, r.Counts.Sold = 9, 9 }},
+		{"sold counter", func(r *demo.Report) { r.Counts.Sold = 8 }},
+		{"units lost", func(r *demo.Report) { r.Holds = 9 }},
+		{"redis stock is negative", func(r *demo.Report) { r.Stock, r.Holds = -1, 11 }},
 	}
-	for name, breakIt := range tests {
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range tests {
+		t.Run(tc.invariant, func(t *testing.T) {
 			r := ok
 			r.Burst.Counts = map[outcome.Code]int{outcome.Reserved: 10}
-			breakIt(&r)
-			if p := demo.Check(r); len(p) == 0 {
-				t.Fatalf("broken report passed: %+v", r)
+			tc.plant(&r)
+			p := demo.Check(r)
+			if len(p) != 1 || !strings.HasPrefix(p[0], tc.invariant) {
+				t.Fatalf("Check(%+v) = %q, want exactly one problem starting %q", r, p, tc.invariant)
 			}
 		})
 	}
