@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fsctl/fsctl/room"
+	"github.com/fsctl/fsctl/roomwire"
 )
 
 // Room is the waiting-room journey: after the release each click fetches the challenge, solves
@@ -106,7 +106,7 @@ func (j *Room) queue(ctx context.Context, c *http.Client, base, bearer string, c
 	}
 	join := ""
 	if ch.Difficulty > 0 {
-		nonce, err := room.Solve(ctx, ch.Challenge, ch.Difficulty)
+		nonce, err := roomwire.Solve(ctx, ch.Challenge, ch.Difficulty)
 		if err != nil {
 			return fail(http.MethodGet, base+"/challenge", status, body, err)
 		}
@@ -122,7 +122,7 @@ func (j *Room) queue(ctx context.Context, c *http.Client, base, bearer string, c
 		if err != nil || status != http.StatusOK {
 			return fail(method, url, status, body, err)
 		}
-		if t.Status == string(room.StatusAdmitted) {
+		if t.Status == string(roomwire.StatusAdmitted) {
 			return t.AdmissionToken, polls
 		}
 		if now().After(giveUp) {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/room"
+	"github.com/fsctl/fsctl/roomwire"
 )
 
 // NotAdmittedInTime is the outcome of a buyer whose wait in the room outlasted RoomTimeout.
@@ -73,14 +73,14 @@ func (cfg BurstConfig) journey(ctx context.Context, client *http.Client, purchas
 	}
 	_ = json.Unmarshal(body, &ch)
 	if ch.Difficulty > 0 {
-		nonce, err := room.Solve(ctx, ch.Challenge, ch.Difficulty)
+		nonce, err := roomwire.Solve(ctx, ch.Challenge, ch.Difficulty)
 		if err != nil {
 			return fail(0, nil, err)
 		}
 		join = fmt.Sprintf(`{"challenge":%q,"nonce":%q}`, ch.Challenge, nonce)
 	}
 	status, t, body, err := call(http.MethodPost, base, join)
-	for err == nil && status == http.StatusOK && t.Status != string(room.StatusAdmitted) {
+	for err == nil && status == http.StatusOK && t.Status != string(roomwire.StatusAdmitted) {
 		if time.Since(start) > limit {
 			return Answer{Outcome: NotAdmittedInTime, Latency: time.Since(start)}
 		}

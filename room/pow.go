@@ -1,24 +1,23 @@
 package room
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
-	"math/bits"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/roomwire"
 )
 
 // ChallengeTTL is how long an issued challenge can be solved and presented.
 const ChallengeTTL = 2 * time.Minute
 
 // MaxDifficulty is the most leading zero bits a SHA-256 digest can have.
-const MaxDifficulty = sha256.Size * 8
+const MaxDifficulty = roomwire.MaxDifficulty
 
 // Bounds on what Verify reads, so a client cannot make it hash much.
 const (
@@ -94,43 +93,8 @@ func (c *Challenges) Verify(saleID, userID, value, nonce string, difficulty int)
 			time.UnixMilli(exp).UTC().Format(time.RFC3339))
 	}
 	sum := sha256.Sum256([]byte(value + ":" + nonce))
-	if LeadingZeroBits(sum[:]) < difficulty {
+	if roomwire.LeadingZeroBits(sum[:]) < difficulty {
 		return outcome.Errorf(outcome.InvalidRequest, "proof of work insufficient: SHA-256(challenge:nonce) needs %d leading zero bits", difficulty)
 	}
 	return nil
-}
-
-// Solve finds a decimal nonce for value at difficulty, as a buyer's client (or fsctl blast) does:
-// about 2^difficulty hashes. It stops with ctx's error when ctx ends first.
-func Solve(ctx context.Context, value string, difficulty int) (string, error) {
-	if difficulty < 0 || difficulty > MaxDifficulty {
-		return "", fmt.Errorf("solve: difficulty %d out of range 0..%d", difficulty, MaxDifficulty)
-	}
-	buf := make([]byte, 0, len(value)+1+20)
-	buf = append(buf, value...)
-	buf = append(buf, ':')
-	prefix := len(buf)
-	for n := uint64(0); ; n++ {
-		if n%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return "", fmt.Errorf("solve: %w", err)
-			}
-		}
-		buf = strconv.AppendUint(buf[:prefix], n, 10)
-		if sum := sha256.Sum256(buf); LeadingZeroBits(sum[:]) >= difficulty {
-			return string(buf[prefix:]), nil
-		}
-	}
-}
-
-// LeadingZeroBits counts the zero bits at the start of b.
-func LeadingZeroBits(b []byte) int {
-	n := 0
-	for _, x := range b {
-		if x != 0 {
-			return n + bits.LeadingZeros8(x)
-		}
-		n += 8
-	}
-	return n
 }

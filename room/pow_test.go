@@ -10,6 +10,7 @@ import (
 
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/room"
+	"github.com/fsctl/fsctl/roomwire"
 )
 
 func newChallenges(t testing.TB, c *clock) *room.Challenges {
@@ -31,7 +32,7 @@ func TestProofOfWork(t *testing.T) {
 	if issued.Difficulty != difficulty || !issued.ExpiresAt.Equal(c.t.Add(room.ChallengeTTL)) {
 		t.Fatalf("issued %+v", issued)
 	}
-	nonce, err := room.Solve(ctx, issued.Value, difficulty)
+	nonce, err := roomwire.Solve(ctx, issued.Value, difficulty)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,12 +43,12 @@ func TestProofOfWork(t *testing.T) {
 	wrong := "0"
 	for n := 0; ; n++ { // a nonce that does not do the work
 		wrong = strconv.Itoa(n)
-		if sum := sha256.Sum256([]byte(issued.Value + ":" + wrong)); room.LeadingZeroBits(sum[:]) < difficulty {
+		if sum := sha256.Sum256([]byte(issued.Value + ":" + wrong)); roomwire.LeadingZeroBits(sum[:]) < difficulty {
 			break
 		}
 	}
 	easy := ch.Issue("sale-1", "alice", 4)
-	easyNonce, err := room.Solve(ctx, easy.Value, 4)
+	easyNonce, err := roomwire.Solve(ctx, easy.Value, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,24 +85,10 @@ func TestProofOfWork(t *testing.T) {
 	t.Run("solve stops with its context", func(t *testing.T) {
 		cancelled, cancel := context.WithCancel(ctx)
 		cancel()
-		if _, err := room.Solve(cancelled, issued.Value, room.MaxDifficulty); err == nil {
+		if _, err := roomwire.Solve(cancelled, issued.Value, room.MaxDifficulty); err == nil {
 			t.Fatal("Solve of an impossible challenge returned without error")
 		}
 	})
-}
-
-func TestLeadingZeroBits(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		in   []byte
-		want int
-	}{
-		{nil, 0}, {[]byte{0x80}, 0}, {[]byte{0x01}, 7}, {[]byte{0, 0x40}, 9}, {[]byte{0, 0, 0}, 24}, {[]byte{0x0f, 0}, 4},
-	} {
-		if got := room.LeadingZeroBits(tc.in); got != tc.want {
-			t.Errorf("LeadingZeroBits(%x) = %d, want %d", tc.in, got, tc.want)
-		}
-	}
 }
 
 // FuzzPowVerify: Verify never panics, answers only with InvalidRequest, and accepts only a
@@ -111,7 +98,7 @@ func FuzzPowVerify(f *testing.F) {
 	c := newClock()
 	ch := newChallenges(f, c)
 	issued := ch.Issue("sale-1", "alice", difficulty)
-	nonce, err := room.Solve(context.Background(), issued.Value, difficulty)
+	nonce, err := roomwire.Solve(context.Background(), issued.Value, difficulty)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -129,7 +116,7 @@ func FuzzPowVerify(f *testing.F) {
 			}
 			return
 		}
-		if sum := sha256.Sum256([]byte(value + ":" + nonce)); room.LeadingZeroBits(sum[:]) < difficulty {
+		if sum := sha256.Sum256([]byte(value + ":" + nonce)); roomwire.LeadingZeroBits(sum[:]) < difficulty {
 			t.Fatalf("accepted %q / %q without the work", value, nonce)
 		}
 		if value != issued.Value {

@@ -9,24 +9,19 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/roomwire"
 	"github.com/fsctl/fsctl/sale"
 )
 
-// Status is where a ticket stands.
-type Status string
+// Status is where a ticket stands (the protocol's, package roomwire).
+type Status = roomwire.Status
 
 // Ticket statuses, as Join and Poll report them.
 const (
-	// StatusPrequeue: joined before a random-order opening; the place is drawn but not told until
-	// the opening, because a position would leak the draw.
-	StatusPrequeue Status = "prequeue"
-	// StatusWaiting: in line, with a position.
-	StatusWaiting Status = "waiting"
-	// StatusAdmitted: may buy until LeaseExpires; each poll extends the lease.
-	StatusAdmitted Status = "admitted"
-	// StatusExpired: the holder stopped polling and lost the place or slot; joining again gives a
-	// new ticket at the back.
-	StatusExpired Status = "expired"
+	StatusPrequeue = roomwire.StatusPrequeue
+	StatusWaiting  = roomwire.StatusWaiting
+	StatusAdmitted = roomwire.StatusAdmitted
+	StatusExpired  = roomwire.StatusExpired
 )
 
 // Ticket is a buyer's place in a sale's waiting room.
