@@ -72,8 +72,7 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 		if sl.Ended(now) {
 			code = outcome.SaleEnded
 		}
-		s.metrics.outcomes.WithLabelValues(string(code)).Inc()
-		s.writeCode(w, code, outcomeMessage(code, req))
+		s.writeOutcome(w, code, req)
 		return
 	}
 	ref := stock.ItemRef{SaleID: sl.ID, ItemID: it.ID, Shards: it.ShardCount()}
@@ -81,8 +80,7 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 	if flagged {
 		s.metrics.soldOutFlag.Inc()
 		if s.cfg.SoldOut == SoldOutTrust {
-			s.metrics.outcomes.WithLabelValues(string(outcome.SoldOut)).Inc()
-			s.writeCode(w, outcome.SoldOut, outcomeMessage(outcome.SoldOut, req))
+			s.writeOutcome(w, outcome.SoldOut, req)
 			return
 		}
 	}
@@ -128,8 +126,7 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 // is handed to Kafka first.
 func (s *Server) answerReservation(ctx context.Context, w http.ResponseWriter, r *http.Request, req purchaseRequest, user string, rv stock.Reservation) {
 	if rv.Outcome != outcome.Reserved {
-		s.metrics.outcomes.WithLabelValues(string(rv.Outcome)).Inc()
-		s.writeCode(w, rv.Outcome, outcomeMessage(rv.Outcome, req))
+		s.writeOutcome(w, rv.Outcome, req)
 		return
 	}
 	if !rv.Replay {
@@ -161,8 +158,8 @@ func (s *Server) saleItem(ctx context.Context, saleID, itemID string) (sale.Sale
 }
 
 // handOff makes a fresh reservation durable: OrderPlaced to Kafka with acks=all (the order's
-// reference for lookups was written with the hold). On failure the hold is released at once and its idempotency record
-// forgotten, so the buyer's retry with the same key is a fresh attempt, never a false "reserved".
+// reference for lookups was written with the hold). On failure the hold is released at once and
+// its idempotency record forgotten, so the buyer's retry with the same key is a fresh attempt, never a false "reserved".
 func (s *Server) handOff(ctx context.Context, req purchaseRequest, user string, rv stock.Reservation) error {
 	s.crash.reserved() // a game day's fault; a no-op unless armed (fault.go)
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
@@ -195,6 +192,13 @@ func (s *Server) handOff(ctx context.Context, req purchaseRequest, user string, 
 func (s *Server) countAndWriteError(w http.ResponseWriter, r *http.Request, err error) {
 	s.metrics.outcomes.WithLabelValues(string(outcome.CodeOf(err))).Inc()
 	s.writeError(w, r, err)
+}
+
+// writeOutcome counts and answers a purchase that ends without a reservation (SOLD_OUT,
+// ALREADY_PURCHASED, NOT_STARTED, ...), with the message of its code.
+func (s *Server) writeOutcome(w http.ResponseWriter, code outcome.Code, req purchaseRequest) {
+	s.metrics.outcomes.WithLabelValues(string(code)).Inc()
+	s.writeCode(w, code, outcomeMessage(code, req))
 }
 
 func outcomeMessage(c outcome.Code, req purchaseRequest) string {

@@ -59,8 +59,8 @@ func IdemTTL(d time.Duration) Option { return func(s *Store) { s.idemTTL = d } }
 // at once (at least 1). Units beyond the buyer's own stay in the home shard for its next buyers.
 func TransferBatch(n int) Option { return func(s *Store) { s.transferBatch = int64(max(n, 1)) } }
 
-// Batch sets how the hot path's commands (the reserve script, the sold-out path's idempotency
-// read, the borrowing between shards) share round trips: at most maxCmds commands per pipeline,
+// Batch sets how the hot path's scripts (the reserve, the borrowing between shards) share round
+// trips: at most maxCmds commands per pipeline,
 // at most lanes pipelines in flight at once. Batching is on by default (DefaultBatchMax,
 // DefaultBatchLanes); maxCmds 0 turns it off, so every command makes its own round trip.
 func Batch(maxCmds, lanes int) Option {
@@ -113,16 +113,6 @@ func (s *Store) eval(ctx context.Context, sc *redis.Script, keys []string, args 
 	a = append(a, args...)
 	cmd := redis.NewCmd(ctx, a...)
 	_ = s.batch.do(ctx, cmd, sc)
-	return cmd
-}
-
-// get reads one key, batched like eval.
-func (s *Store) get(ctx context.Context, key string) *redis.StringCmd {
-	if s.batch == nil {
-		return s.rdb.Get(ctx, key)
-	}
-	cmd := redis.NewStringCmd(ctx, "get", key)
-	_ = s.batch.do(ctx, cmd, nil)
 	return cmd
 }
 
