@@ -56,7 +56,7 @@ func TestBurstSellsExactlyTheStock(t *testing.T) {
 		t.Fatalf("outcomes %v of %d requests, want 500 RESERVED and 4500 SOLD_OUT", counts, len(res.Records))
 	}
 	verdicts := blast.CheckResponses(res.Records, limits)
-	server, err := blast.CheckServer(ctx, c.app.Stock, c.app.Orders, res.Records, 30*time.Second)
+	server, err := blast.CheckState(ctx, bundled(t, c.postgresURL), c.sale.ID, res.Records, limits, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestBurstSellsExactlyTheStock(t *testing.T) {
 // reservation and records no order: the responses show more reservations than stock, and the
 // server's state shows reservations that never reached PostgreSQL.
 func TestBurstCatchesAnOversell(t *testing.T) {
-	base, sl, st, db := startOverseller(t, 20, 1)
+	base, sl, pgURL := startOverseller(t, 20, 1)
 	target := blast.Target{SaleID: sl.ID, ItemID: "hot"}
 	ctx := context.Background()
 	limits, err := blast.FetchLimits(ctx, http.DefaultClient, base, profile.Default(), []blast.Target{target})
@@ -124,11 +124,12 @@ func TestBurstCatchesAnOversell(t *testing.T) {
 	if want := "200 reservations for 20 units"; len(vs[0].Problems) != 1 || !bytes.Contains([]byte(vs[0].Problems[0]), []byte(want)) {
 		t.Errorf("problems %v, want %q", vs[0].Problems, want)
 	}
-	state, err := blast.CheckServer(ctx, st, db, res.Records, 200*time.Millisecond)
+	state, err := blast.CheckState(ctx, bundled(t, pgURL), sl.ID, res.Records, limits, 200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(state) != 2 || state[0].OK || state[1].OK {
+	// No order reached PostgreSQL, and Redis holds 20 units for orders PostgreSQL never heard of.
+	if len(state) != 3 || state[0].OK || !state[1].OK || state[2].OK {
 		t.Errorf("the server's state looks fine to blast: %+v", state)
 	}
 }

@@ -1,17 +1,11 @@
 package blast
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
-	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/reconcile"
-	"github.com/fsctl/fsctl/sale"
 )
 
 // ItemLimit is what one item may give out: its stock and the per-user limit.
@@ -118,89 +112,3 @@ func CheckResponses(recs []Record, limits map[Target]ItemLimit) []Verdict {
 	}
 }
 
-// OrderDB reads the server's source of truth; *orders.Store implements it.
-type OrderDB interface {
-	reconcile.Orders
-	Statuses(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]string, error)
-	LoadSale(ctx context.Context, id string) (sale.Sale, error)
-}
-
-// CheckServer checks the server's own state against what buyers were told: every RESERVED order
-// id reaches PostgreSQL (waiting up to wait for the order consumer to drain), then reconcile
-// finds nothing wrong with any sale of the burst.
-func CheckServer(ctx context.Context, st reconcile.Stock, db OrderDB, recs []Record, wait time.Duration) ([]Verdict, error) {
-	var ids []uuid.UUID
-	var bad []string
-	seen := map[uuid.UUID]bool{}
-	var sales []string
-	for _, r := range recs {
-		if !slices.Contains(sales, r.Target.SaleID) {
-			sales = append(sales, r.Target.SaleID)
-		}
-		if r.Outcome != outcome.Reserved {
-			continue
-		}
-		id, err := uuid.Parse(r.OrderID)
-		if err != nil {
-			bad = append(bad, fmt.Sprintf("%s was told RESERVED with order id %q, not a UUID", r.User, r.OrderID))
-			continue
-		}
-		if !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-	}
-	missing, err := waitOrders(ctx, db, ids, wait)
-	if err != nil {
-		return nil, err
-	}
-	for _, id := range missing {
-		bad = append(bad, fmt.Sprintf("order %s was RESERVED but is not in PostgreSQL after %s", id, wait))
-	}
-	out := []Verdict{verdict("every RESERVED order in PostgreSQL", bad)}
-	slices.Sort(sales)
-	for _, id := range sales {
-		sl, err := db.LoadSale(ctx, id)
-		if err != nil {
-			return nil, fmt.Errorf("load sale %s: %w", id, err)
-		}
-		reps, err := reconcile.Sale(ctx, st, db, sl)
-		if err != nil {
-			return nil, fmt.Errorf("reconcile sale %s: %w", id, err)
-		}
-		var p []string
-		for _, r := range reps {
-			for _, msg := range r.Problems {
-				p = append(p, r.ItemID+": "+msg)
-			}
-		}
-		out = append(out, verdict("reconcile "+id+" (Redis vs PostgreSQL)", p))
-	}
-	return out, nil
-}
-
-// waitOrders polls PostgreSQL until every id is there or wait passes, and returns those missing.
-func waitOrders(ctx context.Context, db OrderDB, ids []uuid.UUID, wait time.Duration) ([]uuid.UUID, error) {
-	deadline := time.Now().Add(wait)
-	for {
-		found, err := db.Statuses(ctx, ids)
-		if err != nil {
-			return nil, err
-		}
-		var missing []uuid.UUID
-		for _, id := range ids {
-			if _, ok := found[id]; !ok {
-				missing = append(missing, id)
-			}
-		}
-		if len(missing) == 0 || time.Now().After(deadline) {
-			return missing, nil
-		}
-		ids = missing
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}

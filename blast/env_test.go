@@ -12,9 +12,11 @@ import (
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/provision"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/server"
+	"github.com/fsctl/fsctl/stack"
 	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/testenv"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
@@ -24,9 +26,9 @@ var testSecret = checkouttest.Secret
 
 // checkout is the bundled server on the real services, with its own database, topics and sale.
 type checkout struct {
-	base string
-	app  *server.App
-	sale sale.Sale
+	base, postgresURL string
+	app               *server.App
+	sale              sale.Sale
 }
 
 func testSale(t *testing.T, quantity int64, limit int) sale.Sale {
@@ -40,7 +42,7 @@ func testSale(t *testing.T, quantity int64, limit int) sale.Sale {
 func startCheckout(t *testing.T, quantity int64, limit int) checkout {
 	t.Helper()
 	c := checkouttest.Start(t, checkouttest.Options{Quantity: quantity, Limit: limit})
-	return checkout{base: c.Base, app: c.App, sale: c.Sale}
+	return checkout{base: c.Base, postgresURL: c.PostgresURL, app: c.App, sale: c.Sale}
 }
 
 // overseller is a deliberately broken Redis stage: it runs the real atomic reserve but turns a
@@ -61,8 +63,8 @@ type dropPublisher struct{}
 func (dropPublisher) PublishOrderPlaced(context.Context, events.OrderPlaced) error { return nil }
 
 // startOverseller serves the purchase path with the overseller on the real Redis and PostgreSQL,
-// and returns its URL, its sale and its stores.
-func startOverseller(t *testing.T, quantity int64, limit int) (string, sale.Sale, *stock.Store, *orders.Store) {
+// and returns its URL, its sale and its database.
+func startOverseller(t *testing.T, quantity int64, limit int) (base string, sl sale.Sale, postgresURL string) {
 	t.Helper()
 	rdb := testenv.Redis(t)
 	pgURL := testenv.Postgres(t)
@@ -76,7 +78,7 @@ func startOverseller(t *testing.T, quantity int64, limit int) (string, sale.Sale
 	}
 	t.Cleanup(db.Close)
 	st := stock.New(rdb)
-	sl := testSale(t, quantity, limit)
+	sl = testSale(t, quantity, limit)
 	if _, err := provision.Sale(ctx, db, st, sl, provision.Options{}); err != nil {
 		t.Fatal(err)
 	}
@@ -91,5 +93,16 @@ func startOverseller(t *testing.T, quantity int64, limit int) (string, sale.Sale
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
-	return hs.URL, sl, st, db
+	return hs.URL, sl, pgURL
+}
+
+// bundled reads the bundled server's stores on the test stack through its own profile.
+func bundled(t *testing.T, postgresURL string) *profile.Target {
+	t.Helper()
+	tg, err := profile.Connect(context.Background(), profile.Default(), stack.EndpointsFromEnv().RedisURL, postgresURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tg.Close)
+	return tg
 }

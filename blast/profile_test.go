@@ -35,10 +35,10 @@ func generic() *profile.Profile {
 	return &p
 }
 
-// TestCheckProfileOnTheBundledCheckout fires 200 buyers at 50 units of the bundled checkout
+// TestCheckStateOnTheBundledCheckout fires 200 buyers at 50 units of the bundled checkout
 // through the generic profile and checks it through its SQL and keys; then planted drift (one
 // unit more in Redis, then one order row gone) fails the check, naming the item.
-func TestCheckProfileOnTheBundledCheckout(t *testing.T) {
+func TestCheckStateOnTheBundledCheckout(t *testing.T) {
 	c := checkouttest.Start(t, checkouttest.Options{Quantity: 50, Limit: 1})
 	prof := generic()
 	ctx := context.Background()
@@ -66,7 +66,7 @@ func TestCheckProfileOnTheBundledCheckout(t *testing.T) {
 			t.Errorf("%s: %v", v.Name, v.Problems)
 		}
 	}
-	vs, err := blast.CheckProfile(ctx, tg, c.Sale.ID, res.Records, limits, 30*time.Second)
+	vs, err := blast.CheckState(ctx, tg, c.Sale.ID, res.Records, limits, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,11 +78,11 @@ func TestCheckProfileOnTheBundledCheckout(t *testing.T) {
 	if err := tg.Redis().Incr(ctx, stockKey).Err(); err != nil {
 		t.Fatal(err)
 	}
-	vs, err = blast.CheckProfile(ctx, tg, c.Sale.ID, res.Records, limits, 300*time.Millisecond)
+	vs, err = blast.CheckState(ctx, tg, c.Sale.ID, res.Records, limits, 300*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := find(t, vs, "Redis agrees with PostgreSQL"); v.OK || !strings.Contains(strings.Join(v.Problems, "\n"), "hot: Redis stock 1 + 50 live orders = 51") {
+	if v := find(t, vs, "Redis agrees with PostgreSQL"); v.OK || !strings.Contains(strings.Join(v.Problems, "\n"), "hot: units lost or doubled: redis stock 1 + holds 50 + paid 0 = 51, quantity 50") {
 		t.Errorf("planted drift: %+v", v)
 	}
 	if err := tg.Redis().Decr(ctx, stockKey).Err(); err != nil {
@@ -93,7 +93,7 @@ func TestCheckProfileOnTheBundledCheckout(t *testing.T) {
 		c.Sale.ID).Scan(&lostUser); err != nil {
 		t.Fatal(err)
 	}
-	vs, err = blast.CheckProfile(ctx, tg, c.Sale.ID, res.Records, limits, 300*time.Millisecond)
+	vs, err = blast.CheckState(ctx, tg, c.Sale.ID, res.Records, limits, 300*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestCheckProfileOnTheBundledCheckout(t *testing.T) {
 	perBuyer := *tg.P
 	perBuyer.SQL.LiveBuyers = ""
 	one := &profile.Target{P: &perBuyer, DB: profile.NewDB(&perBuyer, tg.Pool()), Stocks: profile.NewStocks(&perBuyer, tg.Redis())}
-	vs, err = blast.CheckProfile(ctx, one, c.Sale.ID, res.Records, limits, 300*time.Millisecond)
+	vs, err = blast.CheckState(ctx, one, c.Sale.ID, res.Records, limits, 300*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +314,7 @@ func TestBlastTheArticleShop(t *testing.T) {
 	if err != nil || limits[targets[1]] != (blast.ItemLimit{Stock: 50, PerUser: 1}) {
 		t.Fatalf("limits %+v, %v", limits, err)
 	}
-	vs, err := blast.CheckProfile(ctx, tg, s.Sale, res.Records, limits, 30*time.Second)
+	vs, err := blast.CheckState(ctx, tg, s.Sale, res.Records, limits, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/server"
+	"github.com/fsctl/fsctl/verify"
 )
 
 // Config describes a demo run.
@@ -126,48 +127,30 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) (Repo
 
 // WaitPersisted polls PostgreSQL until the item's live orders reach want or timeout passes.
 func WaitPersisted(ctx context.Context, db *orders.Store, saleID, itemID string, want int64, timeout time.Duration) (orders.ItemCounts, error) {
-	deadline := time.Now().Add(timeout)
-	for {
+	var c orders.ItemCounts
+	_, err := verify.Settle(ctx, timeout, 50*time.Millisecond, func(ctx context.Context) ([]string, error) {
 		counts, err := db.Counts(ctx, saleID)
 		if err != nil {
-			return orders.ItemCounts{}, err
+			return nil, err
 		}
-		var c orders.ItemCounts
+		c = orders.ItemCounts{}
 		for _, x := range counts {
 			if x.ItemID == itemID {
 				c = x
 			}
 		}
-		if c.Pending+c.Paid >= want || time.Now().After(deadline) {
-			return c, nil
+		if live := c.Pending + c.Paid; live < want {
+			return []string{fmt.Sprintf("%d of %d live orders", live, want)}, nil
 		}
-		select {
-		case <-ctx.Done():
-			return c, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return nil, nil
+	})
+	return c, err
 }
 
-// Check returns every invariant the run broke.
+// Check returns every invariant the run broke (package verify's rules), each naming its rule first.
 func Check(r Report) []string {
-	var p []string
-	reserved := int64(r.Burst.Counts[outcome.Reserved])
-	live := r.Counts.Pending + r.Counts.Paid
-	if reserved > r.Quantity {
-		p = append(p, fmt.Sprintf("oversold: %d buyers told RESERVED for %d units", reserved, r.Quantity))
-	}
-	if live != reserved {
-		p = append(p, fmt.Sprintf("durability: %d buyers told RESERVED but PostgreSQL has %d live orders", reserved, live))
-	}
-	if r.Counts.Sold != live {
-		p = append(p, fmt.Sprintf("sold counter %d disagrees with %d live orders", r.Counts.Sold, live))
-	}
-	if r.Stock+r.Holds != r.Quantity-r.Counts.Paid {
-		p = append(p, fmt.Sprintf("units lost: redis stock %d + holds %d != quantity %d - paid %d", r.Stock, r.Holds, r.Quantity, r.Counts.Paid))
-	}
-	if r.Stock < 0 {
-		p = append(p, fmt.Sprintf("redis stock is negative: %d", r.Stock))
-	}
-	return p
+	c := r.Counts
+	return verify.Strings(verify.Check(verify.Item{ID: c.ItemID, Quantity: r.Quantity, Stock: r.Stock, Holds: verify.Of(r.Holds),
+		Sold: verify.Of(c.Sold), Live: c.Pending + c.Paid, Paid: verify.Of(c.Paid),
+		Reserved: verify.Of(int64(r.Burst.Counts[outcome.Reserved]))}), false)
 }

@@ -10,13 +10,9 @@ import (
 
 	"github.com/fsctl/fsctl/blast"
 	"github.com/fsctl/fsctl/events"
-	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/reconcile"
-	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/verify"
 )
-
-// settlePoll is how often the settle phase reads the order log and the items again.
-const settlePoll = 200 * time.Millisecond
 
 // settle waits, up to the Settle bound, until the consumer has nothing left to write and every
 // item has as many live orders as buyers were told RESERVED, then checks the stores against
@@ -33,24 +29,15 @@ func (d *drill) settle(ctx context.Context) step {
 			client = &kafka.Client{Addr: kafka.TCP(d.cfg.Brokers...), Timeout: 5 * time.Second, Transport: tr}
 		}
 		start := d.cfg.Now()
-		var waiting []string
-		for {
-			var err error
-			if waiting, err = d.unsettled(ctx, client); err != nil {
-				return "", false, err
-			}
-			if len(waiting) == 0 || !d.cfg.Now().Before(deadline) {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return "", false, ctx.Err()
-			case <-time.After(settlePoll):
-			}
+		waiting, err := verify.Settle(ctx, d.cfg.Settle, 0, func(ctx context.Context) ([]string, error) {
+			return d.unsettled(ctx, client)
+		})
+		if err != nil {
+			return "", false, err
 		}
 		d.rep.Settled = len(waiting) == 0
 		settledIn := d.cfg.Now().Sub(start)
-		state, err := d.checkState(ctx, max(deadline.Sub(d.cfg.Now()), time.Second))
+		state, err := blast.CheckState(ctx, d.t, d.cfg.Sale, d.records, d.limits, max(deadline.Sub(d.cfg.Now()), time.Second))
 		if err != nil {
 			return "", false, err
 		}
@@ -98,20 +85,6 @@ func (d *drill) unsettled(ctx context.Context, client *kafka.Client) ([]string, 
 		}
 	}
 	return out, nil
-}
-
-// checkState compares the stores with the answers: fsctl serve's own orders and reconcile for
-// the deep profile, else what the profile declares.
-func (d *drill) checkState(ctx context.Context, wait time.Duration) ([]blast.Verdict, error) {
-	if !d.p.IsDeep() {
-		return blast.CheckProfile(ctx, d.t, d.cfg.Sale, d.records, d.limits, wait)
-	}
-	db, err := orders.Open(ctx, d.cfg.PostgresURL)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	return blast.CheckServer(ctx, stock.New(d.t.Redis()), db, d.records, wait)
 }
 
 // readItems records each item's live orders and Redis stock after the settle.

@@ -18,6 +18,7 @@ import (
 	"github.com/fsctl/fsctl/room"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/verify"
 )
 
 // saleOf is the scenario's sale definition, open from a second ago.
@@ -89,24 +90,26 @@ func (r *run) reservedOrders() []uuid.UUID {
 // only mean "not yet".
 func (r *run) settle(ctx context.Context) (string, error) {
 	ids := r.reservedOrders()
-	deadline := r.cfg.Now().Add(r.cfg.Scenario.Settle)
 	var last string
-	for {
+	waiting, err := verify.Settle(ctx, r.cfg.Scenario.Settle, 500*time.Millisecond, func(ctx context.Context) ([]string, error) {
 		state, done := r.settled(ctx, ids)
 		if done {
-			return state, nil
+			last = state
+			return nil, nil
 		}
 		if state != last {
 			r.note("settling: %s", state)
 			last = state
 		}
-		if r.cfg.Now().After(deadline) {
-			return "", fmt.Errorf("not settled after %s: %s", r.cfg.Scenario.Settle, state)
-		}
-		if err := sleep(ctx, 500*time.Millisecond); err != nil {
-			return "", err
-		}
+		return []string{state}, nil
+	})
+	switch {
+	case err != nil:
+		return "", err
+	case len(waiting) > 0:
+		return "", fmt.Errorf("not settled after %s: %s", r.cfg.Scenario.Settle, last)
 	}
+	return last, nil
 }
 
 func (r *run) settled(ctx context.Context, ids []uuid.UUID) (string, bool) {
@@ -197,9 +200,10 @@ func (r *run) invariants(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	oversell, lost := stateChecks(counts, snap)
 	checks := []Check{
-		checkOversell(counts, r.rep.Reconcile),
-		checkNothingLost(counts, snap),
+		oversell,
+		lost,
 		checkEndings(ids, statuses),
 		checkFollowUps(r.followUps, statuses),
 	}
@@ -217,41 +221,35 @@ func (r *run) invariants(ctx context.Context) (string, error) {
 	return fmt.Sprintf("%d invariants hold", len(checks)), nil
 }
 
-func checkOversell(counts []orders.ItemCounts, items []reconcile.ItemReport) Check {
-	var p []string
+// stateChecks are verify's rules over the settled sale, as two of the game day's invariants: no
+// oversell (nothing given beyond the quantity, no stock below zero) and nothing lost (every unit
+// in Redis's stock, a hold or a paid order; the sold counter the live orders).
+func stateChecks(counts []orders.ItemCounts, snap []stock.ItemState) (oversell, lost Check) {
+	var over, gone, overSum, goneSum []string
 	for _, c := range counts {
-		if c.Paid > c.Quantity || c.Sold > c.Quantity {
-			p = append(p, fmt.Sprintf("%s: paid %d, sold %d of %d", c.ItemID, c.Paid, c.Sold, c.Quantity))
-		}
-	}
-	for _, it := range items {
-		if it.Stock < 0 {
-			p = append(p, fmt.Sprintf("%s: redis stock %d", it.ItemID, it.Stock))
-		}
-	}
-	var sum []string
-	for _, c := range counts {
-		sum = append(sum, fmt.Sprintf("%s paid %d of %d", c.ItemID, c.Paid, c.Quantity))
-	}
-	return Check{Name: "no oversell", OK: len(p) == 0, Detail: detail(p, strings.Join(sum, ", "))}
-}
-
-func checkNothingLost(counts []orders.ItemCounts, snap []stock.ItemState) Check {
-	var p, sum []string
-	for _, c := range counts {
+		it := verify.Item{ID: c.ItemID, Quantity: c.Quantity, Sold: verify.Of(c.Sold), Live: c.Pending + c.Paid, Paid: verify.Of(c.Paid)}
 		i := slices.IndexFunc(snap, func(s stock.ItemState) bool { return s.ItemID == c.ItemID })
 		if i < 0 {
-			p = append(p, c.ItemID+": not in Redis")
-			continue
+			gone = append(gone, c.ItemID+": not in Redis")
+		} else {
+			s := snap[i]
+			it.Stock, it.Holds = s.Stock, verify.Of(s.Holds)
+			for _, sh := range s.Shards {
+				it.Shards = append(it.Shards, verify.Shard{Index: sh.Shard, Name: fmt.Sprintf("shard %d stock", sh.Shard), Stock: sh.Stock})
+			}
+			goneSum = append(goneSum, fmt.Sprintf("%s: stock %d + holds %d = %d - paid %d", c.ItemID, s.Stock, s.Holds, c.Quantity, c.Paid))
 		}
-		s := snap[i]
-		if s.Stock+s.Holds != c.Quantity-c.Paid || c.Sold != c.Pending+c.Paid {
-			p = append(p, fmt.Sprintf("%s: redis stock %d + holds %d != quantity %d - paid %d (postgres sold %d, pending %d)",
-				c.ItemID, s.Stock, s.Holds, c.Quantity, c.Paid, c.Sold, c.Pending))
+		for _, p := range verify.Check(it) {
+			if p.Invariant == verify.Oversold || p.Invariant == verify.NegativeShard {
+				over = append(over, c.ItemID+": "+p.String())
+			} else {
+				gone = append(gone, c.ItemID+": "+p.String())
+			}
 		}
-		sum = append(sum, fmt.Sprintf("%s: stock %d + holds %d = %d - paid %d", c.ItemID, s.Stock, s.Holds, c.Quantity, c.Paid))
+		overSum = append(overSum, fmt.Sprintf("%s paid %d of %d", c.ItemID, c.Paid, c.Quantity))
 	}
-	return Check{Name: "nothing lost", OK: len(p) == 0, Detail: detail(p, strings.Join(sum, ", "))}
+	return Check{Name: "no oversell", OK: len(over) == 0, Detail: detail(over, strings.Join(overSum, ", "))},
+		Check{Name: "nothing lost", OK: len(gone) == 0, Detail: detail(gone, strings.Join(goneSum, ", "))}
 }
 
 // checkEndings: every RESERVED answer ends in PostgreSQL as paid, expired, cancelled or failed.

@@ -10,6 +10,7 @@ import (
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/verify"
 )
 
 // Stock reads the Redis side; *stock.Store implements it.
@@ -70,29 +71,20 @@ func Sale(ctx context.Context, st Stock, db Orders, sl sale.Sale) ([]ItemReport,
 	return out, nil
 }
 
+// check returns every invariant the item breaks (package verify's rules).
 func check(r ItemReport, limit int) []string {
-	var p []string
+	return verify.Strings(verify.Check(r.verifyItem(limit)), false)
+}
+
+// verifyItem is the item as verify reads it: Redis's stock and holds shard by shard, PostgreSQL's
+// counts and the most live orders one user holds.
+func (r ItemReport) verifyItem(limit int) verify.Item {
 	c := r.Counts
-	live := c.Pending + c.Paid
-	if live > r.Quantity {
-		p = append(p, fmt.Sprintf("oversold: %d live orders for %d units", live, r.Quantity))
-	}
-	if c.Sold != live {
-		p = append(p, fmt.Sprintf("sold counter %d disagrees with %d live orders", c.Sold, live))
-	}
-	if r.MaxLivePerUser > limit {
-		p = append(p, fmt.Sprintf("per-user limit: a user holds %d live orders, limit %d", r.MaxLivePerUser, limit))
-	}
-	if r.Stock+r.Holds != r.Quantity-c.Paid {
-		p = append(p, fmt.Sprintf("units lost or doubled: redis stock %d + holds %d != quantity %d - paid %d", r.Stock, r.Holds, r.Quantity, c.Paid))
-	}
-	if r.Holds != c.Pending {
-		p = append(p, fmt.Sprintf("redis has %d live holds but PostgreSQL %d pending orders", r.Holds, c.Pending))
-	}
+	it := verify.Item{ID: r.ItemID, Quantity: r.Quantity, Stock: r.Stock, Holds: verify.Of(r.Holds),
+		Sold: verify.Of(c.Sold), Live: c.Pending + c.Paid, Paid: verify.Of(c.Paid),
+		MaxLivePerUser: verify.Of(int64(r.MaxLivePerUser)), PerUserLimit: limit}
 	for _, sh := range r.Shards {
-		if sh.Stock < 0 {
-			p = append(p, fmt.Sprintf("shard %d stock is negative: %d", sh.Shard, sh.Stock))
-		}
+		it.Shards = append(it.Shards, verify.Shard{Name: fmt.Sprintf("shard %d stock", sh.Shard), Stock: sh.Stock})
 	}
-	return p
+	return it
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/verify"
 )
 
 // Kinds of finding, each a way Redis and PostgreSQL can disagree about a sale.
@@ -21,10 +22,11 @@ const (
 	KindBuyerWithoutOrder = "buyer without order" // a Redis slot or record no live order stands behind
 	KindOrderWithoutBuyer = "order without buyer" // a live order Redis knows nothing about
 	KindDuplicateLive     = "duplicate live orders"
-	KindUnits             = "units lost or doubled"
-	KindOversold          = "oversold"
-	KindSoldCounter       = "sold counter"
-	KindNegativeShard     = "negative shard"
+	KindUnits             = verify.Units
+	KindOversold          = verify.Oversold
+	KindSoldCounter       = verify.SoldCounter
+	KindNegativeShard     = verify.NegativeShard
+	KindMissingStock      = verify.MissingStock // a stock counter Redis does not have
 	KindMalformed         = "malformed entry"
 )
 
@@ -73,9 +75,6 @@ func (a analyzer) item(s itemState) analysis {
 	for _, sh := range s.shards {
 		for _, m := range sh.Malformed {
 			add(Finding{Kind: KindMalformed, Shard: sh.Shard, Detail: m, Fix: "left alone: inspect the key by hand"})
-		}
-		if sh.Stock < 0 {
-			add(Finding{Kind: KindNegativeShard, Shard: sh.Shard, Detail: fmt.Sprintf("stock %d", sh.Stock), Fix: "left alone: units were given out twice"})
 		}
 		for id, h := range sh.Orders {
 			redisOrders[id] = h
@@ -241,4 +240,24 @@ func (a analyzer) restore(itemID string, o pgOrder, takeUnit bool) func(context.
 
 func (a analyzer) setMask(itemID string, shard int, user string, mask uint32) func(context.Context) error {
 	return func(ctx context.Context) error { return a.st.SetBuyerMask(ctx, a.sale.ID, itemID, shard, user, mask) }
+}
+
+// invariantFindings turns the item-level rules an item breaks into findings: a stock that went
+// below zero or an oversell is left to a person; fix offers the repair of the others (or drops the
+// finding, returning false, where its path checks that rule its own way).
+func invariantFindings(ps []verify.Problem, fix func(*Finding, verify.Problem) bool) []Finding {
+	var out []Finding
+	for _, p := range ps {
+		f := Finding{Kind: p.Invariant, Shard: p.Shard, Detail: p.Detail}
+		switch p.Invariant {
+		case verify.Oversold:
+			f.Fix = "left alone: fix by hand (decide which buyers to cancel and refund)"
+		case verify.NegativeShard:
+			f.Fix = "left alone: units were given out twice; fix by hand (decide which buyers to cancel and refund)"
+		}
+		if fix(&f, p) {
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/verify"
 )
 
 // maxDeadLetters bounds how many dead letters are read to count the sale's own.
@@ -98,35 +99,36 @@ func (c *conns) drain(ctx context.Context) error {
 	if c.kafka == nil {
 		return errNoBrokers
 	}
-	deadline := time.Now().Add(c.cfg.DrainTimeout)
 	var mark map[int]int64 // each partition's end offset at the first good read
-	for {
-		g, err := events.GroupLag(ctx, c.kafka, c.cfg.OrdersTopic, c.cfg.ConsumerGroup)
-		if err == nil && mark == nil {
+	var g events.GroupState
+	var lastErr error
+	waiting, err := verify.Settle(ctx, c.cfg.DrainTimeout, drainPoll, func(ctx context.Context) ([]string, error) {
+		g, lastErr = events.GroupLag(ctx, c.kafka, c.cfg.OrdersTopic, c.cfg.ConsumerGroup)
+		if lastErr != nil {
+			return []string{lastErr.Error()}, nil
+		}
+		if mark == nil {
 			mark = map[int]int64{}
 			for _, p := range g.Partitions {
 				mark[p.Partition] = p.End
 			}
 		}
 		behind := behindMark(g, mark)
-		switch {
-		case err == nil && behind == 0:
-			fmt.Fprintf(c.cfg.Progress, "reconcile: the order log is drained up to where it stood (group %s)\n", g.Group)
-			return nil
-		case time.Now().After(deadline):
-			if err == nil {
-				err = fmt.Errorf("%d orders still in Kafka, %d consumer(s) in group %s", behind, g.Members, g.Group)
-			}
-			return fmt.Errorf("the order log did not drain within %s (is a consumer running?): %w", c.cfg.DrainTimeout, err)
-		case err == nil:
-			fmt.Fprintf(c.cfg.Progress, "reconcile: waiting for %d orders to reach PostgreSQL (%d consumer(s))\n", behind, g.Members)
+		if behind == 0 {
+			return nil, nil
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(drainPoll):
-		}
+		fmt.Fprintf(c.cfg.Progress, "reconcile: waiting for %d orders to reach PostgreSQL (%d consumer(s))\n", behind, g.Members)
+		lastErr = fmt.Errorf("%d orders still in Kafka, %d consumer(s) in group %s", behind, g.Members, g.Group)
+		return []string{lastErr.Error()}, nil
+	})
+	switch {
+	case err != nil:
+		return err
+	case len(waiting) > 0:
+		return fmt.Errorf("the order log did not drain within %s (is a consumer running?): %w", c.cfg.DrainTimeout, lastErr)
 	}
+	fmt.Fprintf(c.cfg.Progress, "reconcile: the order log is drained up to where it stood (group %s)\n", g.Group)
+	return nil
 }
 
 // drainPoll paces drain's reads of the group's offsets.

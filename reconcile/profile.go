@@ -15,8 +15,6 @@ import (
 	"github.com/fsctl/fsctl/stock"
 )
 
-// KindMissingStock is a stock counter the profile names that Redis does not have.
-const KindMissingStock = "missing stock key"
 
 // ProfileConfig says which foreign checkout to reconcile, through what its profile declares.
 type ProfileConfig struct {

@@ -64,7 +64,7 @@ func TestRunProfileArticleShop(t *testing.T) {
 	found := kinds(rep)
 	for kind, want := range map[string]string{
 		reconcile.KindUnits:             "1 unit(s) doubled",
-		reconcile.KindSoldCounter:       "sold counter 39, live orders 40",
+		reconcile.KindSoldCounter:       "39, live orders 40",
 		reconcile.KindOrderWithoutBuyer: winners[0],
 	} {
 		if f, ok := found[kind]; !ok || !strings.Contains(f.Detail, want) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/verify"
 )
 
 // maxListed bounds how many buyers one finding names.
@@ -43,34 +44,24 @@ func (it profileItem) explains(n int64) bool { return it.lag < 0 || (it.lag > 0 
 func (r *profileRun) analyze(it *profileItem) []profileFinding {
 	s := it.state
 	var out []profileFinding
-	add := func(f Finding) { out = append(out, profileFinding{Finding: f}) }
-	if s.Live > s.Quantity || s.Sold > s.Quantity {
-		add(Finding{Kind: KindOversold, Detail: fmt.Sprintf("%d live orders, sold counter %d, for %d units", s.Live, s.Sold, s.Quantity),
-			Fix: "left alone: fix by hand (decide which buyers to cancel and refund)"})
-	}
-	for _, sh := range s.Inventory.Shards {
-		switch {
-		case !sh.StockSet:
-			add(Finding{Kind: KindMissingStock, Shard: sh.Keys.Shard, Detail: sh.Keys.Stock + " does not exist (was the item preheated? did Redis lose it?)",
-				Fix: "left alone: restore it by hand (quantity − live orders)"})
-		case sh.Stock < 0:
-			add(Finding{Kind: KindOversold, Shard: sh.Keys.Shard, Detail: fmt.Sprintf("%s is %d: units were given out twice", sh.Keys.Stock, sh.Stock),
-				Fix: "left alone: fix by hand (decide which buyers to cancel and refund)"})
+	for _, f := range invariantFindings(verify.Check(verify.FromState(s)), func(f *Finding, p verify.Problem) bool {
+		switch p.Invariant {
+		case verify.MissingStock:
+			f.Fix = "left alone: restore it by hand (quantity − live orders)"
+		case verify.SoldCounter:
+			f.Fix = noFix + " (fix.sold)"
+			if r.p.Fix.Sold != "" {
+				f.Fix = fmt.Sprintf("run fix.sold (sold %d → %d live orders)", s.Sold, s.Live)
+				f.repair = r.fixSold(s.Item)
+			}
+		case verify.Units:
+			return r.units(it, f, p.Delta)
+		case verify.Holds:
+			return false // the buyers and the unit count say what a stray hold costs
 		}
-	}
-	if s.Sold != s.Live {
-		f := Finding{Kind: KindSoldCounter, Detail: fmt.Sprintf("sold counter %d, live orders %d", s.Sold, s.Live), Fix: noFix + " (fix.sold)"}
-		if r.p.Fix.Sold != "" {
-			item := s.Item
-			f.Fix = fmt.Sprintf("run fix.sold (sold %d → %d live orders)", s.Sold, s.Live)
-			f.repair = r.fixSold(item)
-		}
-		add(f)
-	}
-	if len(s.Inventory.Missing()) == 0 {
-		if f, ok := r.units(it); ok {
-			add(f)
-		}
+		return true
+	}) {
+		out = append(out, profileFinding{Finding: f})
 	}
 	if it.hasBuyers {
 		extra, missing := map[string]int64{}, map[string]int64{}
@@ -96,20 +87,15 @@ func (r *profileRun) analyze(it *profileItem) []profileFinding {
 	return out
 }
 
-// units checks Redis stock + live orders = quantity: fewer means Redis lost units (it will sell
-// fewer than it has), more means it would sell units twice.
-func (r *profileRun) units(it *profileItem) (Finding, bool) {
+// units offers the repair of a unit count that is off by lost (> 0: Redis sells fewer units than
+// it has; < 0: it would sell some twice), or drops the finding when orders in flight account for
+// it.
+func (r *profileRun) units(it *profileItem, f *Finding, lost int64) bool {
 	s := it.state
-	lost := s.Quantity - s.Live - s.Stock
-	if lost == 0 {
-		return Finding{}, false
-	}
 	if lost > 0 && it.explains(lost) {
 		it.inFlight = max(it.inFlight, int(lost))
-		return Finding{}, false
+		return false
 	}
-	f := Finding{Kind: KindUnits, Detail: fmt.Sprintf("redis stock %d + live orders %d = %d, quantity %d: %s",
-		s.Stock, s.Live, s.Stock+s.Live, s.Quantity, unitsWord(lost))}
 	keys := s.Inventory.Shards
 	switch {
 	case r.p.Fix.Stock != profile.Recount:
@@ -127,14 +113,7 @@ func (r *profileRun) units(it *profileItem) (Finding, bool) {
 		f.Fix = fmt.Sprintf("recount %s from %d to %d (quantity − live orders), only if it still holds %d", keys[0].Keys.Stock, s.Stock, to, s.Stock)
 		f.repair = r.setStock(keys[0].Keys.Stock, s.Stock, to)
 	}
-	return f, true
-}
-
-func unitsWord(lost int64) string {
-	if lost > 0 {
-		return fmt.Sprintf("%d unit(s) lost (Redis sells %d fewer)", lost, lost)
-	}
-	return fmt.Sprintf("%d unit(s) doubled (Redis would sell %d more)", -lost, -lost)
+	return true
 }
 
 // buyersFinding reports the buyers Redis has without a live order (extra) or lacks for one.

@@ -1,0 +1,172 @@
+package blast
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/verify"
+)
+
+// CheckState checks a target's Redis and PostgreSQL against what its buyers were told, through
+// what the target's profile declares (the bundled server's included): every reservation a buyer
+// was told about is a live order in PostgreSQL, and each item keeps package verify's rules. It
+// waits up to wait for the sale to settle (the consumer writes orders after the answers) and
+// judges the last read. The items are those of sale that the records or limits name.
+func CheckState(ctx context.Context, t *profile.Target, sale string, recs []Record, limits map[Target]ItemLimit, wait time.Duration) ([]Verdict, error) {
+	told := reservations(sale, recs)
+	items := saleItems(sale, recs, limits)
+	var lost, oversell, drift []string
+	_, err := verify.Settle(ctx, wait, 0, func(ctx context.Context) ([]string, error) {
+		lost, oversell, drift = nil, nil, nil
+		live, err := liveOrders(ctx, t, sale, told)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range told.buyers() {
+			if have := live.orders[b]; have < told[b] {
+				lost = append(lost, fmt.Sprintf("%s: %s was told RESERVED %d time(s) but has %d live order(s) in PostgreSQL after %s",
+					Target{SaleID: sale, ItemID: b.item}, b.user, told[b], have, wait))
+			}
+		}
+		for _, item := range items {
+			st, err := t.State(ctx, sale, item)
+			if err != nil {
+				return nil, fmt.Errorf("read item %s: %w", item, err)
+			}
+			it := verify.FromState(st)
+			if lim, ok := limits[Target{SaleID: sale, ItemID: item}]; ok {
+				it.MaxLivePerUser, it.PerUserLimit = live.most(item), lim.PerUser
+			}
+			for _, p := range verify.Check(it) {
+				switch p.Invariant {
+				case verify.Oversold, verify.NegativeShard, verify.PerUser:
+					oversell = append(oversell, item+": "+p.String())
+				default:
+					drift = append(drift, item+": "+p.String())
+				}
+			}
+		}
+		return append(append(lost[:len(lost):len(lost)], oversell...), drift...), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []Verdict{
+		verdict("every RESERVED order reached PostgreSQL", lost),
+		verdict("no oversell (PostgreSQL)", oversell),
+		verdict("Redis agrees with PostgreSQL", drift),
+	}, nil
+}
+
+// buyerItem is one buyer of one item.
+type buyerItem struct{ user, item string }
+
+// told counts the distinct reservations each buyer was told of, per item: retries and replays of
+// one key are one reservation.
+type told map[buyerItem]int64
+
+func reservations(sale string, recs []Record) told {
+	grants := map[buyerItem]map[string]bool{}
+	for _, r := range recs {
+		if r.Outcome != outcome.Reserved || r.Target.SaleID != sale {
+			continue
+		}
+		k := buyerItem{r.User, r.Target.ItemID}
+		if grants[k] == nil {
+			grants[k] = map[string]bool{}
+		}
+		grants[k][grant(r)] = true
+	}
+	out := make(told, len(grants))
+	for k, g := range grants {
+		out[k] = int64(len(g))
+	}
+	return out
+}
+
+// buyers are the told buyers in a stable order.
+func (t told) buyers() []buyerItem {
+	out := make([]buyerItem, 0, len(t))
+	for b := range t {
+		out = append(out, b)
+	}
+	slices.SortFunc(out, func(a, b buyerItem) int { return cmp.Or(cmp.Compare(a.item, b.item), cmp.Compare(a.user, b.user)) })
+	return out
+}
+
+// saleItems are the items of sale that the records or the limits name, sorted.
+func saleItems(sale string, recs []Record, limits map[Target]ItemLimit) []string {
+	var items []string
+	add := func(tg Target) {
+		if tg.SaleID == sale && !slices.Contains(items, tg.ItemID) {
+			items = append(items, tg.ItemID)
+		}
+	}
+	for _, r := range recs {
+		add(r.Target)
+	}
+	for tg := range limits {
+		add(tg)
+	}
+	slices.Sort(items)
+	return items
+}
+
+// live counts each buyer's live orders; every names the items whose every buyer was read
+// (sql.liveBuyers), for which the most live orders one buyer holds is known.
+type live struct {
+	orders map[buyerItem]int64
+	every  map[string]bool
+}
+
+// liveOrders reads the live orders of every told buyer: each item's live buyers in one query when
+// the profile declares sql.liveBuyers (one query for ten thousand buyers), else each buyer's own
+// orders (sql.userOrders).
+func liveOrders(ctx context.Context, t *profile.Target, sale string, told told) (live, error) {
+	out := live{orders: map[buyerItem]int64{}, every: map[string]bool{}}
+	for _, b := range told.buyers() {
+		if t.P.SQL.LiveBuyers != "" {
+			if out.every[b.item] {
+				continue
+			}
+			out.every[b.item] = true
+			buyers, _, err := t.DB.LiveBuyers(ctx, sale, b.item)
+			if err != nil {
+				return live{}, err
+			}
+			for u, n := range buyers {
+				out.orders[buyerItem{u, b.item}] = n
+			}
+			continue
+		}
+		orders, err := t.DB.UserOrders(ctx, sale, b.item, b.user)
+		if err != nil {
+			return live{}, err
+		}
+		for _, o := range orders {
+			if t.P.IsLive(o.Status) {
+				out.orders[b]++
+			}
+		}
+	}
+	return out, nil
+}
+
+// most is the most live orders one buyer holds of the item, when every buyer of it was read.
+func (l live) most(item string) verify.Count {
+	if !l.every[item] {
+		return verify.Count{}
+	}
+	var n int64
+	for b, c := range l.orders {
+		if b.item == item {
+			n = max(n, c)
+		}
+	}
+	return verify.Of(n)
+}
