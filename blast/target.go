@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 
 	"github.com/fsctl/fsctl/profile"
 )
@@ -114,8 +113,8 @@ func LimitsFromDB(ctx context.Context, db *profile.DB, targets []Target) (map[Ta
 	return out, nil
 }
 
-// SkewURL is where the server's time is read: the sale page when the profile declares one (its
-// serverTime), else the health path's answer (its Date header).
+// SkewURL is where skew.Measure reads the server's time: the sale page when the profile declares
+// one (its serverTime), else the health path's answer (its Date header).
 func SkewURL(prof *profile.Profile, base, sale string) string {
 	if prof.HTTP.SalePage != "" {
 		return prof.Endpoint(base, prof.HTTP.SalePage, sale)
@@ -135,75 +134,4 @@ func Probe(ctx context.Context, client *http.Client, base, path string) error {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.Body.Close()
-}
-
-// Skew is this machine's clock against the server's, measured once before the release.
-type Skew struct {
-	// Offset is local minus server time: positive when this machine runs ahead, so its buyers
-	// would go early by the server's clock.
-	Offset time.Duration
-	// RTT is the round trip of the measuring request; the offset is uncertain by half of it.
-	RTT time.Duration
-	// Source says where the server's time came from: the sale page's serverTime or, at one
-	// second's resolution, the Date header.
-	Source string
-}
-
-// MeasureSkew reads the server's time from GET /api/v1/sales/{sale} (its serverTime, else the
-// answer's Date header) and compares it with now at the middle of the round trip.
-func MeasureSkew(ctx context.Context, client *http.Client, base, saleID string, now func() time.Time) (Skew, error) {
-	return MeasureSkewAt(ctx, client, base+"/api/v1/sales/"+saleID, now)
-}
-
-// MeasureSkewAt is MeasureSkew from any URL whose answer carries a serverTime or a Date header.
-func MeasureSkewAt(ctx context.Context, client *http.Client, url string, now func() time.Time) (Skew, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return Skew{}, err
-	}
-	sent := now()
-	resp, err := client.Do(req)
-	if err != nil {
-		return Skew{}, fmt.Errorf("measure clock skew: %w", err)
-	}
-	got := now()
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	s := Skew{RTT: got.Sub(sent), Source: "serverTime"}
-	local := sent.Add(s.RTT / 2)
-	var page struct {
-		ServerTime time.Time `json:"serverTime"`
-	}
-	if json.Unmarshal(body, &page) == nil && !page.ServerTime.IsZero() {
-		s.Offset = local.Sub(page.ServerTime)
-		return s, nil
-	}
-	date, err := http.ParseTime(resp.Header.Get("Date"))
-	if err != nil {
-		return Skew{}, fmt.Errorf("measure clock skew: GET %s gave neither a serverTime nor a Date header", url)
-	}
-	// Date is truncated to the second: its middle is the best guess.
-	s.Offset, s.Source = local.Sub(date.Add(time.Second/2)), "Date header (±0.5s)"
-	return s, nil
-}
-
-// Check refuses a skew beyond limit: with a shared --at, a machine whose clock is off releases
-// its buyers early or late by that much, and the report would blame the server.
-func (s Skew) Check(limit time.Duration) error {
-	if s.Offset.Abs() <= limit {
-		return nil
-	}
-	dir := "ahead of"
-	if s.Offset < 0 {
-		dir = "behind"
-	}
-	return fmt.Errorf("clock skew: this machine is %s %s the server (from its %s, round trip %s), over --max-skew %s: "+
-		"sync the clock (NTP) or raise --max-skew", s.Offset.Abs().Round(time.Microsecond), dir, s.Source,
-		s.RTT.Round(time.Microsecond), limit)
-}
-
-// String is the skew as the report prints it.
-func (s Skew) String() string {
-	return fmt.Sprintf("clock skew %+.1fms against the server (local minus server, from its %s, round trip %s)",
-		float64(s.Offset)/float64(time.Millisecond), s.Source, s.RTT.Round(time.Microsecond))
 }

@@ -15,10 +15,6 @@ const headroom = 0.8
 // measured burst (a `fsctl blast --output json` report).
 func checkCapacity(_ context.Context, e *env) []Result {
 	r := Result{Group: "capacity", Check: "admission rate"}
-	if e.foreign() {
-		r.Status, r.Detail = Skip, "not available for this target: it reads fsctl serve's waiting room"
-		return []Result{r}
-	}
 	if e.cfg.CapacityReport == "" {
 		r.Status, r.Detail = Skip, "no --capacity-report (a fsctl blast --output json report)"
 		return []Result{r}
@@ -28,11 +24,12 @@ func checkCapacity(_ context.Context, e *env) []Result {
 		r.Status, r.Detail, r.Fix = Fail, err.Error(), "give the JSON report of fsctl blast --output json"
 		return []Result{r}
 	}
-	if e.sale == nil {
+	sl := e.bundled.sale
+	if sl == nil {
 		r.Status, r.Detail = Skip, "the sale is not in PostgreSQL"
 		return []Result{r}
 	}
-	room := e.sale.Room
+	room := sl.Room
 	if !room.Enabled {
 		r.Status = Warn
 		r.Detail = fmt.Sprintf("no waiting room: nothing keeps arrivals below the measured %.0f req/s", capacity)

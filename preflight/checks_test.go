@@ -6,11 +6,15 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/skew"
 )
 
 func testSale() sale.Sale {
@@ -50,12 +54,23 @@ func TestCapacity(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sl := testSale()
 			sl.Room = tc.room
-			e := &env{cfg: Config{SaleID: sl.ID, CapacityReport: tc.report}, sale: &sl}
+			e := &env{cfg: Config{SaleID: sl.ID, CapacityReport: tc.report}, bundled: &bundled{sale: &sl}}
 			r := checkCapacity(t.Context(), e)[0]
 			if r.Status != tc.want || !strings.Contains(r.Detail, tc.detail) {
 				t.Fatalf("got %s %q, want %s with %q", r.Status, r.Detail, tc.want, tc.detail)
 			}
 		})
+	}
+}
+
+// TestBundledLogNames: with no flags, the checks read the order log the bundled server writes,
+// which its profile names.
+func TestBundledLogNames(t *testing.T) {
+	var c Config
+	c.Defaults()
+	if c.OrdersTopic != events.DefaultOrdersTopic || c.DeadLetterTopic != events.DefaultDeadLetterTopic ||
+		c.ConsumerGroup != events.DefaultConsumerGroup {
+		t.Fatalf("got %q, %q, %q", c.OrdersTopic, c.DeadLetterTopic, c.ConsumerGroup)
 	}
 }
 
@@ -128,5 +143,63 @@ func TestReportOutputs(t *testing.T) {
 	warnOnly := Report{Results: rep.Results[1:]}
 	if !warnOnly.Ready(false) || warnOnly.Ready(true) {
 		t.Fatal("a warning must fail only a strict run")
+	}
+}
+
+// TestSlotsBlameWhoStrays: keys the profile declares in two slots are the profile's to fix; a key
+// only the bundled scripts add is fsctl's own bug.
+func TestSlotsBlameWhoStrays(t *testing.T) {
+	p := *profile.Default()
+	e := &env{cfg: Config{SaleID: "s1"}, prof: &p}
+	none := func(string, int) []string { return nil }
+	if r := itemSlots(e, "hot", 2, none); r.Status != Pass || r.Detail != "3 keys per shard share one slot: "+
+		strconv.Itoa(profile.KeySlot("{fs:s1:hot}"))+", "+strconv.Itoa(profile.KeySlot("{fs:s1:hot:1}")) {
+		t.Fatalf("one tag: %+v", r)
+	}
+	stray := func(string, int) []string { return []string{"{elsewhere}:meta"} }
+	if r := itemSlots(e, "hot", 1, stray); r.Status != Fail || !strings.Contains(r.Fix, "this fsctl build is broken") ||
+		!strings.Contains(r.Detail, "{elsewhere}:meta in slot") {
+		t.Fatalf("a script key strays: %+v", r)
+	}
+	p.Redis.Buyers = "{buyers:${item}}:buyers"
+	if r := itemSlots(e, "hot", 1, none); r.Status != Fail || !strings.Contains(r.Fix, "give every key of a shard one hash tag") {
+		t.Fatalf("a profile key strays: %+v", r)
+	}
+}
+
+// TestClockURL: a server's time comes from its sale page, else its health endpoint, else nowhere.
+func TestClockURL(t *testing.T) {
+	p := *profile.Default()
+	e := &env{cfg: Config{SaleID: "s1"}, prof: &p}
+	if got := e.clockURL("http://a/"); got != "http://a/api/v1/sales/s1" {
+		t.Fatalf("sale page: %q", got)
+	}
+	p.HTTP.SalePage = ""
+	if got := e.clockURL("http://a"); got != "http://a/healthz" {
+		t.Fatalf("health: %q", got)
+	}
+	p.HTTP.Health = ""
+	if got := e.clockURL("http://a"); got != "" {
+		t.Fatalf("neither: %q", got)
+	}
+}
+
+// TestClockReadToTheSecond: a Date header 400 ms off the middle of the round trip may be a true
+// clock, so it passes a 250 ms limit; 1.4 s off is at least 0.9 s.
+func TestClockReadToTheSecond(t *testing.T) {
+	date := skew.Skew{Offset: 400 * time.Millisecond, RTT: 2 * time.Millisecond, Source: "Date header (±0.5s)", Resolution: time.Second}
+	r := clockResult(clockReading{name: "server http://a", Skew: date}, 250*time.Millisecond)
+	if r.Status != Pass || r.Detail != "this machine is 0s ahead of server http://a (±501ms), from its Date header (±0.5s)" {
+		t.Fatalf("within its second: %+v", r)
+	}
+	date.Offset = -1400 * time.Millisecond
+	if r := clockResult(clockReading{name: "server http://a", Skew: date}, 250*time.Millisecond); r.Status != Fail ||
+		!strings.HasPrefix(r.Detail, "this machine is 900ms behind server http://a") || r.Fix == "" {
+		t.Fatalf("beyond its second: %+v", r)
+	}
+	exact := skew.Skew{Offset: -3 * time.Millisecond, RTT: 2 * time.Millisecond}
+	if r := clockResult(clockReading{name: "redis", Skew: exact}, time.Millisecond); r.Status != Fail ||
+		r.Detail != "this machine is 3ms behind redis (±1ms), more than --max-skew 1ms" {
+		t.Fatalf("an exact clock: %+v", r)
 	}
 }

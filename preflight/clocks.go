@@ -1,54 +1,63 @@
 package preflight
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/skew"
 )
 
-// clockReading is how far this machine's clock is ahead of another one, give or take half the
-// round trip of the reading.
+// clockReading is how far this machine's clock is from another one.
 type clockReading struct {
-	name   string
-	offset time.Duration
-	rtt    time.Duration
-	err    error
+	name string
+	skew.Skew
+	err error
 }
+
+// clockReadings is how many times a clock is read; the reading with the shortest round trip is
+// kept (skew.Best).
+const clockReadings = 3
 
 // checkClocks: the sale opens by the servers' clocks, holds expire by Redis's and PostgreSQL's,
 // and blast releases by this machine's; they must agree within MaxSkew.
 func checkClocks(ctx context.Context, e *env) []Result {
 	var mu sync.Mutex
 	var readings []clockReading
-	add := func(c clockReading) {
+	read := func(name string, r func() (skew.Skew, error)) {
+		s, err := skew.Best(clockReadings, r)
 		mu.Lock()
 		defer mu.Unlock()
-		readings = append(readings, c)
+		readings = append(readings, clockReading{name: name, Skew: s, err: err})
 	}
 	var wg sync.WaitGroup
 	if e.rdb != nil {
-		wg.Go(func() { add(e.redisClock(ctx)) })
+		wg.Go(func() {
+			read("redis", func() (skew.Skew, error) {
+				sent := e.cfg.Now()
+				t, err := e.rdb.Time(ctx).Result()
+				return remoteClock("redis", sent, e.cfg.Now(), t, err)
+			})
+		})
 	}
 	if e.db != nil {
-		wg.Go(func() { add(e.postgresClock(ctx)) })
+		wg.Go(func() {
+			read("postgres", func() (skew.Skew, error) {
+				sent := e.cfg.Now()
+				var t time.Time
+				err := e.db.Pool().QueryRow(ctx, "SELECT clock_timestamp()").Scan(&t)
+				return remoteClock("postgres", sent, e.cfg.Now(), t, err)
+			})
+		})
 	}
 	for _, base := range e.cfg.Servers {
-		if e.foreign() {
-			if e.prof.HTTP.Health != "" {
-				wg.Go(func() { add(e.healthClock(ctx, base)) })
-			}
-			continue
+		if url := e.clockURL(base); url != "" {
+			wg.Go(func() {
+				read("server "+base, func() (skew.Skew, error) { return skew.Measure(ctx, e.cfg.HTTP, url, e.cfg.Now) })
+			})
 		}
-		wg.Go(func() {
-			add(best(func() clockReading {
-				s, err := blast.MeasureSkew(ctx, e.cfg.HTTP, strings.TrimRight(base, "/"), e.cfg.SaleID, e.cfg.Now)
-				return clockReading{name: "server " + base, offset: s.Offset, rtt: s.RTT, err: err}
-			}))
-		})
 	}
 	wg.Wait()
 	if len(readings) == 0 {
@@ -61,18 +70,37 @@ func checkClocks(ctx context.Context, e *env) []Result {
 	return out
 }
 
+// clockURL is where a server's time is read: the sale page when the profile declares one (its
+// serverTime), else the health endpoint (its Date header); "" when it declares neither.
+func (e *env) clockURL(base string) string {
+	return cmp.Or(e.prof.Endpoint(base, e.prof.HTTP.SalePage, e.cfg.SaleID), e.prof.Endpoint(base, e.prof.HTTP.Health, e.cfg.SaleID))
+}
+
+func remoteClock(name string, sent, got, remote time.Time, err error) (skew.Skew, error) {
+	if err != nil {
+		return skew.Skew{}, fmt.Errorf("read the %s clock: %w", name, err)
+	}
+	return skew.Between(sent, got, remote), nil
+}
+
+// clockResult judges a reading by the least offset it allows, so a clock read to the second is
+// not failed for the second it cannot see.
 func clockResult(c clockReading, limit time.Duration) Result {
 	r := Result{Group: "clocks", Check: "clock " + c.name}
 	if c.err != nil {
 		r.Status, r.Detail = Fail, c.err.Error()
 		return r
 	}
+	offset := c.Least()
 	dir := "ahead of"
-	if c.offset < 0 {
+	if offset < 0 {
 		dir = "behind"
 	}
-	r.Detail = fmt.Sprintf("this machine is %s %s %s (±%s)", round(c.offset.Abs()), dir, c.name, round(c.rtt/2))
-	if c.offset.Abs() > limit {
+	r.Detail = fmt.Sprintf("this machine is %s %s %s (±%s)", round(offset.Abs()), dir, c.name, round(c.Bound()))
+	if c.Resolution > 0 {
+		r.Detail += fmt.Sprintf(", from its %s", c.Source)
+	}
+	if offset.Abs() > limit {
 		r.Status = Fail
 		r.Detail += fmt.Sprintf(", more than --max-skew %s", limit)
 		r.Fix = "sync both clocks with NTP (chronyc tracking / timedatectl) before the opening"
@@ -80,47 +108,4 @@ func clockResult(c clockReading, limit time.Duration) Result {
 	}
 	r.Status = Pass
 	return r
-}
-
-// clockReadings is how many times a clock is read; the reading with the shortest round trip is
-// kept, as NTP does, since its midpoint is the tightest bound.
-const clockReadings = 3
-
-func (e *env) redisClock(ctx context.Context) clockReading {
-	return best(func() clockReading {
-		sent := e.cfg.Now()
-		t, err := e.rdb.Time(ctx).Result()
-		return reading("redis", sent, e.cfg.Now(), t, err)
-	})
-}
-
-func (e *env) postgresClock(ctx context.Context) clockReading {
-	return best(func() clockReading {
-		sent := e.cfg.Now()
-		var t time.Time
-		err := e.db.Pool().QueryRow(ctx, "SELECT clock_timestamp()").Scan(&t)
-		return reading("postgres", sent, e.cfg.Now(), t, err)
-	})
-}
-
-func best(read func() clockReading) clockReading {
-	var out clockReading
-	for i := range clockReadings {
-		c := read()
-		if c.err != nil {
-			return c
-		}
-		if i == 0 || c.rtt < out.rtt {
-			out = c
-		}
-	}
-	return out
-}
-
-func reading(name string, sent, got, remote time.Time, err error) clockReading {
-	if err != nil {
-		return clockReading{name: name, err: fmt.Errorf("read the %s clock: %w", name, err)}
-	}
-	rtt := got.Sub(sent)
-	return clockReading{name: name, offset: sent.Add(rtt / 2).Sub(remote), rtt: rtt}
 }

@@ -16,19 +16,17 @@ import (
 // checkControls: no kill switch is thrown, and the sale and its room are paused exactly when the
 // operator expects them to be — in PostgreSQL and in every shard's Redis settings alike.
 func checkControls(ctx context.Context, e *env) []Result {
-	if e.foreign() {
-		return notDeep("controls", "kill switches", "not available for this target: they read fsctl serve's kill switches and pause flags")
-	}
 	if e.rdb == nil {
 		return needs("controls", "Redis")
 	}
 	out := []Result{switches(ctx, e)}
-	if e.sale == nil {
+	sl := e.bundled.sale
+	if sl == nil {
 		return out
 	}
-	out = append(out, salePause(ctx, e, *e.sale))
-	if e.sale.Room.Enabled {
-		out = append(out, roomPause(ctx, e, *e.sale))
+	out = append(out, salePause(ctx, e, *sl))
+	if sl.Room.Enabled {
+		out = append(out, roomPause(ctx, e, *sl))
 	}
 	return out
 }

@@ -2,7 +2,6 @@ package preflight
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/stock"
 )
 
 // env is what one run connected to. A nil client means the service was unreachable; the checks
@@ -27,18 +25,19 @@ type env struct {
 	// transport is the Kafka client's own, closed with the env.
 	transport *kafka.Transport
 	meta      *kafka.MetadataResponse
-	// sale is the stored sale (nil when it is missing or PostgreSQL is down); saleErr says why.
-	sale    *sale.Sale
-	saleErr error
-	// file is the parsed --file (nil when none or when it does not parse).
-	file *sale.Sale
-	// prof is the target's profile; pdb and stocks read the target through it (nil when
-	// PostgreSQL or Redis is unreachable).
+	// prof is the target's profile; pdb runs its queries (nil when PostgreSQL is unreachable) and
+	// target reads both stores through it (nil when PostgreSQL or Redis is).
 	prof   *profile.Profile
 	pdb    *profile.DB
-	stocks *profile.Stocks
-	// items are the items the profile checks read (Config.Items, else sql.items); listed is
-	// what sql.items returned and itemsErr why it failed.
+	target *profile.Target
+	// bundled is what only fsctl serve offers beyond its profile; nil for any other target.
+	bundled *bundled
+	// fix words the fixes that depend on who repairs the target.
+	fix fixes
+	// file is the parsed --file (nil when none or when it does not parse).
+	file *sale.Sale
+	// items are the items the profile and stock checks read (Config.Items, else sql.items);
+	// listed is what sql.items returned and itemsErr why it failed.
 	items, listed  []string
 	itemsErr       error
 	connectResults []Result
@@ -65,14 +64,9 @@ func (e *env) close() {
 	}
 }
 
-// foreign reports whether the target is not fsctl serve: only what its profile declares is read.
-func (e *env) foreign() bool { return e.prof != nil && !e.prof.IsDeep() }
-
-func (e *env) stock() *stock.Store { return stock.New(e.rdb) }
-
 // connect reaches every service in parallel, each within the probe timeout.
 func connect(ctx context.Context, cfg Config) *env {
-	e := &env{cfg: cfg, prof: cfg.Profile}
+	e := &env{cfg: cfg, prof: cfg.Profile, fix: profileFixes}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -85,10 +79,13 @@ func connect(ctx context.Context, cfg Config) *env {
 	wg.Go(func() { e.openPostgres(ctx) })
 	wg.Go(func() { e.dialKafka(ctx) })
 	wg.Wait()
-	if e.rdb != nil {
-		e.stocks = profile.NewStocks(e.prof, e.rdb)
+	if e.rdb != nil && e.pdb != nil {
+		e.target = &profile.Target{P: e.prof, DB: e.pdb, Stocks: profile.NewStocks(e.prof, e.rdb)}
 	}
 	e.loadFile()
+	if e.prof.IsDeep() {
+		e.bundled, e.fix = openBundled(ctx, e.db, cfg.SaleID), serveFixes
+	}
 	return e
 }
 
@@ -124,22 +121,11 @@ func (e *env) openPostgres(ctx context.Context) {
 	if err != nil {
 		e.add(Result{Group: "schema", Check: "postgres reachable", Status: Fail, Detail: err.Error(),
 			Fix: "start PostgreSQL (fsctl stack up) or point --postgres-url / FSCTL_POSTGRES_URL at it"})
-		e.saleErr = errors.New("PostgreSQL unreachable")
 		return
 	}
 	e.db = db
 	e.pdb = profile.NewDB(e.prof, db.Pool())
 	e.listItems(ctx)
-	if !e.prof.IsDeep() {
-		e.saleErr = errors.New("the profile has no sale definition")
-		return
-	}
-	sl, err := db.LoadSale(ctx, e.cfg.SaleID)
-	if err != nil {
-		e.saleErr = err
-		return
-	}
-	e.sale = &sl
 }
 
 func (e *env) dialKafka(ctx context.Context) {

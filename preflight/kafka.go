@@ -11,21 +11,28 @@ import (
 	"github.com/fsctl/fsctl/events"
 )
 
-// checkKafka: the orders and dead-letter topics exist with leaders, how durable the order log is,
-// and the order consumer group is there and keeping up.
+// checkKafka: the profile's order topic (and dead-letter topic) exist with leaders, how durable
+// the order log is, and the group that writes the orders is there and keeping up.
 func checkKafka(ctx context.Context, e *env) []Result {
-	if e.foreign() {
-		return foreignKafka(ctx, e)
+	if e.cfg.OrdersTopic == "" {
+		return []Result{{Group: "kafka", Check: "order log", Status: Skip, Detail: "the profile declares no order log (kafka.topic)"}}
 	}
 	if e.kafka == nil {
 		return needs("kafka", "Kafka")
 	}
-	orders := topicCheck(e, e.cfg.OrdersTopic, "orders topic", e.cfg.Partitions)
-	out := []Result{orders, topicCheck(e, e.cfg.DeadLetterTopic, "dead-letter topic", 1)}
-	if t := findTopic(e.meta, e.cfg.OrdersTopic); t != nil && t.Error == nil {
-		out = append(out, durability(ctx, e, *t), consumerGroup(ctx, e, *t))
+	out := []Result{topicCheck(e, e.cfg.OrdersTopic, "orders topic", e.cfg.Partitions)}
+	if e.cfg.DeadLetterTopic != "" {
+		out = append(out, topicCheck(e, e.cfg.DeadLetterTopic, "dead-letter topic", 1))
 	}
-	return out
+	t := findTopic(e.meta, e.cfg.OrdersTopic)
+	if t == nil || t.Error != nil {
+		return out
+	}
+	out = append(out, durability(ctx, e, *t))
+	if e.cfg.ConsumerGroup == "" {
+		return append(out, Result{Group: "kafka", Check: "consumer group", Status: Skip, Detail: "the profile declares no kafka.group"})
+	}
+	return append(out, consumerGroup(ctx, e, *t))
 }
 
 func findTopic(meta *kafka.MetadataResponse, name string) *kafka.Topic {
@@ -45,10 +52,11 @@ func topicCheck(e *env, name, what string, partitions int) Result {
 		if t != nil && !errors.Is(t.Error, kafka.UnknownTopicOrPartition) {
 			reason = t.Error.Error()
 		}
-		r.Status, r.Detail = Fail, fmt.Sprintf("%s: %s", name, reason)
-		r.Fix = "fsctl preflight --fix creates it (the servers create it at start)"
-		r.Repair = fmt.Sprintf("create topic %s with %d partition(s)", name, partitions)
-		r.repair = func(ctx context.Context) error { return events.EnsureTopic(ctx, e.cfg.Brokers, name, partitions) }
+		r.Status, r.Detail, r.Fix = Fail, fmt.Sprintf("%s: %s", name, reason), e.fix.topic
+		if e.fix.createTopic {
+			r.Repair = fmt.Sprintf("create topic %s with %d partition(s)", name, partitions)
+			r.repair = func(ctx context.Context) error { return events.EnsureTopic(ctx, e.cfg.Brokers, name, partitions) }
+		}
 		return r
 	}
 	leaderless := 0
@@ -126,10 +134,7 @@ func consumerGroup(ctx context.Context, e *env, t kafka.Topic) Result {
 	case g.Members == 0:
 		r.Status = Fail
 		r.Detail += ": nobody consumes the orders"
-		r.Fix = "start fsctl serve (the consumer role), or set --consumer-group to the group it uses"
-		if e.foreign() {
-			r.Fix = "start the target's order consumer, or set kafka.group in the profile to the group it uses"
-		}
+		r.Fix = e.fix.consumer
 	case g.Lag > 0:
 		r.Status = Warn
 		r.Detail += ": orders are still on their way to PostgreSQL"

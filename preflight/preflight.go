@@ -1,7 +1,10 @@
 // Package preflight is the pre-sale readiness check: it probes PostgreSQL, Redis, Kafka, the
 // checkout servers and their clocks for one sale and says "ready", or exactly what is not and how
-// to fix it. With Fix it applies the few repairs that cannot hurt (preload missing stock, load the
-// scripts, create the topics) and checks again.
+// to fix it. Every target is read through its profile, the bundled server's included; what only
+// fsctl serve offers (its schema, sale definition, scripts, controls and repairs) is the bundled
+// capability, asked for where it is used. With Fix it applies the few repairs that cannot hurt
+// (preload missing stock, load the scripts, create the topics, or what the profile's fix section
+// declares) and checks again.
 package preflight
 
 import (
@@ -82,11 +85,11 @@ func (r Report) Ready(strict bool) bool {
 // flags and environment.
 type Config struct {
 	SaleID string
-	// Profile describes the target; nil is the bundled server's. With a profile that is not deep
-	// (a checkout fsctl did not write), only what it declares is checked.
+	// Profile describes the target; nil is the bundled server's. Every target is checked through
+	// its profile; only a deep one (fsctl serve) adds its schema, sale, scripts, controls and repairs.
 	Profile *profile.Profile
-	// Items, when set, restricts the profile and stock checks of a foreign target to these items
-	// (else every item sql.items returns).
+	// Items, when set, restricts the profile and stock checks to these items (else every item
+	// sql.items returns).
 	Items []string
 	// TokenSecret, when set, is the HS256 secret the profile check mints its sample token with
 	// (else the profile's own secret or secretEnv).
@@ -94,8 +97,8 @@ type Config struct {
 	RedisURL    string
 	PostgresURL string
 	Brokers     []string
-	// OrdersTopic, DeadLetterTopic and ConsumerGroup default to the bundled server's, or for a
-	// foreign target to the profile's kafka section (no topic there: no order log to check).
+	// OrdersTopic, DeadLetterTopic and ConsumerGroup default to the profile's kafka section (no
+	// topic there: no order log to check).
 	OrdersTopic, DeadLetterTopic, ConsumerGroup string
 	// Partitions is the orders topic's partition count when --fix creates it.
 	Partitions int
@@ -133,12 +136,9 @@ func (c *Config) Defaults() {
 	if c.Profile == nil {
 		c.Profile = profile.Default()
 	}
-	if c.Profile.IsDeep() {
-		c.OrdersTopic, c.DeadLetterTopic, c.ConsumerGroup = events.LogNames(c.OrdersTopic, c.DeadLetterTopic, c.ConsumerGroup)
-	} else {
-		k := c.Profile.Kafka
-		c.OrdersTopic, c.DeadLetterTopic, c.ConsumerGroup = cmp.Or(c.OrdersTopic, k.Topic), cmp.Or(c.DeadLetterTopic, k.DeadLetter), cmp.Or(c.ConsumerGroup, k.Group)
-	}
+	// The bundled server's profile names its own order log (events.LogNames).
+	k := c.Profile.Kafka
+	c.OrdersTopic, c.DeadLetterTopic, c.ConsumerGroup = cmp.Or(c.OrdersTopic, k.Topic), cmp.Or(c.DeadLetterTopic, k.DeadLetter), cmp.Or(c.ConsumerGroup, k.Group)
 	if c.Partitions <= 0 {
 		c.Partitions = 6
 	}
@@ -208,9 +208,13 @@ var groupOrder = []string{"schema", "profile", "sale", "stock", "redis", "kafka"
 // The caller closes the env once it is done with the results' repairs.
 func runOnce(ctx context.Context, cfg Config) ([]Result, *env) {
 	e := connect(ctx, cfg)
-	groups := []func(context.Context, *env) []Result{
-		checkSchema, checkProfile, checkSale, checkStock, checkRedis, checkKafka, checkServers, checkClocks,
-		checkCapacity, checkControls,
+	groups := []func(context.Context, *env) []Result{checkProfile, checkStock, checkRedis, checkKafka, checkServers, checkClocks}
+	for _, g := range bundledGroups {
+		if e.bundled == nil {
+			e.add(g.skip)
+			continue
+		}
+		groups = append(groups, g.run)
 	}
 	out := make([][]Result, len(groups))
 	var wg sync.WaitGroup

@@ -23,11 +23,14 @@ func checkRedis(ctx context.Context, e *env) []Result {
 	if e.rdb == nil {
 		return needs("redis", "Redis")
 	}
-	out := []Result{eviction(ctx, e.rdb), persistence(ctx, e.rdb), replication(ctx, e)}
-	if !e.foreign() {
-		// The script cache is fsctl serve's: a foreign target loads its own scripts its own way.
-		out = append(out, scripts(ctx, e))
+	want := 0
+	var cached []Result
+	if e.bundled != nil {
+		// The replicas the sale's writes wait for and the script cache are fsctl serve's: any
+		// other target loads its own scripts its own way.
+		want, cached = e.bundled.waitReplicas(), []Result{scripts(ctx, e)}
 	}
+	out := append([]Result{eviction(ctx, e.rdb), persistence(ctx, e.rdb), replication(ctx, e, want)}, cached...)
 	out = append(out, latency(ctx, e))
 	if e.roomRdb != nil {
 		// A separate Redis for the waiting rooms: evicting it loses places in the queue.
@@ -108,7 +111,8 @@ func persistence(ctx context.Context, rdb *redis.Client) Result {
 	return r
 }
 
-func replication(ctx context.Context, e *env) Result {
+// replication: the primary, with the want replicas the sale's writes wait for.
+func replication(ctx context.Context, e *env, want int) Result {
 	r := Result{Group: "redis", Check: "replication"}
 	info, err := e.rdb.Info(ctx, "replication").Result()
 	if err != nil {
@@ -118,10 +122,6 @@ func replication(ctx context.Context, e *env) Result {
 	role, replicas := infoField(info, "role"), infoField(info, "connected_slaves")
 	n, _ := strconv.Atoi(replicas)
 	r.Status, r.Detail = Pass, fmt.Sprintf("role %s, %d connected replica(s)", role, n)
-	want := 0
-	if e.sale != nil {
-		want = e.sale.WaitReplicas
-	}
 	switch {
 	case role != "master":
 		r.Status, r.Fix = Fail, "point --redis-url at the primary: a replica refuses the scripts' writes"
@@ -132,10 +132,7 @@ func replication(ctx context.Context, e *env) Result {
 	case n == 0:
 		r.Status = Warn
 		r.Detail += ": losing this node loses the sale's state"
-		r.Fix = "add a replica (and waitReplicas: 1), or rehearse fsctl reconcile --rebuild-redis"
-		if e.foreign() {
-			r.Fix = "add a replica, or rehearse rebuilding the stock keys from the database"
-		}
+		r.Fix = e.fix.replica
 	}
 	return r
 }
@@ -155,7 +152,8 @@ func infoField(info, name string) string {
 func scripts(ctx context.Context, e *env) Result {
 	r := Result{Group: "redis", Check: "scripts"}
 	hashes := e.stock().ScriptHashes()
-	roomEnabled := e.sale != nil && e.sale.Room.Enabled && e.roomClient() == e.rdb
+	sl := e.bundled.sale
+	roomEnabled := sl != nil && sl.Room.Enabled && e.roomClient() == e.rdb
 	if roomEnabled {
 		for name, h := range room.New(e.rdb).ScriptHashes() {
 			hashes["room "+name] = h

@@ -20,20 +20,18 @@ const (
 // checkSale: the sale exists, is valid, opens in the future (or is open), and its limits make
 // sense against the servers' payment timeout; with --file, it is the sale the file defines.
 func checkSale(_ context.Context, e *env) []Result {
-	if e.foreign() {
-		return notDeep("sale", "sale", "not available: the profile has no sale definition")
-	}
 	if e.db == nil {
 		return needs("sale", "PostgreSQL")
 	}
-	if e.sale == nil {
-		r := Result{Group: "sale", Check: "sale exists", Status: Fail, Detail: e.saleErr.Error()}
-		if outcome.CodeOf(e.saleErr) == outcome.NotFound {
+	b := e.bundled
+	if b.sale == nil {
+		r := Result{Group: "sale", Check: "sale exists", Status: Fail, Detail: b.saleErr.Error()}
+		if outcome.CodeOf(b.saleErr) == outcome.NotFound {
 			r.Fix = "fsctl sale create -f SALE.yaml"
 		}
 		return []Result{r}
 	}
-	sl := *e.sale
+	sl := *b.sale
 	out := []Result{definition(sl), schedule(sl, e.cfg.Now()), limits(sl, e.cfg.PaymentTimeout)}
 	if e.file != nil {
 		out = append(out, matchesFile(sl, *e.file, e.cfg.SaleFile))

@@ -13,10 +13,6 @@ import (
 // checkSchema: the migrations are at this binary's latest version and the constraints that are
 // the last safety net against oversell are in place.
 func checkSchema(ctx context.Context, e *env) []Result {
-	if e.foreign() {
-		return notDeep("schema", "migrations", "the bundled migrations and constraints apply to fsctl serve only; "+
-			"the profile group checks this target's queries")
-	}
 	if e.db == nil {
 		return needs("schema", "PostgreSQL")
 	}

@@ -33,20 +33,25 @@ type salePage struct {
 	} `json:"items"`
 }
 
-// checkServers: every instance is ready, they run one version, and each serves the sale as
-// PostgreSQL defines it.
+// checkServers: every instance answers its health endpoint, they run one version, and fsctl
+// serve's instances are ready (/readyz) and serve the sale as PostgreSQL defines it.
 func checkServers(ctx context.Context, e *env) []Result {
-	if e.foreign() {
-		return foreignServers(ctx, e)
-	}
 	if len(e.cfg.Servers) == 0 {
 		return []Result{{Group: "servers", Check: "servers", Status: Skip, Detail: "no --server given"}}
+	}
+	probe := health
+	extra := []Result{{Group: "servers", Check: "versions and sale view", Status: Skip,
+		Detail: "they read fsctl serve's /readyz and sale page; not available for this target"}}
+	if e.bundled != nil {
+		probe, extra = checkServer, nil
+	} else if e.prof.HTTP.Health == "" {
+		return []Result{{Group: "servers", Check: "servers", Status: Skip, Detail: "the profile declares no health endpoint (http.health)"}}
 	}
 	out := make([][]Result, len(e.cfg.Servers))
 	versions := make([]string, len(e.cfg.Servers))
 	var wg sync.WaitGroup
 	for i, base := range e.cfg.Servers {
-		wg.Go(func() { out[i], versions[i] = checkServer(ctx, e, strings.TrimRight(base, "/")) })
+		wg.Go(func() { out[i], versions[i] = probe(ctx, e, strings.TrimRight(base, "/")) })
 	}
 	wg.Wait()
 	all := slices.Concat(out...)
@@ -64,9 +69,31 @@ func checkServers(ctx context.Context, e *env) []Result {
 		all = append(all, Result{Group: "servers", Check: "versions", Status: Fail, Detail: strings.Join(parts, "; "),
 			Fix: "finish the rollout before the sale: instances of different versions may disagree on the rules"})
 	}
-	return all
+	return append(all, extra...)
 }
 
+// health GETs the profile's health endpoint of one instance: up when it answers 2xx. It knows no
+// version.
+func health(ctx context.Context, e *env, base string) ([]Result, string) {
+	r := Result{Group: "servers", Check: "ready " + base}
+	url := e.prof.Endpoint(base, e.prof.HTTP.Health, e.cfg.SaleID)
+	resp, err := get(ctx, e.cfg.HTTP, url)
+	if err != nil {
+		r.Status, r.Detail, r.Fix = Fail, err.Error(), "start the checkout there, or correct --server"
+		return []Result{r}, ""
+	}
+	resp.Body.Close()
+	r.Detail = fmt.Sprintf("GET %s answered %d", e.prof.HTTP.Health, resp.StatusCode)
+	if resp.StatusCode/100 != 2 {
+		r.Status, r.Fix = Fail, "the target says it is not healthy: look at its health endpoint's answer and logs"
+		return []Result{r}, ""
+	}
+	r.Status = Pass
+	return []Result{r}, ""
+}
+
+// checkServer reads one fsctl serve instance's /readyz (its dependencies and version) and its
+// view of the sale.
 func checkServer(ctx context.Context, e *env, base string) ([]Result, string) {
 	ready := Result{Group: "servers", Check: "ready " + base}
 	var body readyBody
@@ -94,7 +121,7 @@ func checkServer(ctx context.Context, e *env, base string) ([]Result, string) {
 
 func serverView(ctx context.Context, e *env, base string) Result {
 	r := Result{Group: "servers", Check: "sale view " + base}
-	if e.sale == nil {
+	if e.bundled.sale == nil {
 		r.Status, r.Detail = Skip, "the sale is not in PostgreSQL"
 		return r
 	}
@@ -107,7 +134,7 @@ func serverView(ctx context.Context, e *env, base string) Result {
 		r.Status, r.Detail = Fail, err.Error()
 		return r
 	}
-	sl := *e.sale
+	sl := *e.bundled.sale
 	var diff []string
 	cmp := func(field string, server, stored any) {
 		if fmt.Sprint(server) != fmt.Sprint(stored) {
@@ -144,15 +171,23 @@ func serverView(ctx context.Context, e *env, base string) Result {
 	return r
 }
 
-// getJSON GETs url and decodes a JSON body whatever the status, which it returns.
-func getJSON(ctx context.Context, client *http.Client, url string, into any) (int, error) {
+func get(ctx context.Context, client *http.Client, url string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return 0, fmt.Errorf("GET %s: %w", url, err)
+		return nil, fmt.Errorf("GET %s: %w", url, err)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("GET %s: %w", url, err)
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	return resp, nil
+}
+
+// getJSON GETs url and decodes a JSON body whatever the status, which it returns.
+func getJSON(ctx context.Context, client *http.Client, url string, into any) (int, error) {
+	resp, err := get(ctx, client, url)
+	if err != nil {
+		return 0, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))

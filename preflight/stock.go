@@ -2,126 +2,307 @@ package preflight
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
 )
 
-// checkStock: every item's counters exist on every shard, agree with PostgreSQL (quantity − sold,
-// less the holds still on their way there), and each shard's keys share one hash slot.
+// checkStock: through the profile, every item's counters exist on every shard and add up to what
+// the source of truth leaves on sale, and each shard's keys share one hash slot. fsctl serve's
+// items are held against its sale definition instead (holds in flight, every invariant reconcile
+// knows) and repaired by preloading them.
 func checkStock(ctx context.Context, e *env) []Result {
 	switch {
-	case e.foreign():
-		return foreignStock(ctx, e)
-	case e.rdb == nil || e.db == nil:
+	case e.target == nil:
 		return needs("stock", "Redis", "PostgreSQL")
-	case e.sale == nil:
-		return needs("stock", "the sale")
+	case len(e.items) == 0:
+		return needs("stock", "the sale's items (sql.items)")
 	}
-	sl := *e.sale
-	st := e.stock()
-	reports, err := reconcile.Sale(ctx, st, e.db, sl)
-	if err != nil {
-		return []Result{{Group: "stock", Check: "stock", Status: Fail, Detail: err.Error()}}
+	var l *ledger
+	if e.bundled != nil && e.bundled.sale != nil {
+		var err error
+		if l, err = newLedger(ctx, e, *e.bundled.sale); err != nil {
+			return []Result{{Group: "stock", Check: "stock", Status: Fail, Detail: err.Error()}}
+		}
 	}
-	missing, err := missingCounters(ctx, e.rdb, sl)
-	if err != nil {
-		return []Result{{Group: "stock", Check: "stock", Status: Fail, Detail: err.Error()}}
-	}
-	pristine := true
-	for _, r := range reports {
-		c := r.Counts
-		pristine = pristine && r.Holds == 0 && c.Sold == 0 && c.Pending+c.Paid+c.Expired+c.Cancelled+c.Failed == 0
-	}
+	lag := e.orderLag(ctx)
 	var out []Result
-	for i, r := range reports {
-		it := sl.Items[i]
-		out = append(out, itemStock(e, sl, it, r, missing[it.ID], pristine), itemSlots(sl.ID, it))
+	for _, item := range e.items {
+		out = append(out, itemStock(ctx, e, item, lag, l)...)
 	}
 	return out
 }
 
-// missingCounters lists, per item, the shards whose stock counter does not exist.
-func missingCounters(ctx context.Context, rdb redis.UniversalClient, sl sale.Sale) (map[string][]int, error) {
-	pipe := rdb.Pipeline()
-	type probe struct {
-		item  string
-		shard int
-		cmd   *redis.IntCmd
-	}
-	var probes []probe
-	for _, it := range sl.Items {
-		for k := range it.ShardCount() {
-			probes = append(probes, probe{it.ID, k, pipe.Exists(ctx, stock.ShardKeys(sl.ID, it.ID, k).Stock())})
-		}
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("read stock counters: %w", err)
-	}
-	out := map[string][]int{}
-	for _, p := range probes {
-		if p.cmd.Val() == 0 {
-			out[p.item] = append(out[p.item], p.shard)
-		}
-	}
-	return out, nil
+// account is what one item's counters are held against.
+type account struct {
+	// redis is what the counters hold in all; want what they should.
+	redis, want int64
+	// terms say how want is made ("quantity 5 − live orders 1"), counts what the other keys hold.
+	terms, counts string
+	// problems fail the item; settling, when there are none, is a difference the order log's
+	// lag explains (a warning).
+	problems []string
+	settling string
+	// fix says what to do about a failure; repair, when set, is what --fix does (Repair says it).
+	fix, repairText string
+	repair          func(context.Context) error
 }
 
-func itemStock(e *env, sl sale.Sale, it sale.Item, r reconcile.ItemReport, missing []int, pristine bool) Result {
-	c := r.Counts
-	res := Result{Group: "stock", Check: "stock " + it.ID}
-	inFlight := r.Holds - c.Pending
-	want := r.Quantity - c.Sold - inFlight
-	res.Detail = fmt.Sprintf("redis %d on %d shard(s), expected %d = quantity %d − sold %d − in flight %d; holds %d, buyers %d",
-		r.Stock, it.ShardCount(), want, r.Quantity, c.Sold, inFlight, r.Holds, buyers(r))
-	var problems []string
-	if len(missing) > 0 {
-		problems = append(problems, fmt.Sprintf("no stock counter on shard(s) %v", missing))
+// itemStock reads one item through the profile, holds it against its account and checks the
+// slots of its keys.
+func itemStock(ctx context.Context, e *env, item string, lag int64, l *ledger) []Result {
+	st, err := e.target.State(ctx, e.cfg.SaleID, item)
+	if err != nil {
+		r := Result{Group: "stock", Check: "stock " + item, Status: Fail, Detail: err.Error(),
+			Fix: "the stock key must hold an integer: correct redis.stock in the profile, or the counter (" + noFix + ")"}
+		if _, ok := errors.AsType[*profile.QueryError](err); ok || errors.Is(err, profile.ErrNoItem) {
+			r.Fix = "see the profile group: the item's queries must run first"
+		}
+		return []Result{r}
 	}
-	problems = append(problems, r.Problems...)
-	if r.Holds > buyers(r)*int64(sl.PerUserLimit) {
-		problems = append(problems, fmt.Sprintf("%d holds but only %d buyer records", r.Holds, buyers(r)))
+	a, ok := l.account(item, st)
+	if !ok {
+		a = profileAccount(e, st, lag)
 	}
-	if len(problems) == 0 {
-		res.Status = Pass
-		return res
-	}
-	res.Status = Fail
-	res.Detail = strings.Join(problems, "; ") + " (" + res.Detail + ")"
-	one := sl
-	one.Items = []sale.Item{it}
-	remaining := map[string]int64{it.ID: r.Quantity - c.Sold}
+	r := Result{Group: "stock", Check: "stock " + item, Status: Pass,
+		Detail: fmt.Sprintf("redis %d on %d shard(s), expected %d = %s; %s", a.redis, st.Shards, a.want, a.terms, a.counts)}
 	switch {
-	case len(missing) > 0:
-		// Preload never overwrites a counter that exists, so loading the missing ones is safe.
-		res.Fix = "fsctl preflight --fix (or fsctl sale create -f SALE.yaml) preloads the missing counters"
-		res.Repair = fmt.Sprintf("preload item %s: shard(s) %v get their share of %d units", it.ID, missing, r.Quantity-c.Sold)
-		res.repair = func(ctx context.Context) error {
-			_, err := e.stock().Preload(ctx, one, remaining)
+	case len(a.problems) > 0:
+		r.Status, r.Detail = Fail, strings.Join(a.problems, "; ")+" ("+r.Detail+")"
+		r.Fix, r.Repair, r.repair = a.fix, a.repairText, a.repair
+	case a.settling != "":
+		r.Status, r.Detail = Warn, a.settling+" ("+r.Detail+")"
+		r.Fix = "run again once the order consumer has drained"
+	}
+	return []Result{r, itemSlots(e, item, st.Shards, l.keys)}
+}
+
+// profileAccount holds an item's counters against what the profile's queries leave on sale:
+// quantity − live orders, each counter an integer >= 0 and the buyers keys sets or hashes.
+func profileAccount(e *env, st profile.ItemState, lag int64) account {
+	a := account{redis: st.Inventory.Stock, want: st.Quantity - st.Live,
+		terms:  fmt.Sprintf("quantity %d − live orders %d", st.Quantity, st.Live),
+		counts: fmt.Sprintf("buyers %d, holds %d", st.Inventory.Buyers, st.Inventory.Holds),
+		fix:    "find where the units went before the sale (" + noFix + ")"}
+	missing := st.Inventory.Missing()
+	if len(missing) > 0 {
+		a.problems = append(a.problems, "no stock counter "+strings.Join(missing, ", "))
+	}
+	buyerKeys := 0
+	for _, sh := range st.Inventory.Shards {
+		if sh.StockSet && sh.Stock < 0 {
+			a.problems = append(a.problems, fmt.Sprintf("%s holds %d: want >= 0", sh.Keys.Stock, sh.Stock))
+		}
+		switch sh.BuyersType {
+		case "set", "hash":
+			buyerKeys++
+		case "none":
+		default:
+			a.problems = append(a.problems, fmt.Sprintf("%s is a %s: want a set or a hash of buyers", sh.Keys.Buyers, sh.BuyersType))
+		}
+	}
+	if e.prof.Redis.Buyers != "" && buyerKeys == 0 && st.Live > 0 {
+		a.problems = append(a.problems, fmt.Sprintf("no buyers key, but %d live order(s)", st.Live))
+	}
+	if off := a.redis - a.want; off != 0 {
+		if len(a.problems) == 0 && lag > 0 {
+			// The consumer has not written every order yet: Redis is ahead of PostgreSQL.
+			a.settling = fmt.Sprintf("off by %d with %d order(s) still in Kafka", off, lag)
+		} else {
+			a.problems = append(a.problems, fmt.Sprintf("redis holds %d, expected %d (off by %+d)", a.redis, a.want, off))
+		}
+	}
+	if len(missing) > 0 {
+		recountMissing(e, &a, st, missing)
+	}
+	return a
+}
+
+// recountMissing offers the repair the profile declares for a missing counter: fix.stock
+// recount sets an unsharded item's counter to quantity − live, and only where no counter exists,
+// so it never overwrites one a purchase is moving.
+func recountMissing(e *env, a *account, st profile.ItemState, missing []string) {
+	switch {
+	case e.prof.Fix.Stock != profile.Recount:
+		a.fix = "preload the counter as the target does (" + noFix + ")"
+		return
+	case st.Shards > 1:
+		a.fix = "preload the shards' counters as the target does (" + noFix + ": fix.stock recount covers unsharded items only)"
+		return
+	}
+	key := missing[0]
+	a.fix = "fsctl preflight --fix sets it to quantity − live orders (fix.stock: recount)"
+	a.repairText = fmt.Sprintf("recount item %s: SET %s NX to quantity − live orders", st.Item, key)
+	a.repair = func(ctx context.Context) error {
+		row, err := e.pdb.Item(ctx, e.cfg.SaleID, st.Item)
+		if err != nil {
 			return err
 		}
-	case pristine:
-		// Nothing was ever reserved or recorded, so the counters can be rebuilt from PostgreSQL.
-		res.Fix = "nothing sold yet: fsctl preflight --fix reloads the item from PostgreSQL"
-		res.Repair = fmt.Sprintf("reset and preload item %s with %d units (nothing sold yet)", it.ID, r.Quantity)
-		res.repair = func(ctx context.Context) error {
-			if err := e.stock().Reset(ctx, one); err != nil {
+		live, err := e.pdb.Live(ctx, e.cfg.SaleID, st.Item)
+		if err != nil {
+			return err
+		}
+		return setMissing(ctx, e.rdb, key, row.Quantity-live)
+	}
+}
+
+// setMissing writes a counter only if it does not exist (SETNX): a counter that appeared since
+// the check is the target's and stays.
+func setMissing(ctx context.Context, rdb *redis.Client, key string, n int64) error {
+	set, err := rdb.SetNX(ctx, key, strconv.FormatInt(n, 10), 0).Result()
+	if err != nil {
+		return fmt.Errorf("redis: set %s: %w", key, err)
+	}
+	if !set {
+		return fmt.Errorf("redis: %s appeared since the check: left as it is", key)
+	}
+	return nil
+}
+
+// orderLag is how many orders the target's consumer has yet to write; 0 when there is no order
+// log or it cannot be read (the kafka group reports that).
+func (e *env) orderLag(ctx context.Context) int64 {
+	if e.kafka == nil || e.cfg.OrdersTopic == "" || e.cfg.ConsumerGroup == "" {
+		return 0
+	}
+	g, err := events.GroupLag(ctx, e.kafka, e.cfg.OrdersTopic, e.cfg.ConsumerGroup)
+	if err != nil {
+		return 0
+	}
+	return g.Lag
+}
+
+// itemSlots checks that the keys of one shard hash to one slot, so a Lua script can touch them
+// all on a Redis Cluster: the profile's keys, and those of more keys when the target's scripts
+// touch more (extra; nil adds none).
+func itemSlots(e *env, item string, shards int, extra func(item string, shard int) []string) Result {
+	r := Result{Group: "stock", Check: "hash slots " + item, Status: Pass}
+	var slots []string
+	perShard := 0
+	for _, k := range e.prof.Keys(e.cfg.SaleID, item, shards) {
+		declared := k.Names()
+		names := declared
+		for _, n := range extra(item, k.Shard) {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+		slot, stray, straySlot, ok := profile.SharedSlot(names)
+		if !ok {
+			r.Status = Fail
+			r.Detail = fmt.Sprintf("shard %d: %s is in slot %d, %s in slot %d", k.Shard, names[0], slot, stray, straySlot)
+			r.Fix = "give every key of a shard one hash tag (${tag} in redis.stock, buyers and holds of " + e.prof.Source() + ")"
+			if !slices.Contains(declared, stray) {
+				r.Fix = "the key scheme lost its hash tag: this fsctl build is broken, report it"
+			}
+			return r
+		}
+		slots, perShard = append(slots, strconv.Itoa(slot)), len(names)
+	}
+	r.Detail = fmt.Sprintf("%d keys per shard share one slot: %s", perShard, strings.Join(slots, ", "))
+	return r
+}
+
+// ledger is fsctl serve's account of its sale: every item against the sale definition, with
+// reconcile's invariants, and the repairs of its own counters. Its methods answer nothing for a
+// nil ledger: any other target is held against its profile alone.
+type ledger struct {
+	store   *stock.Store
+	sale    sale.Sale
+	reports map[string]reconcile.ItemReport
+	// pristine: nothing was ever reserved or recorded, so every counter may be rebuilt.
+	pristine bool
+}
+
+func newLedger(ctx context.Context, e *env, sl sale.Sale) (*ledger, error) {
+	store := e.stock()
+	reports, err := reconcile.Sale(ctx, store, e.db, sl)
+	if err != nil {
+		return nil, err
+	}
+	l := &ledger{store: store, sale: sl, reports: map[string]reconcile.ItemReport{}, pristine: true}
+	for _, r := range reports {
+		c := r.Counts
+		l.pristine = l.pristine && r.Holds == 0 && c.Sold == 0 && c.Pending+c.Paid+c.Expired+c.Cancelled+c.Failed == 0
+		l.reports[r.ItemID] = r
+	}
+	return l, nil
+}
+
+// account holds one item against the sale: its counters must equal quantity − sold − the holds
+// still on their way to PostgreSQL, and the item must break none of reconcile's invariants. An
+// item the sale does not have is left to the profile's account.
+func (l *ledger) account(item string, st profile.ItemState) (account, bool) {
+	if l == nil {
+		return account{}, false
+	}
+	r, ok := l.reports[item]
+	it, inSale := l.sale.Item(item)
+	if !ok || !inSale {
+		return account{}, false
+	}
+	c := r.Counts
+	inFlight := r.Holds - c.Pending
+	a := account{redis: r.Stock, want: r.Quantity - c.Sold - inFlight,
+		terms:  fmt.Sprintf("quantity %d − sold %d − in flight %d", r.Quantity, c.Sold, inFlight),
+		counts: fmt.Sprintf("holds %d, buyers %d", r.Holds, buyers(r))}
+	var missing []int
+	for _, sh := range st.Inventory.Shards {
+		if !sh.StockSet {
+			missing = append(missing, sh.Keys.Shard)
+		}
+	}
+	if len(missing) > 0 {
+		a.problems = append(a.problems, fmt.Sprintf("no stock counter on shard(s) %v", missing))
+	}
+	a.problems = append(a.problems, r.Problems...)
+	if r.Holds > buyers(r)*int64(l.sale.PerUserLimit) {
+		a.problems = append(a.problems, fmt.Sprintf("%d holds but only %d buyer records", r.Holds, buyers(r)))
+	}
+	l.repair(&a, it, r, missing)
+	return a, true
+}
+
+// repair says how a failing item of the sale is repaired: preload never overwrites a counter
+// that exists, so loading the missing ones is safe; with nothing ever sold the item is reloaded
+// from PostgreSQL; live counters are reconcile's.
+func (l *ledger) repair(a *account, it sale.Item, r reconcile.ItemReport, missing []int) {
+	one := l.sale
+	one.Items = []sale.Item{it}
+	remaining := map[string]int64{it.ID: r.Quantity - r.Counts.Sold}
+	st := l.store
+	switch {
+	case len(missing) > 0:
+		a.fix = "fsctl preflight --fix (or fsctl sale create -f SALE.yaml) preloads the missing counters"
+		a.repairText = fmt.Sprintf("preload item %s: shard(s) %v get their share of %d units", it.ID, missing, remaining[it.ID])
+		a.repair = func(ctx context.Context) error {
+			_, err := st.Preload(ctx, one, remaining)
+			return err
+		}
+	case l.pristine:
+		a.fix = "nothing sold yet: fsctl preflight --fix reloads the item from PostgreSQL"
+		a.repairText = fmt.Sprintf("reset and preload item %s with %d units (nothing sold yet)", it.ID, r.Quantity)
+		a.repair = func(ctx context.Context) error {
+			if err := st.Reset(ctx, one); err != nil {
 				return err
 			}
-			_, err := e.stock().Preload(ctx, one, remaining)
+			_, err := st.Preload(ctx, one, remaining)
 			return err
 		}
 	default:
-		res.Fix = "units were already taken, so preflight will not rewrite live counters: fsctl reconcile --sale " + sl.ID + " (--fix)"
+		a.fix = "units were already taken, so preflight will not rewrite live counters: fsctl reconcile --sale " + l.sale.ID + " (--fix)"
 	}
-	return res
 }
 
 func buyers(r reconcile.ItemReport) int64 {
@@ -132,29 +313,12 @@ func buyers(r reconcile.ItemReport) int64 {
 	return n
 }
 
-// itemSlots checks that every key a script touches on one shard hashes to one slot, so the
-// scripts run on a Redis Cluster.
-func itemSlots(saleID string, it sale.Item) Result {
-	res := Result{Group: "stock", Check: "hash slots " + it.ID, Status: Pass}
-	var slots []string
-	for k := range it.ShardCount() {
-		names := shardKeyNames(stock.ShardKeys(saleID, it.ID, k))
-		slot, n, s, ok := profile.SharedSlot(names)
-		if !ok {
-			res.Status = Fail
-			res.Detail = fmt.Sprintf("shard %d: %s is in slot %d, %s in slot %d", k, names[0], slot, n, s)
-			res.Fix = "the key scheme lost its hash tag: this fsctl build is broken, report it"
-			return res
-		}
-		slots = append(slots, fmt.Sprint(slot))
+// keys are every key fsctl serve's scripts touch on one shard: more than its profile declares.
+func (l *ledger) keys(item string, shard int) []string {
+	if l == nil {
+		return nil
 	}
-	res.Detail = fmt.Sprintf("%d keys per shard share one slot: %s", len(shardKeyNames(stock.ItemKeys(saleID, it.ID))),
-		strings.Join(slots, ", "))
-	return res
-}
-
-// shardKeyNames are the keys the scripts touch on one shard.
-func shardKeyNames(keys stock.Keys) []string {
-	return []string{keys.Meta(), keys.Stock(), keys.Buyers(), keys.Holds(), keys.Orders(), keys.Ledger(),
-		keys.Applied(), keys.TransferSeq(), keys.Idem("user", "key"), keys.Released(uuid.Nil)}
+	k := stock.ShardKeys(l.sale.ID, item, shard)
+	return []string{k.Meta(), k.Stock(), k.Buyers(), k.Holds(), k.Orders(), k.Ledger(),
+		k.Applied(), k.TransferSeq(), k.Idem("user", "key"), k.Released(uuid.Nil)}
 }
