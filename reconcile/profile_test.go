@@ -99,7 +99,7 @@ func TestRunProfileFindsAndFixesDrift(t *testing.T) {
 	found := kinds(rep)
 	for kind, want := range map[string]string{
 		reconcile.KindUnits:             "1 unit(s) doubled",
-		reconcile.KindSoldCounter:       "sold counter 4, live orders 3",
+		reconcile.KindSoldCounter:       "4, live orders 3",
 		reconcile.KindOrderWithoutBuyer: "buyer-1",
 	} {
 		f, ok := found[kind]
@@ -143,9 +143,9 @@ func TestRunProfileNeverFixesOversell(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := g.run(t, g.withFixes(), true)
-	f, ok := kinds(rep)[reconcile.KindOversold]
+	f, ok := kinds(rep)[reconcile.KindNegativeShard]
 	if !ok || !strings.Contains(f.Detail, "-7") || !strings.Contains(f.Fix, "by hand") || rep.OK() {
-		t.Fatalf("negative stock: want an oversold finding left to a person: %+v", rep)
+		t.Fatalf("negative stock: want a negative-shard finding left to a person: %+v", rep)
 	}
 	if u := kinds(rep)[reconcile.KindUnits]; !strings.Contains(u.Fix, "left alone: oversold") {
 		t.Fatalf("units of an oversold item must not be recounted: %+v", u)
@@ -206,14 +206,24 @@ func TestRunProfileLeavesACounterThatMovesBetweenReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tgt.Close()
+	// During the pause between the reads (it begins with the progress line announcing the second
+	// read), one more unit appears.
+	pausing := make(chan struct{})
 	moved := make(chan error, 1)
-	go func() { // during the pause between the reads, one more unit appears
-		time.Sleep(400 * time.Millisecond)
-		moved <- rdb.Incr(ctx, g.keys.Stock).Err()
+	go func() {
+		select {
+		case <-pausing:
+			moved <- rdb.Incr(ctx, g.keys.Stock).Err()
+		case <-time.After(30 * time.Second):
+			moved <- errors.New("the first read never announced a second one")
+		}
 	}()
 	rep, err := reconcile.RunProfile(ctx, reconcile.ProfileConfig{Target: tgt, Sale: g.tg.c.Sale.ID, Brokers: g.tg.c.Brokers,
-		Fix: true, Confirm: 1500 * time.Millisecond})
-	if err != nil || <-moved != nil {
+		Fix: true, Confirm: 1500 * time.Millisecond, Progress: &onLine{prefix: "reconcile: " + g.tg.c.Sale.ID + ": something differs", seen: pausing}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-moved; err != nil {
 		t.Fatal(err)
 	}
 	u, ok := kinds(rep)[reconcile.KindUnits]

@@ -170,16 +170,37 @@ func TestAbandoned(t *testing.T) {
 func TestPause(t *testing.T) {
 	t.Parallel()
 	f := newRoom(t, sale.Room{AdmissionRate: 20}, time.Now().Add(-time.Minute))
+	// idleFor waits until the room's last round (or pause) is d old on Redis's clock, the one the
+	// token bucket refills by.
+	idleFor := func(d time.Duration) {
+		t.Helper()
+		for deadline := time.Now().Add(d + 5*time.Second); ; time.Sleep(10 * time.Millisecond) {
+			last, err := f.rdb.HGet(f.ctx, room.SaleKeys(f.sale).Meta(), "last_ms").Int64()
+			if err != nil {
+				t.Fatalf("the room's last round: %v", err)
+			}
+			now, err := f.rdb.Time(f.ctx).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if now.Sub(time.UnixMilli(last)) >= d {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the room's last round is not %s old on Redis's clock by now", d)
+			}
+		}
+	}
 	for i := range 100 {
 		f.join("u" + strconv.Itoa(i))
 	}
 	f.tick()
-	time.Sleep(1200 * time.Millisecond) // 24 admissions' worth of time, no ticks
+	idleFor(1200 * time.Millisecond) // 24 admissions' worth of time, no ticks
 	if res := f.tick(); res.Admitted != 20 {
 		t.Fatalf("tick after 1.2 s without ticks = %+v, want the burst cap of 20", res)
 	}
 
-	time.Sleep(1200 * time.Millisecond) // the bucket fills again
+	idleFor(1200 * time.Millisecond) // the bucket fills again
 	if err := f.store.SetPaused(f.ctx, f.sale, true); err != nil {
 		t.Fatal(err)
 	}
@@ -188,9 +209,9 @@ func TestPause(t *testing.T) {
 		if res := f.tick(); res.Admitted != 0 {
 			t.Fatalf("tick while paused = %+v", res)
 		}
-		time.Sleep(50 * time.Millisecond)
+		idleFor(50 * time.Millisecond)
 	}
-	time.Sleep(700 * time.Millisecond) // and a paused stretch nobody ticks through
+	idleFor(700 * time.Millisecond) // and a paused stretch nobody ticks through
 	if st := f.stats(); !st.Paused || st.AdmittedTotal != before.AdmittedTotal {
 		t.Fatalf("stats while paused %+v, want paused and %d admitted", st, before.AdmittedTotal)
 	}

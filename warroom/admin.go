@@ -11,26 +11,27 @@ import (
 	"strings"
 )
 
-// AdminAPI is the control source over a checkout server's /admin/v1 API (and its public sale page
-// for the paused flag, which is served from the cached read model).
+// AdminAPI is the control source over a checkout server's admin API (and its public sale page for
+// the paused flag, which fsctl serve serves from the cached read model).
 type AdminAPI struct {
 	Base   string
 	Token  string
 	Sale   string
 	Client *http.Client
-	// Prefix is the admin API's path (/admin/v1, or a profile's http.admin).
+	// Prefix is the admin API's path (a profile's http.admin: fsctl serve's /admin/v1).
 	Prefix string
 	// SalePage is the sale page's path, which carries the paused flag; "" leaves the flag unread.
 	SalePage string
 }
 
-// NewAdminAPI returns the control source of sale on the server at base with the operator token.
-func NewAdminAPI(base, token, saleID string, client *http.Client) *AdminAPI {
+// NewAdminAPI returns the control source of sale on the server at base, with the admin API at
+// prefix, the sale page at salePage and the operator token.
+func NewAdminAPI(base, prefix, salePage, token, saleID string, client *http.Client) *AdminAPI {
 	if client == nil {
 		client = &http.Client{}
 	}
 	return &AdminAPI{Base: strings.TrimSuffix(base, "/"), Token: token, Sale: saleID, Client: client,
-		Prefix: "/admin/v1", SalePage: "/api/v1/sales/" + url.PathEscape(saleID)}
+		Prefix: strings.TrimSuffix(prefix, "/"), SalePage: salePage}
 }
 
 // Control reads the sale's paused flag, its waiting room and the kill switches.

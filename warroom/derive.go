@@ -59,11 +59,12 @@ type ItemDerived struct {
 	InFlight int64 `json:"inFlight"`
 	// Consistent is false when PostgreSQL or Redis was not read, so drift is unknown.
 	Consistent bool `json:"known"`
-	// Profiled marks an item read through a target profile: Drift is then redis stock + live
-	// orders - quantity (the units Redis gave out that PostgreSQL has no live order for, negative),
-	// InFlight is unknown (no pending count), and Unpaid is the live orders not known to be paid,
-	// which the items bar shows as held when the target keeps no holds.
-	Profiled bool  `json:"profiled,omitempty"`
+	// LiveOnly marks an item whose orders are counted only live and paid (ItemOrders.LiveOnly):
+	// Drift is then redis stock + live orders - quantity (the units Redis gave out that PostgreSQL
+	// has no live order for, negative), InFlight is unknown (no pending count), and Unpaid is the
+	// live orders not known to be paid, which the items bar shows as held when the target keeps no
+	// holds.
+	LiveOnly bool  `json:"profiled,omitempty"`
 	Unpaid   int64 `json:"unpaid,omitempty"`
 }
 
@@ -158,7 +159,7 @@ func deriveItems(d *Derived, prev, cur *Snapshot) {
 		d.OrdersByStatus = map[string]int64{}
 		for _, o := range cur.Orders.Data {
 			paid[o.ID] = o
-			if o.Profiled { // a profile's queries count live and paid orders, not every status
+			if o.LiveOnly { // the profile's queries count live and paid orders, not every status
 				d.OrdersByStatus["LIVE"] += o.Live
 				if o.Paid >= 0 {
 					d.OrdersByStatus["PAID"] += o.Paid
@@ -196,8 +197,8 @@ func deriveItems(d *Derived, prev, cur *Snapshot) {
 		if x.UnitsPerSec > 0 && it.Remaining > 0 {
 			x.SecondsToSoldOut = float64(it.Remaining) / x.UnitsPerSec
 		}
-		if o, ok := paid[it.ID]; ok && o.Profiled {
-			x.Paid, x.Consistent, x.Profiled = o.Paid, true, true
+		if o, ok := paid[it.ID]; ok && o.LiveOnly {
+			x.Paid, x.Consistent, x.LiveOnly = o.Paid, true, true
 			x.Drift = it.Remaining + o.Live - it.Quantity
 			x.Unpaid = o.Live - max(o.Paid, 0)
 			d.MaxDrift = max(d.MaxDrift, abs(x.Drift))

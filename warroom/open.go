@@ -1,13 +1,15 @@
 package warroom
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/stock"
 )
@@ -19,19 +21,19 @@ type Endpoints struct {
 	RedisURL    string
 	PostgresURL string
 	Brokers     []string
-	// OrdersTopic, DeadLetterTopic and ConsumerGroup default to the bundled server's (to the
-	// profile's kafka names with a non-deep profile).
+	// OrdersTopic, DeadLetterTopic and ConsumerGroup override the profile's kafka names.
 	OrdersTopic     string
 	DeadLetterTopic string
 	ConsumerGroup   string
-	// Servers are checkout base URLs whose /metrics feed traffic, admission and payment; the first
-	// one's /admin/v1 API, with AdminToken, feeds the control panel and takes operator actions.
+	// Servers are checkout base URLs whose metrics (the profile's http.metrics) feed traffic,
+	// admission and payment; the first one's admin API (http.admin), with AdminToken, feeds the
+	// control panel and takes operator actions.
 	Servers    []string
 	AdminToken string
-	// Profile is the target profile; nil is the bundled server's. A non-deep profile (a foreign
-	// checkout) feeds only the panels its declarations can feed (see openProfile).
+	// Profile is the target profile; nil is the bundled server's. Every panel is fed from what it
+	// declares; a deep profile (fsctl serve) adds what only the bundled server keeps.
 	Profile *profile.Profile
-	// Items are the items to watch on a non-deep profile's target; empty: its sql.items.
+	// Items are the items to watch; empty: the profile's sql.items.
 	Items []string
 }
 
@@ -43,9 +45,6 @@ func Open(e Endpoints) (Sources, func(), error) {
 	if p == nil {
 		p = profile.Default()
 	}
-	if !p.IsDeep() {
-		return openProfile(e, p)
-	}
 	src := Sources{Sale: e.Sale, Profile: p.Name, Absent: map[string]string{}}
 	var closers []func()
 	closeAll := func() {
@@ -53,48 +52,99 @@ func Open(e Endpoints) (Sources, func(), error) {
 			c()
 		}
 	}
+	if err := openStores(&src, &closers, e, p); err != nil {
+		closeAll()
+		return Sources{}, nil, err
+	}
 	client := newHTTPClient()
-	var pg *PostgresOrders
-	if e.PostgresURL != "" {
-		pg = NewPostgresOrders(e.PostgresURL, e.Sale, nil)
-		src.Orders = pg
-		closers = append(closers, pg.Close)
-	} else {
-		src.Absent["orders"], src.Absent["items"] = noPostgres, noPostgres+" (the item list comes from it)"
+	closers = append(closers, client.CloseIdleConnections)
+	openServers(&src, e, p, client)
+	openPipeline(&src, &closers, e, p)
+	return src, closeAll, nil
+}
+
+// openStores builds the items source from the profile's key templates and queries and the orders
+// source from its queries; the item list comes from PostgreSQL, so the items need both.
+func openStores(src *Sources, closers *[]func(), e Endpoints, p *profile.Profile) error {
+	if e.PostgresURL == "" {
+		src.Absent["orders"], src.Absent["items"] = noPostgres, noPostgres+" (the items and quantities come from sql.items and sql.item)"
 	}
-	if e.RedisURL != "" {
-		rdb, err := newRedis(e.RedisURL)
-		if err != nil {
-			return Sources{}, nil, err
-		}
-		closers = append(closers, func() { _ = rdb.Close() })
-		if pg != nil { // the item list comes from PostgreSQL, the sale's source of truth
-			src.Inventory = &RedisInventory{Stock: stock.New(rdb), Sale: pg, ID: e.Sale}
-		}
-	} else {
+	var rdb *redis.Client
+	if e.RedisURL == "" {
 		src.Absent["items"] = noRedis
-	}
-	if len(e.Servers) > 0 {
-		sc := NewScraper(e.Servers, e.Sale, client)
-		src.Traffic, src.Admission, src.Payment = sc, sc, sc
-		if e.AdminToken != "" {
-			src.Control = NewAdminAPI(e.Servers[0], e.AdminToken, e.Sale, client)
-		} else {
-			src.Absent["control"] = "no admin token given"
-		}
 	} else {
-		noServers(src.Absent, "no checkout server given")
+		var err error
+		if rdb, err = newRedis(e.RedisURL); err != nil {
+			return err
+		}
+		*closers = append(*closers, func() { _ = rdb.Close() })
 	}
-	if len(e.Brokers) > 0 {
-		topic, dlq, group := events.LogNames(e.OrdersTopic, e.DeadLetterTopic, e.ConsumerGroup)
+	if e.PostgresURL == "" {
+		return nil
+	}
+	// pgxpool connects on first use, so a database that is down shows as down, not as a crash.
+	pool, err := pgxpool.New(context.Background(), e.PostgresURL)
+	if err != nil {
+		return fmt.Errorf("--postgres-url: %w", err)
+	}
+	*closers = append(*closers, pool.Close)
+	items := &itemList{sale: e.Sale, given: e.Items, db: profile.NewDB(p, pool)}
+	ord := &postgresOrders{items: items}
+	src.Orders = ord
+	var inv *redisInventory
+	if rdb != nil {
+		inv = &redisInventory{items: items, keys: profile.NewStocks(p, rdb)}
+		src.Inventory = inv
+	}
+	if p.IsDeep() { // fsctl serve keeps records no profile declares
+		ord.statuses = pool
+		if inv != nil {
+			inv.transit = stock.New(rdb)
+		}
+	}
+	return nil
+}
+
+// openServers builds the servers' panels from the endpoints the profile declares: traffic,
+// admission and payment from http.metrics, the control panel from http.admin.
+func openServers(src *Sources, e Endpoints, p *profile.Profile, client *http.Client) {
+	switch {
+	case len(e.Servers) == 0:
+		noServers(src.Absent, "no checkout server given")
+		return
+	case p.HTTP.Metrics == "":
+		for _, panel := range []string{"traffic", "admission", "payment"} {
+			src.Absent[panel] = "the profile declares no metrics endpoint (http.metrics)"
+		}
+	default:
+		sc := NewScraper(e.Servers, p.HTTP.Metrics, e.Sale, client)
+		src.Traffic, src.Admission, src.Payment = sc, sc, sc
+	}
+	switch {
+	case p.HTTP.Admin == "":
+		src.Absent["control"] = "the profile declares no admin API (http.admin)"
+	case e.AdminToken == "":
+		src.Absent["control"] = "no admin token given"
+	default:
+		// An undeclared http.salePage leaves the paused flag unread.
+		src.Control = NewAdminAPI(e.Servers[0], p.HTTP.Admin, p.Endpoint("", p.HTTP.SalePage, e.Sale), e.AdminToken, e.Sale, client)
+	}
+}
+
+// openPipeline reads the order log the profile names (flags override its names); without a topic
+// and a group there is nothing to measure lag against.
+func openPipeline(src *Sources, closers *[]func(), e Endpoints, p *profile.Profile) {
+	topic, dlq, group := cmp.Or(e.OrdersTopic, p.Kafka.Topic), cmp.Or(e.DeadLetterTopic, p.Kafka.DeadLetter), cmp.Or(e.ConsumerGroup, p.Kafka.Group)
+	switch {
+	case len(e.Brokers) == 0:
+		src.Absent["pipeline"] = noKafka
+	case topic == "" || group == "":
+		src.Absent["pipeline"] = "the profile declares no kafka topic and group (kafka.topic, kafka.group)"
+	default:
 		kp := NewKafkaPipeline(e.Brokers, topic, dlq, group)
 		src.Pipeline = kp
-		closers = append(closers, kp.Close)
-	} else {
-		src.Absent["pipeline"] = noKafka
+		*closers = append(*closers, kp.Close)
 	}
-	closers = append(closers, client.CloseIdleConnections)
-	return src, closeAll, nil
 }
 
 // The reasons of a part that was not given.

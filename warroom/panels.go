@@ -83,7 +83,7 @@ func (p itemsPanel) view(s *Snapshot, width, height int) string {
 			paid = 0
 		}
 		held := it.Held
-		if x.Profiled && held == 0 { // a target without holds: its unpaid live orders hold the units
+		if x.LiveOnly && held == 0 { // a target without holds: its unpaid live orders hold the units
 			held = x.Unpaid
 		}
 		nums := fmt.Sprintf("%s %d  %s %d  %s %s  / %d", fg(colLeft).Render("left"), it.Remaining,
@@ -203,7 +203,7 @@ func pipelineView(s *Snapshot) string {
 	} else {
 		lines = append(lines, "kafka "+stateLine(s.Pipeline.Status), "", "")
 	}
-	if o := s.Derived.OrdersByStatus; s.Orders.OK() && profiled(s) {
+	if o := s.Derived.OrdersByStatus; s.Orders.OK() && liveOnly(s) {
 		paid := "?"
 		if n, ok := o["PAID"]; ok {
 			paid = num(float64(n))
@@ -220,7 +220,7 @@ func pipelineView(s *Snapshot) string {
 	}
 	if s.Orders.OK() && s.Items.OK() {
 		drift := fmt.Sprintf("drift %d  in flight %d", s.Derived.MaxDrift, s.Derived.InFlight)
-		if profiled(s) {
+		if liveOnly(s) {
 			drift = fmt.Sprintf("drift %d  in flight ?", s.Derived.MaxDrift)
 		}
 		if s.Derived.MaxDrift != 0 {
@@ -242,7 +242,7 @@ func latencyLine(d Derived) string {
 	return fmt.Sprintf("latency p50 %sms  p99 %sms  n=%s", num(d.LatencyP50MS), num(d.LatencyP99MS), num(d.LatencyCount))
 }
 
-// profiled reports whether the orders were read through a target profile's queries.
-func profiled(s *Snapshot) bool {
-	return s.Orders.OK() && len(s.Orders.Data) > 0 && s.Orders.Data[0].Profiled
+// liveOnly reports whether the orders are counted only live and paid (not by status).
+func liveOnly(s *Snapshot) bool {
+	return s.Orders.OK() && len(s.Orders.Data) > 0 && s.Orders.Data[0].LiveOnly
 }

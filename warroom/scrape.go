@@ -33,14 +33,9 @@ type Scraper struct {
 	errs []error
 }
 
-// NewScraper returns a Scraper of the given server base URLs (http://host:port) for one sale.
-func NewScraper(servers []string, saleID string, client *http.Client) *Scraper {
-	return NewScraperAt(servers, "/metrics", saleID, client)
-}
-
-// NewScraperAt is NewScraper for servers that serve fsctl's metrics at another path (a profile's
-// http.metrics).
-func NewScraperAt(servers []string, path, saleID string, client *http.Client) *Scraper {
+// NewScraper returns a Scraper of the given server base URLs (http://host:port), whose fsctl
+// metrics are at path (a profile's http.metrics: fsctl serve's /metrics), for one sale.
+func NewScraper(servers []string, path, saleID string, client *http.Client) *Scraper {
 	if client == nil {
 		client = &http.Client{}
 	}

@@ -44,7 +44,7 @@ func closedPort(t *testing.T) string {
 func TestScraperSumsServersAndSkipsOtherSales(t *testing.T) {
 	a, hits := metricsServer(t)
 	b, _ := metricsServer(t)
-	sc := NewScraper([]string{a.URL, b.URL + "/", closedPort(t)}, "bf", nil)
+	sc := NewScraper([]string{a.URL, b.URL + "/", closedPort(t)}, "/metrics", "bf", nil)
 	ctx := context.Background()
 	tr, err := sc.Traffic(ctx)
 	if err != nil {
@@ -73,7 +73,7 @@ func TestScraperSumsServersAndSkipsOtherSales(t *testing.T) {
 }
 
 func TestDownServerIsDownAndTheSnapshotCompletes(t *testing.T) {
-	sc := NewScraper([]string{closedPort(t)}, "bf", nil)
+	sc := NewScraper([]string{closedPort(t)}, "/metrics", "bf", nil)
 	f := newFake()
 	src := f.sources()
 	src.Traffic, src.Admission, src.Payment = sc, sc, sc
@@ -83,7 +83,7 @@ func TestDownServerIsDownAndTheSnapshotCompletes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	hole := NewScraper([]string{"http://" + l.Addr().String()}, "bf", nil)
+	hole := NewScraper([]string{"http://" + l.Addr().String()}, "/metrics", "bf", nil)
 	src.Payment = hole
 	s := Collect(context.Background(), src, CollectOptions{Timeout: 200 * time.Millisecond})
 	if s.Traffic.State != Down || !strings.Contains(s.Traffic.Error, "connection refused") {

@@ -13,8 +13,8 @@ import (
 // State says whether a panel's source answered.
 type State string
 
-// Source states. NotAvailable means the target has no such source (a foreign checkout that cannot
-// feed the panel); Down means the source exists but did not answer.
+// Source states. NotAvailable means the target has no such source (its profile declares none, or
+// no endpoint was given); Down means the source exists but did not answer.
 const (
 	OK           State = "ok"
 	Down         State = "down"
@@ -53,21 +53,24 @@ type ItemStock struct {
 	Shards int   `json:"shards"`
 }
 
-// ItemOrders is one item's orders by status as PostgreSQL holds them.
+// ItemOrders is one item's orders as the source of truth holds them.
 type ItemOrders struct {
-	ID        string `json:"id"`
-	Quantity  int64  `json:"quantity"`
-	Sold      int64  `json:"sold"`
-	Pending   int64  `json:"pending"`
-	Paid      int64  `json:"paid"`
-	Expired   int64  `json:"expired"`
-	Cancelled int64  `json:"cancelled"`
-	Failed    int64  `json:"failed"`
-	// Live is pending plus paid.
+	ID       string `json:"id"`
+	Quantity int64  `json:"quantity"`
+	Sold     int64  `json:"sold"`
+	// Pending, Expired, Cancelled and Failed count the orders by status (fsctl serve's database).
+	Pending int64 `json:"pending"`
+	// Paid is -1 when the profile has no paid query.
+	Paid      int64 `json:"paid"`
+	Expired   int64 `json:"expired"`
+	Cancelled int64 `json:"cancelled"`
+	Failed    int64 `json:"failed"`
+	// Live counts the orders in a live status (pending or paid).
 	Live int64 `json:"live"`
-	// Profiled is true when the counts come from a target profile's queries: then only Quantity,
-	// Sold, Live and Paid are read (Paid is -1 when the profile has no paid query).
-	Profiled bool `json:"profiled,omitempty"`
+	// LiveOnly is true when only the profile's queries count the orders (every target but fsctl
+	// serve): Quantity, Sold, Live and Paid are read, the counts by status are not. The JSON name
+	// is the one records have always carried.
+	LiveOnly bool `json:"profiled,omitempty"`
 }
 
 // Histogram is a cumulative Prometheus histogram: Counts[i] observations ≤ Bounds[i].

@@ -3,7 +3,7 @@ package warroom
 import "context"
 
 // The data sources, one small interface per panel group, so a target that can feed only some
-// panels (a foreign checkout) leaves the others nil and they show "not available".
+// panels (its profile declares only some parts) leaves the others nil and they show "not available".
 
 // InventorySource reads every item's remaining and held units.
 type InventorySource interface {

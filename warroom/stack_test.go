@@ -15,7 +15,9 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/stock"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
 )
 
@@ -93,7 +95,6 @@ func settle(t *testing.T, src Sources) Snapshot {
 func TestSnapshotMatchesRedisAndPostgresAfterABurst(t *testing.T) {
 	c := checkouttest.Start(t, checkouttest.Options{Quantity: 40, Limit: 1, Workers: true})
 	src := stackSources(t, c)
-	ctx := context.Background()
 
 	var m Model
 	if *capture != "" {
@@ -106,20 +107,13 @@ func TestSnapshotMatchesRedisAndPostgresAfterABurst(t *testing.T) {
 	}
 	s := settle(t, src)
 
-	states, err := c.App.Stock.Snapshot(ctx, c.Sale.ID, c.Sale.Items)
-	if err != nil {
-		t.Fatal(err)
-	}
-	counts, err := c.App.Orders.Counts(ctx, c.Sale.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	state, count := checkoutState(t, c)
 	it, o := s.Items.Data[0], s.Orders.Data[0]
-	if it.Remaining != states[0].Stock || it.Held != states[0].Holds || it.Quantity != 40 {
-		t.Errorf("items %+v, redis %+v", it, states[0])
+	if it.Remaining != state.Stock || it.Held != state.Holds || it.Quantity != 40 {
+		t.Errorf("items %+v, redis %+v", it, state)
 	}
-	if o.Pending != counts[0].Pending || o.Paid != counts[0].Paid || o.Sold != counts[0].Sold || o.Expired != counts[0].Expired {
-		t.Errorf("orders %+v, postgres %+v", o, counts[0])
+	if o.Pending != count.Pending || o.Paid != count.Paid || o.Sold != count.Sold || o.Expired != count.Expired {
+		t.Errorf("orders %+v, postgres %+v", o, count)
 	}
 	if it.Remaining != 0 || it.Held != 40 || o.Pending != 40 || s.Derived.MaxDrift != 0 || s.Derived.Items[0].Paid != 0 {
 		t.Errorf("after 40 reservations of 40: %+v %+v %+v", it, o, s.Derived)
@@ -142,6 +136,21 @@ func TestSnapshotMatchesRedisAndPostgresAfterABurst(t *testing.T) {
 		t.Logf("captured; settled snapshot of the same run: items %+v orders %+v", it, o)
 		_ = m
 	}
+}
+
+// checkoutState reads the checkout's first item straight from its Redis and its PostgreSQL.
+func checkoutState(t *testing.T, c *checkouttest.Checkout) (stock.ItemState, orders.ItemCounts) {
+	t.Helper()
+	ctx := context.Background()
+	states, err := c.App.Stock.Snapshot(ctx, c.Sale.ID, c.Sale.Items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts, err := c.App.Orders.Counts(ctx, c.Sale.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return states[0], counts[0]
 }
 
 func captureDuringBurst(t *testing.T, c *checkouttest.Checkout, src Sources) Model {

@@ -3,129 +3,187 @@ package warroom
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
 )
 
-// SaleLoader loads a sale's definition; *orders.Store implements it.
-type SaleLoader interface {
-	LoadSale(ctx context.Context, id string) (sale.Sale, error)
-}
+// The items and orders sources of every target, the bundled server included, read what its
+// profile declares: its Redis key templates and its SQL. What only fsctl serve keeps (its orders
+// by status, the units in transit between an item's shards) is an optional capability, set by Open
+// for a deep profile and asked for where it is used.
 
-// RedisInventory reads the items' counters from Redis with stock.Store.Snapshot: plain reads, no
-// scripts, refreshed on the slow tick only, so the dashboard does not load the reservation path.
-type RedisInventory struct {
-	Stock *stock.Store
-	// Sale loads the item list once (PostgreSQL may come up after the dashboard).
-	Sale SaleLoader
-	ID   string
+// itemList is what the items and orders sources share: the item list with each item's quantity
+// and shards, read once from the profile's queries, so the Redis panel keeps going when
+// PostgreSQL goes down later.
+type itemList struct {
+	sale string
+	// given are the items to watch; empty: every item sql.items returns.
+	given []string
+	db    *profile.DB
 
 	mu    sync.Mutex
 	items []sale.Item
 }
 
-// Inventory returns every item's remaining and held units, summed over shards (units in transit
-// between shards count as remaining).
-func (r *RedisInventory) Inventory(ctx context.Context) ([]ItemStock, error) {
-	items, err := r.saleItems(ctx)
+// list returns the items with their quantity and shards, reading them on first success.
+func (l *itemList) list(ctx context.Context) ([]sale.Item, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.items != nil {
+		return l.items, nil
+	}
+	ids := l.given
+	if len(ids) == 0 {
+		var err error
+		if ids, err = l.db.Items(ctx, l.sale); err != nil {
+			return nil, err
+		}
+		if len(ids) == 0 {
+			return nil, fmt.Errorf("sql.items returned no item for sale %s", l.sale)
+		}
+	}
+	items := make([]sale.Item, 0, len(ids))
+	for _, id := range ids {
+		row, err := l.db.Item(ctx, l.sale, id)
+		if err != nil {
+			return nil, fmt.Errorf("item %s: %w", id, err)
+		}
+		shards, err := l.db.Shards(ctx, l.sale, id)
+		if err != nil {
+			return nil, fmt.Errorf("item %s: %w", id, err)
+		}
+		items = append(items, sale.Item{ID: id, Quantity: row.Quantity, Shards: shards})
+	}
+	l.items = items
+	return items, nil
+}
+
+// redisInventory reads every item's counters with the profile's key templates: the stock left
+// summed over shards, the buyers and the holds (0 when the profile has no holds key).
+type redisInventory struct {
+	items *itemList
+	keys  *profile.Stocks
+	// transit, when set (fsctl serve), finds the units on their way between an item's shards, which
+	// are still on sale.
+	transit *stock.Store
+}
+
+// Inventory returns every item's stock, buyers and holds; a stock key that does not exist is an
+// error (an item never preheated is not sold out).
+func (r *redisInventory) Inventory(ctx context.Context) ([]ItemStock, error) {
+	items, err := r.items.list(ctx)
 	if err != nil {
 		return nil, err
 	}
-	states, err := r.Stock.Snapshot(ctx, r.ID, items)
+	moving, err := r.inTransit(ctx, items)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ItemStock, len(items))
-	for i, it := range items {
-		out[i] = ItemStock{ID: it.ID, Quantity: it.Quantity, Remaining: states[i].Stock, Held: states[i].Holds, Buyers: states[i].Buyers,
-			Shards: it.ShardCount()}
+	out := make([]ItemStock, 0, len(items))
+	for _, it := range items {
+		inv, err := r.keys.Inventory(ctx, r.items.sale, it.ID, it.Shards)
+		if err != nil {
+			return nil, err
+		}
+		if missing := inv.Missing(); len(missing) > 0 {
+			return nil, fmt.Errorf("item %s: redis has no %s (is the item preheated?)", it.ID, strings.Join(missing, ", "))
+		}
+		out = append(out, ItemStock{ID: it.ID, Quantity: it.Quantity, Remaining: inv.Stock + moving[it.ID], Held: inv.Holds,
+			Buyers: inv.Buyers, Shards: it.Shards})
 	}
 	return out, nil
 }
 
-func (r *RedisInventory) saleItems(ctx context.Context) ([]sale.Item, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.items != nil {
-		return r.items, nil
+// inTransit returns the units in transit by item, read from the transfer ledgers of the sharded
+// items (only they borrow between shards); nil without the capability.
+func (r *redisInventory) inTransit(ctx context.Context, items []sale.Item) (map[string]int64, error) {
+	if r.transit == nil {
+		return nil, nil
 	}
-	if r.Sale == nil {
-		return nil, fmt.Errorf("no sale definition source")
+	var sharded []sale.Item
+	for _, it := range items {
+		if it.ShardCount() > 1 {
+			sharded = append(sharded, it)
+		}
 	}
-	sl, err := r.Sale.LoadSale(ctx, r.ID)
-	if err != nil {
-		return nil, fmt.Errorf("load sale %s: %w", r.ID, err)
+	if len(sharded) == 0 {
+		return nil, nil
 	}
-	r.items = sl.Items
-	return r.items, nil
-}
-
-// PostgresOrders reads orders by status from PostgreSQL, connecting on first use and again after
-// a failure, so a database that is down when the dashboard starts shows as down, not as a crash.
-type PostgresOrders struct {
-	URL string
-	ID  string
-
-	mu    sync.Mutex
-	store *orders.Store
-}
-
-// NewPostgresOrders returns the orders source of sale id; store may be nil (opened on first use).
-func NewPostgresOrders(url, id string, store *orders.Store) *PostgresOrders {
-	return &PostgresOrders{URL: url, ID: id, store: store}
-}
-
-// Store returns the connected store, connecting now if needed.
-func (p *PostgresOrders) Store(ctx context.Context) (*orders.Store, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.store != nil {
-		return p.store, nil
-	}
-	st, err := orders.Open(ctx, p.URL)
+	states, err := r.transit.Snapshot(ctx, r.items.sale, sharded)
 	if err != nil {
 		return nil, err
 	}
-	p.store = st
-	return st, nil
-}
-
-// LoadSale implements SaleLoader over the same connection.
-func (p *PostgresOrders) LoadSale(ctx context.Context, id string) (sale.Sale, error) {
-	st, err := p.Store(ctx)
-	if err != nil {
-		return sale.Sale{}, err
-	}
-	return st.LoadSale(ctx, id)
-}
-
-// Orders returns every item's orders by status.
-func (p *PostgresOrders) Orders(ctx context.Context) ([]ItemOrders, error) {
-	st, err := p.Store(ctx)
-	if err != nil {
-		return nil, err
-	}
-	counts, err := st.Counts(ctx, p.ID)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ItemOrders, len(counts))
-	for i, c := range counts {
-		out[i] = ItemOrders{ID: c.ItemID, Quantity: c.Quantity, Sold: c.Sold, Pending: c.Pending, Paid: c.Paid,
-			Expired: c.Expired, Cancelled: c.Cancelled, Failed: c.Failed, Live: c.Pending + c.Paid}
+	out := make(map[string]int64, len(states))
+	for _, st := range states {
+		for _, sh := range st.Shards {
+			out[st.ItemID] += sh.InTransit
+		}
 	}
 	return out, nil
 }
 
-// Close closes the connection, if one was made.
-func (p *PostgresOrders) Close() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.store != nil {
-		p.store.Close()
-		p.store = nil
+// postgresOrders reads every item's quantity, sold counter, live and paid orders with the
+// profile's queries.
+type postgresOrders struct {
+	items *itemList
+	// statuses, when set (fsctl serve's database), adds the orders by status: pending, expired,
+	// cancelled and failed, which no profile query counts.
+	statuses orders.Queryer
+}
+
+// Orders returns every item's counts; Paid is -1 when the profile has no paid query. A failed
+// query's error names it (sql.live, ...) and carries the database's own error.
+func (o *postgresOrders) Orders(ctx context.Context) ([]ItemOrders, error) {
+	items, err := o.items.list(ctx)
+	if err != nil {
+		return nil, err
 	}
+	byStatus, err := o.byStatus(ctx)
+	if err != nil {
+		return nil, err
+	}
+	db, saleID := o.items.db, o.items.sale
+	out := make([]ItemOrders, 0, len(items))
+	for _, it := range items {
+		row, err := db.Item(ctx, saleID, it.ID)
+		if err != nil {
+			return nil, fmt.Errorf("item %s: %w", it.ID, err)
+		}
+		live, err := db.Live(ctx, saleID, it.ID)
+		if err != nil {
+			return nil, fmt.Errorf("item %s: %w", it.ID, err)
+		}
+		paid, ok, err := db.Paid(ctx, saleID, it.ID)
+		if err != nil {
+			return nil, fmt.Errorf("item %s: %w", it.ID, err)
+		}
+		if !ok {
+			paid = -1
+		}
+		c, ok := byStatus[it.ID]
+		out = append(out, ItemOrders{ID: it.ID, Quantity: row.Quantity, Sold: row.Sold, Live: live, Paid: paid, LiveOnly: !ok,
+			Pending: c.Pending, Expired: c.Expired, Cancelled: c.Cancelled, Failed: c.Failed})
+	}
+	return out, nil
+}
+
+// byStatus returns the sale's order counts by item; nil without the capability.
+func (o *postgresOrders) byStatus(ctx context.Context) (map[string]orders.ItemCounts, error) {
+	if o.statuses == nil {
+		return nil, nil
+	}
+	counts, err := orders.CountsIn(ctx, o.statuses, o.items.sale)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]orders.ItemCounts, len(counts))
+	for _, c := range counts {
+		out[c.ItemID] = c
+	}
+	return out, nil
 }

@@ -38,7 +38,7 @@ func WriteTable(w io.Writer, s *Snapshot) error {
 	for _, it := range s.Items.Data {
 		x := d[it.ID]
 		p("%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s", it.ID, it.Quantity, it.Remaining, it.Held, it.Buyers, known(x.Consistent && x.Paid >= 0, x.Paid),
-			num(x.UnitsPerSec), eta(x.SecondsToSoldOut), known(x.Consistent, x.Drift), known(x.Consistent && !x.Profiled, x.InFlight))
+			num(x.UnitsPerSec), eta(x.SecondsToSoldOut), known(x.Consistent, x.Drift), known(x.Consistent && !x.LiveOnly, x.InFlight))
 	}
 	p("")
 	tw.Flush()
@@ -129,7 +129,7 @@ func counts(m map[string]float64) string {
 }
 
 // intCounts prints the order counts present: every status for the bundled server, LIVE and PAID
-// (when the profile counts them) for a profile's target.
+// (when the profile counts them) for any other target.
 func intCounts(m map[string]int64) string {
 	var parts []string
 	for _, k := range []string{"LIVE", "PENDING", "PAID", "EXPIRED", "CANCELLED", "FAILED"} {

@@ -10,15 +10,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/fsctl/fsctl/examples/articleshop/articletest"
+	"github.com/fsctl/fsctl/lua"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/testenv"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
 )
 
 // genericProfile is the bundled server's profile with deep off, so the war room reads the bundled
-// checkout only through what the profile declares (the path a foreign checkout takes), with the
-// test checkout's order log; keep says whether http.metrics and http.admin stay declared.
+// checkout only through what the profile declares (what any other checkout offers, without the
+// bundled server's own records), with the test checkout's order log; keep says whether
+// http.metrics and http.admin stay declared.
 func genericProfile(c *checkouttest.Checkout, keep bool) *profile.Profile {
 	p := *profile.Default()
 	p.Deep = ""
@@ -64,27 +70,19 @@ func TestNonDeepProfileReadsTheCheckoutThroughItsDeclarations(t *testing.T) {
 	src := openProfileSources(t, c, genericProfile(c, false))
 	s := settledProfile(t, src, 3)
 
-	ctx := context.Background()
-	states, err := c.App.Stock.Snapshot(ctx, c.Sale.ID, c.Sale.Items)
-	if err != nil {
-		t.Fatal(err)
-	}
-	counts, err := c.App.Orders.Counts(ctx, c.Sale.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	state, count := checkoutState(t, c)
 	if !s.Items.OK() || len(s.Items.Data) != 1 {
 		t.Fatalf("items %+v", s.Items)
 	}
 	it, o := s.Items.Data[0], s.Orders.Data[0]
-	if it.ID != "hot" || it.Quantity != 5 || it.Remaining != states[0].Stock || it.Held != states[0].Holds || it.Buyers != states[0].Buyers {
-		t.Errorf("items %+v, redis %+v", it, states[0])
+	if it.ID != "hot" || it.Quantity != 5 || it.Remaining != state.Stock || it.Held != state.Holds || it.Buyers != state.Buyers {
+		t.Errorf("items %+v, redis %+v", it, state)
 	}
 	if it.Remaining != 2 || it.Held != 3 || it.Buyers != 3 {
 		t.Errorf("after 3 reservations of 5: %+v", it)
 	}
-	if o.Quantity != counts[0].Quantity || o.Sold != counts[0].Sold || o.Live != counts[0].Pending+counts[0].Paid || o.Paid != counts[0].Paid || !o.Profiled {
-		t.Errorf("orders %+v, postgres %+v", o, counts[0])
+	if o.Quantity != count.Quantity || o.Sold != count.Sold || o.Live != count.Pending+count.Paid || o.Paid != count.Paid || !o.LiveOnly {
+		t.Errorf("orders %+v, postgres %+v", o, count)
 	}
 	if d := s.Derived.Items[0]; !d.Consistent || d.Drift != 0 || d.Unpaid != 3 || s.Derived.OrdersByStatus["LIVE"] != 3 {
 		t.Errorf("derived %+v %+v", d, s.Derived.OrdersByStatus)
@@ -111,6 +109,43 @@ func TestNonDeepProfileReadsTheCheckoutThroughItsDeclarations(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// TestBundledProfileAddsWhatOnlyFsctlServeKeeps: through its own (deep) profile the bundled
+// checkout's orders are counted by status, and units a transfer between shards took out of one
+// shard count as left until the other applies them; the same profile without deep reads only the
+// declared keys and queries.
+func TestBundledProfileAddsWhatOnlyFsctlServeKeeps(t *testing.T) {
+	c := checkouttest.Start(t, checkouttest.Options{Quantity: 8, Limit: 1, Shards: 4}) // 2 units per shard
+	if code, body := c.Buy("ann", "hot", "k-ann"); code != http.StatusAccepted {
+		t.Fatalf("purchase: %d %s", code, body)
+	}
+	from := stock.ShardKeys(c.Sale.ID, "hot", 2)
+	cut := redis.NewScript(lua.TransferOut) // a transfer to shard 3 that a crash cut short
+	if res, err := cut.Run(context.Background(), testenv.Redis(t), []string{from.Stock(), from.Ledger(), from.TransferSeq()}, 1, 3, 2).StringSlice(); err != nil || res[0] != "1" {
+		t.Fatalf("transfer_out = %v, %v", res, err)
+	}
+
+	bundled := settledProfile(t, openProfileSources(t, c, nil), 1)
+	it, o, d := bundled.Items.Data[0], bundled.Orders.Data[0], bundled.Derived.Items[0]
+	if it.Remaining != 7 || it.Held != 1 || it.Shards != 4 || d.Drift != 0 || !d.Consistent || d.InFlight != 0 {
+		t.Errorf("bundled: items %+v derived %+v, want 7 left with the unit in transit, drift 0", it, d)
+	}
+	if o.LiveOnly || o.Pending != 1 || o.Paid != 0 || o.Live != 1 || bundled.Derived.OrdersByStatus["PENDING"] != 1 {
+		t.Errorf("bundled: orders %+v by status %v, want them counted by status", o, bundled.Derived.OrdersByStatus)
+	}
+	var b bytes.Buffer
+	if err := WriteTable(&b, &bundled); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "ORDERS     PENDING=1 PAID=0 EXPIRED=0 CANCELLED=0 FAILED=0") {
+		t.Errorf("table lacks the orders by status:\n%s", b.String())
+	}
+
+	declared := settledProfile(t, openProfileSources(t, c, genericProfile(c, false)), 1)
+	if it, d := declared.Items.Data[0], declared.Derived.Items[0]; it.Remaining != 6 || d.Drift != -1 || !declared.Orders.Data[0].LiveOnly {
+		t.Errorf("without deep: items %+v derived %+v, want the counters' 6 left and drift -1", it, d)
 	}
 }
 
