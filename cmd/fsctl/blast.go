@@ -12,20 +12,17 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/fsctl/fsctl/blast"
-	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/profile"
-	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/skew"
 )
 
 type blastOptions struct {
 	endpoints     endpointFlags
 	profile       profileFlag
 	prof          *profile.Profile // the loaded --profile; nil is the bundled server's
-	secretSet     bool
 	checkState    bool
 	target        string
 	sale          string
@@ -39,13 +36,13 @@ type blastOptions struct {
 	in            time.Duration
 	timeout       time.Duration
 	shard         string
-	secret        string
+	secret        jwtSecretFlag
 	prefix        string
 	classify      string
 	results       string
 	records       string
 	html          string
-	output        string
+	output        outputFlag
 	stock         int64
 	limit         int
 	maxP99        time.Duration
@@ -134,11 +131,10 @@ error, 2 an invariant broken or a bad flag.`,
 			if cmd.Flags().Changed("redis-url") || cmd.Flags().Changed("postgres-url") {
 				o.checkState = true
 			}
-			o.secretSet = cmd.Flags().Changed("jwt-secret")
 			return runBlast(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	cmd.SetFlagErrorFunc(flagError(usageError))
 	f := cmd.Flags()
 	o.endpoints.bind(f, false)
 	o.profile.bind(f)
@@ -156,13 +152,13 @@ error, 2 an invariant broken or a bad flag.`,
 	f.DurationVar(&o.timeout, "timeout", 0, "bound on one request, from when its buyer sends it; 0 = auto: 10s + 1s per 2,000 clicks (buyers x clicks, all shards), "+
 		"e.g. 35s for 50,000 buyers, as if the target answers at least 2,000 requests/s (a slower one needs more)")
 	f.StringVar(&o.shard, "shard", "0/1", "this process's part of the buyers, i/n: buyer k belongs to shard k mod n")
-	f.StringVar(&o.secret, "jwt-secret", defaultJWTSecret(), "HS256 secret of the buyers' tokens (env "+envJWTSecret+"); with a --profile, replaces its token secret only when given")
+	o.secret.bind(f)
 	f.StringVar(&o.prefix, "user-prefix", "blast-", "buyer k is the user <prefix><k>")
 	f.StringVar(&o.classify, "classify", "", "classification rules (YAML, see examples/classify.yaml); default: the profile's")
 	f.StringVar(&o.results, "results", "", "write every request to this file as vegeta results (vegeta report / plot read it)")
 	f.StringVar(&o.records, "records", "", "write every request and the burst's header as JSON lines (fsctl blast merge reads them)")
 	f.StringVar(&o.html, "html", "", "write the report with charts (latency and outcomes over time, stock depletion) to this HTML file")
-	f.StringVarP(&o.output, "output", "o", "table", "report format: table or json")
+	bindOutput(f, &o.output, "report format: table or json", 2, tableOrJSON)
 	f.Int64Var(&o.stock, "stock", -1, "units per item, for a target without the bundled sale page (with --limit)")
 	f.IntVar(&o.limit, "limit", -1, "per-user limit, for a target without the bundled sale page (with --stock)")
 	f.DurationVar(&o.maxP99, "max-p99", 0, "fail (exit 1) when the p99 latency is above this")
@@ -199,10 +195,7 @@ func (o blastOptions) plan(now time.Time) (blast.Plan, map[blast.Target]blast.It
 	p := blast.Plan{BaseURL: strings.TrimRight(o.target, "/"), Buyers: o.buyers, UserPrefix: o.prefix, Profile: prof,
 		Clicks: o.clicks, Retries: o.retries, Replays: o.replays, Conns: o.conns, Timeout: o.timeout,
 		Engine: o.engine}
-	// The flag's default is the local stack's secret: it must not replace a foreign profile's own.
-	if prof.IsDeep() || o.secretSet {
-		p.Secret = []byte(o.secret)
-	}
+	p.Secret = []byte(o.secret.forProfile(prof))
 	if !prof.IsDeep() && (o.room || o.pay != 0 || o.cancel != 0) {
 		return p, nil, fmt.Errorf("--room, --pay and --cancel use fsctl serve's own waiting room and order endpoints: profile %s is not fsctl serve", prof.Name)
 	}
@@ -247,9 +240,6 @@ func (o blastOptions) plan(now time.Time) (blast.Plan, map[blast.Target]blast.It
 	}
 	if o.maxPoll <= 0 || o.roomWait <= 0 || o.maxSkew < 0 {
 		return p, nil, errors.New("--max-poll and --room-wait must be positive, --max-skew not negative")
-	}
-	if o.output != "table" && o.output != "json" {
-		return p, nil, fmt.Errorf("--output %q: want table or json", o.output)
 	}
 	if (o.stock >= 0) != (o.limit >= 0) {
 		return p, nil, errors.New("--stock and --limit go together")
@@ -311,12 +301,12 @@ func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) erro
 		}
 	}
 	if o.maxSkew > 0 {
-		skew, err := blast.MeasureSkewAt(ctx, probe, blast.SkewURL(prof, p.BaseURL, sale), time.Now)
+		clock, err := skew.Measure(ctx, probe, blast.SkewURL(prof, p.BaseURL, sale), time.Now)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(progress, skew)
-		if err := skew.Check(o.maxSkew); err != nil {
+		fmt.Fprintln(progress, clock)
+		if err := clock.Check(o.maxSkew); err != nil {
 			return err
 		}
 	}
@@ -393,12 +383,9 @@ func fetchLimits(ctx context.Context, client *http.Client, o blastOptions, p bla
 	return blast.LimitsFromDB(ctx, profile.NewDB(p.Profile, pool), p.Targets)
 }
 
-// checkState compares the server's Redis and PostgreSQL with what buyers were told: fsctl
-// serve's own stores for the deep profile, else what the profile declares, sale by sale.
+// checkState compares the target's Redis and PostgreSQL with what buyers were told, through its
+// profile, sale by sale.
 func checkState(ctx context.Context, o blastOptions, prof *profile.Profile, limits map[blast.Target]blast.ItemLimit, recs []blast.Record) ([]blast.Verdict, error) {
-	if prof.IsDeep() {
-		return checkServer(ctx, o, recs)
-	}
 	t, err := profile.Connect(ctx, prof, o.endpoints.redisURL, o.endpoints.postgresURL)
 	if err != nil {
 		return nil, err
@@ -412,7 +399,7 @@ func checkState(ctx context.Context, o blastOptions, prof *profile.Profile, limi
 	}
 	var out []blast.Verdict
 	for _, sale := range sales {
-		vs, err := blast.CheckProfile(ctx, t, sale, recs, limits, o.settle)
+		vs, err := blast.CheckState(ctx, t, sale, recs, limits, o.settle)
 		if err != nil {
 			return nil, fmt.Errorf("check sale %s through profile %s: %w", sale, prof.Name, err)
 		}
@@ -435,20 +422,4 @@ func (o blastOptions) targets(recs []blast.Record, limits map[blast.Target]blast
 		}
 	}
 	return out
-}
-
-// checkServer compares fsctl serve's Redis and PostgreSQL with what buyers were told.
-func checkServer(ctx context.Context, o blastOptions, recs []blast.Record) ([]blast.Verdict, error) {
-	db, err := orders.Open(ctx, o.endpoints.postgresURL)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	ropt, err := redis.ParseURL(o.endpoints.redisURL)
-	if err != nil {
-		return nil, fmt.Errorf("redis url: %w", err)
-	}
-	rdb := redis.NewClient(ropt)
-	defer rdb.Close()
-	return blast.CheckServer(ctx, stock.New(rdb), db, recs, o.settle)
 }

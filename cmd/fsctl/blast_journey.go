@@ -33,9 +33,7 @@ func (o blastOptions) openModel(p *blast.Plan) error {
 // renderJourney prints what the main report has no place for: the waiting room's admissions and
 // what buyers did after the purchase. Under --output json it goes to stderr, so stdout stays JSON.
 func renderJourney(out, progress io.Writer, o blastOptions, p blast.Plan, res *blast.Result) error {
-	if o.output == "json" {
-		out = progress
-	}
+	out = o.output.beside(out, progress)
 	if r, ok := p.Journey.(*blast.Room); ok {
 		if err := blast.RenderRoom(out, r.Admissions()); err != nil {
 			return err

@@ -14,7 +14,7 @@ import (
 )
 
 type blastMergeOptions struct {
-	output        string
+	output        outputFlag
 	html          string
 	maxP99        time.Duration
 	minThroughput float64
@@ -47,9 +47,9 @@ Exit status: 0 all good, 1 a threshold missed or an error, 2 an invariant broken
 			return runBlastMerge(cmd.OutOrStdout(), o, args)
 		},
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	cmd.SetFlagErrorFunc(flagError(usageError))
 	f := cmd.Flags()
-	f.StringVarP(&o.output, "output", "o", "table", "report format: table or json")
+	bindOutput(f, &o.output, "report format: table or json", 2, tableOrJSON)
 	f.StringVar(&o.html, "html", "", "also write the report with charts to this HTML file")
 	f.DurationVar(&o.maxP99, "max-p99", 0, "fail (exit 1) when the p99 latency is above this")
 	f.Float64Var(&o.minThroughput, "min-throughput", 0, "fail (exit 1) below this many requests per second")
@@ -58,9 +58,6 @@ Exit status: 0 all good, 1 a threshold missed or an error, 2 an invariant broken
 }
 
 func runBlastMerge(out io.Writer, o blastMergeOptions, files []string) error {
-	if o.output != "table" && o.output != "json" {
-		return usageError(fmt.Errorf("--output %q: want table or json", o.output))
-	}
 	sum, recs, err := blast.Merge(files...)
 	if err != nil {
 		return err

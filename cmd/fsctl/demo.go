@@ -2,18 +2,13 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
-	"sort"
-	"strconv"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
 	"github.com/spf13/cobra"
 
 	"github.com/fsctl/fsctl/demo"
-	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/server"
 )
@@ -83,41 +78,11 @@ func runDemo(cmd *cobra.Command, o demoOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := printDemo(out, rep); err != nil {
+	if err := rep.Render(out); err != nil {
 		return err
 	}
 	if len(rep.Problems) > 0 {
 		return &exitError{code: 2, err: fmt.Errorf("%d invariant(s) broken", len(rep.Problems))}
-	}
-	return nil
-}
-
-func printDemo(w io.Writer, rep demo.Report) error {
-	t := tablewriter.NewWriter(w)
-	t.Header("outcome", "buyers")
-	codes := make([]string, 0, len(rep.Burst.Counts))
-	for c := range rep.Burst.Counts {
-		codes = append(codes, string(c))
-	}
-	sort.Strings(codes)
-	for _, c := range codes {
-		if err := t.Append(c, strconv.Itoa(rep.Burst.Counts[outcome.Code(c)])); err != nil {
-			return err
-		}
-	}
-	if err := t.Render(); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "postgres: %d pending orders, sold = %d of %d (settled %s after the burst)\n",
-		rep.Counts.Pending, rep.Counts.Sold, rep.Quantity, rep.Settled.Round(time.Millisecond))
-	fmt.Fprintf(w, "redis:    stock = %d, live holds = %d\n", rep.Stock, rep.Holds)
-	if len(rep.Problems) == 0 {
-		fmt.Fprintln(w, "invariants: OK (no oversell, every RESERVED is an order in PostgreSQL, no unit lost)")
-		fmt.Fprintln(w, "reconcile:  OK (Redis, PostgreSQL and Kafka agree order by order; fsctl reconcile --sale "+rep.Reconcile.SaleID+")")
-		return nil
-	}
-	for _, p := range rep.Problems {
-		fmt.Fprintln(w, "invariant BROKEN:", p)
 	}
 	return nil
 }

@@ -17,7 +17,7 @@ type gamedayOptions struct {
 	scenario  string
 	reportDir string
 	teardown  string
-	output    string
+	output    outputFlag
 	print     bool
 	noWarroom bool
 }
@@ -52,7 +52,7 @@ Without --scenario the built-in scenario runs (fsctl gameday --print-default sho
 	f.StringVarP(&o.scenario, "scenario", "f", "", "scenario file (YAML); empty runs the built-in one")
 	f.StringVar(&o.reportDir, "report-dir", "gameday-report", "folder for report.md, report.html, report.json and the servers' logs")
 	f.StringVar(&o.teardown, "teardown", string(gameday.TeardownAuto), "stop the stack at the end: auto (if the game day started it), always, never")
-	f.StringVarP(&o.output, "output", "o", "text", "final report on stdout: text or json")
+	bindOutput(f, &o.output, "final report on stdout: text or json", 2, textOrJSON)
 	f.BoolVar(&o.print, "print-default", false, "print the built-in scenario and exit")
 	f.BoolVar(&o.noWarroom, "no-warroom", false, "do not record the war room's timeline (warroom.jsonl) during the run")
 	f.StringVar(&o.stack.cfg.Dir, "dir", o.stack.cfg.Dir, "stack folder (env "+stack.EnvStackDir+")")
@@ -74,9 +74,6 @@ func runGameday(cmd *cobra.Command, o *gamedayOptions) error {
 	if td != gameday.TeardownAuto && td != gameday.TeardownAlways && td != gameday.TeardownNever {
 		return &exitError{code: 2, err: fmt.Errorf("--teardown %q: want auto, always or never", o.teardown)}
 	}
-	if o.output != "text" && o.output != "json" {
-		return &exitError{code: 2, err: fmt.Errorf("--output %q: want text or json", o.output)}
-	}
 	sc := gameday.Default()
 	if o.scenario != "" {
 		var err error
@@ -84,10 +81,7 @@ func runGameday(cmd *cobra.Command, o *gamedayOptions) error {
 			return &exitError{code: 2, err: err}
 		}
 	}
-	progress := cmd.OutOrStdout()
-	if o.output == "json" {
-		progress = cmd.ErrOrStderr()
-	}
+	progress := o.output.beside(cmd.OutOrStdout(), cmd.ErrOrStderr())
 	dir, err := filepath.Abs(o.reportDir)
 	if err != nil {
 		return err
@@ -103,14 +97,11 @@ func runGameday(cmd *cobra.Command, o *gamedayOptions) error {
 	if err := writeGamedayReports(dir, rep); err != nil {
 		return err
 	}
-	if o.output == "json" {
-		err = rep.WriteJSON(cmd.OutOrStdout())
-	} else {
-		err = rep.Render(cmd.OutOrStdout())
-		fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", filepath.Join(dir, "report.md"))
-	}
-	if err != nil {
+	if err := writeReport(cmd.OutOrStdout(), o.output, rep); err != nil {
 		return err
+	}
+	if !o.output.json() {
+		fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", filepath.Join(dir, "report.md"))
 	}
 	if !rep.Passed {
 		if runErr == nil {

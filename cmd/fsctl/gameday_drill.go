@@ -21,8 +21,8 @@ type gamedayDrillOptions struct {
 	rate      string
 	conns     int
 	settle    time.Duration
-	secret    string
-	output    string
+	secret    jwtSecretFlag
+	output    outputFlag
 }
 
 func newGamedayDrillCmd() *cobra.Command {
@@ -44,10 +44,10 @@ held, the sale settled within --settle, reconcile found nothing and no item sold
   fsctl gameday drill --sale black-friday --buyers 5000 --rate 1000/s --settle 2m -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runGamedayDrill(cmd, o, cmd.Flags().Changed("jwt-secret"))
+			return runGamedayDrill(cmd, o)
 		},
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	cmd.SetFlagErrorFunc(flagError(usageError))
 	f := cmd.Flags()
 	o.endpoints.bind(f, true)
 	o.profile.bind(f)
@@ -58,12 +58,12 @@ held, the sale settled within --settle, reconcile found nothing and no item sold
 	f.StringVar(&o.rate, "rate", "", "release the buyers at this rate (e.g. 500/s) instead of all at one instant")
 	f.IntVar(&o.conns, "conns", 64, "pre-dialled connections the buyers share")
 	f.DurationVar(&o.settle, "settle", time.Minute, "bound on the wait for the sale to settle after the burst")
-	f.StringVar(&o.secret, "jwt-secret", defaultJWTSecret(), "HS256 secret of the buyers' tokens (env "+envJWTSecret+"); with a --profile, replaces its token secret only when given")
-	f.StringVarP(&o.output, "output", "o", "text", "report format: text or json")
+	o.secret.bind(f)
+	bindOutput(f, &o.output, "report format: text or json", 2, textOrJSON)
 	return cmd
 }
 
-func runGamedayDrill(cmd *cobra.Command, o gamedayDrillOptions, secretSet bool) error {
+func runGamedayDrill(cmd *cobra.Command, o gamedayDrillOptions) error {
 	prof, err := o.profile.load()
 	if err != nil {
 		return err
@@ -71,19 +71,12 @@ func runGamedayDrill(cmd *cobra.Command, o gamedayDrillOptions, secretSet bool) 
 	if o.sale == "" {
 		return usageError(errors.New("--sale is required"))
 	}
-	if o.output != "text" && o.output != "json" {
-		return usageError(fmt.Errorf("--output %q: want text or json", o.output))
-	}
 	if o.buyers < 1 || o.conns < 1 || o.settle <= 0 {
 		return usageError(errors.New("--buyers and --conns must be at least 1, --settle positive"))
 	}
 	cfg := drill.Config{Profile: prof, Target: o.target, Sale: o.sale, Items: o.items,
 		RedisURL: o.endpoints.redisURL, PostgresURL: o.endpoints.postgresURL, Brokers: o.endpoints.brokers,
-		Buyers: o.buyers, Conns: o.conns, Settle: o.settle, Progress: cmd.ErrOrStderr()}
-	// The flag's default is the local stack's secret: it must not replace a foreign profile's own.
-	if prof.IsDeep() || secretSet {
-		cfg.Secret = o.secret
-	}
+		Buyers: o.buyers, Conns: o.conns, Settle: o.settle, Secret: o.secret.forProfile(prof), Progress: cmd.ErrOrStderr()}
 	if o.rate != "" {
 		if cfg.Rate, err = blast.ParseRate(o.rate); err != nil {
 			return usageError(err)

@@ -58,6 +58,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetFlagErrorFunc(flagError(func(err error) error { return err }))
 	root.AddCommand(
 		newServeCmd(),
 		newStackCmd(),

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -19,7 +20,7 @@ type preflightOptions struct {
 	endpoints endpointFlags
 	profile   profileFlag
 	cfg       preflight.Config
-	output    string
+	output    outputFlag
 	strict    bool
 }
 
@@ -47,13 +48,15 @@ func newPreflightCmd() *cobra.Command {
             (sql.items, per item sql.item, sql.live, sql.paid, sql.shards, sql.userOrders,
             sql.liveBuyers), the purchase template renders and a buyer's token can be minted
 
+Every target is read through its profile, the bundled server's (profiles/fsctl.yaml) included.
 With --profile naming a checkout fsctl did not write (not deep), only what the profile declares
 is checked: schema gives way to the profile group; stock reads the profile's keys (each counter an
 integer >= 0, their sum = quantity - live orders, a shard's keys in one hash slot, buyers a set or
 hash); kafka checks the profile's topic and group, if it declares one; servers GET http.health;
-clocks read its Date header; sale, capacity and controls are skipped (they are fsctl serve's).
---sale is then optional (the profile's ${sale}), and --fix repairs only what the profile declares
-(fix.stock: recount sets a missing counter of an unsharded item to quantity - live).
+clocks read its sale page's serverTime, else its health endpoint's Date header; sale, capacity,
+controls and the script cache are skipped (they are fsctl serve's). --sale is then optional (the
+profile's ${sale}), and --fix repairs only what the profile declares (fix.stock: recount sets a
+missing counter of an unsharded item to quantity - live).
 
 Every probe has a timeout (--timeout), so a service that is down is a failed check naming its
 address, never a hang. --fix applies only repairs that cannot hurt — preload missing stock
@@ -74,7 +77,7 @@ Exit status: 0 ready; 1 not ready (a check failed, or warned with --strict) or p
 	o.profile.bind(f)
 	c := &o.cfg
 	f.StringVar(&c.SaleID, "sale", "", "sale to check (required unless the --profile is a foreign target's)")
-	f.StringArrayVar(&c.Items, "item", nil, "check only this item of a foreign target; repeat for each (default every item sql.items returns)")
+	f.StringArrayVar(&c.Items, "item", nil, "check only this item; repeat for each (default every item sql.items returns)")
 	f.StringSliceVar(&c.Servers, "server", defaultServers(), "base URL of a checkout instance; repeat for each (env "+envServers+")")
 	f.StringVarP(&c.SaleFile, "file", "f", "", "sale file the stored sale must match")
 	f.StringVar(&c.RoomRedisURL, "room-redis-url", os.Getenv(envRoomRedisURL), "Redis of the waiting rooms when not --redis-url (env "+envRoomRedisURL+")")
@@ -91,7 +94,7 @@ Exit status: 0 ready; 1 not ready (a check failed, or warned with --strict) or p
 	f.BoolVar(&c.Fix, "fix", false, "apply the safe fixes, then check again")
 	f.DurationVar(&c.Timeout, "timeout", 1500*time.Millisecond, "timeout of each group of probes")
 	f.BoolVar(&o.strict, "strict", false, "fail on warnings too")
-	f.StringVarP(&o.output, "output", "o", "table", "table or json")
+	bindOutput(f, &o.output, "table or json", 1, tableOrJSON)
 	return cmd
 }
 
@@ -103,9 +106,6 @@ func defaultServers() []string {
 }
 
 func runPreflight(cmd *cobra.Command, o preflightOptions) error {
-	if o.output != "table" && o.output != "json" {
-		return fmt.Errorf("--output %q: want table or json", o.output)
-	}
 	if o.cfg.Timeout <= 0 || o.cfg.MaxSkew <= 0 {
 		return errors.New("--timeout and --max-skew must be positive")
 	}
@@ -123,19 +123,14 @@ func runPreflight(cmd *cobra.Command, o preflightOptions) error {
 		cfg.TokenSecret = defaultJWTSecret()
 	}
 	cfg.RedisURL, cfg.PostgresURL, cfg.Brokers = o.endpoints.redisURL, o.endpoints.postgresURL, o.endpoints.brokers
-	if o.output == "table" && cfg.Fix {
+	if !o.output.json() && cfg.Fix {
 		fmt.Fprintln(cmd.ErrOrStderr(), "preflight: checking, then applying the safe fixes and checking again...")
 	}
 	rep, err := preflight.Run(cmd.Context(), cfg)
 	if err != nil {
 		return err
 	}
-	out := cmd.OutOrStdout()
-	if o.output == "json" {
-		err = rep.WriteJSON(out, o.strict)
-	} else {
-		err = rep.Render(out, o.strict)
-	}
+	err = writeReport(cmd.OutOrStdout(), o.output, strictReport{rep, o.strict})
 	switch {
 	case err != nil:
 		return err
@@ -144,3 +139,12 @@ func runPreflight(cmd *cobra.Command, o preflightOptions) error {
 	}
 	return nil
 }
+
+// strictReport is a preflight report as --strict judges it.
+type strictReport struct {
+	rep    preflight.Report
+	strict bool
+}
+
+func (r strictReport) Render(w io.Writer) error    { return r.rep.Render(w, r.strict) }
+func (r strictReport) WriteJSON(w io.Writer) error { return r.rep.WriteJSON(w, r.strict) }

@@ -37,7 +37,7 @@ type profileCheckOptions struct {
 	items     []string
 	target    string
 	secret    string
-	output    string
+	output    outputFlag
 	timeout   time.Duration
 }
 
@@ -62,7 +62,7 @@ names the line and the field).`,
 			return runProfileCheck(cmd.Context(), cmd.OutOrStdout(), o)
 		},
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	cmd.SetFlagErrorFunc(flagError(usageError))
 	f := cmd.Flags()
 	o.endpoints.bind(f, true)
 	f.StringVarP(&o.file, "file", "f", "", "profile to check (default: the bundled server's)")
@@ -70,7 +70,7 @@ names the line and the field).`,
 	f.StringArrayVar(&o.items, "item", nil, "check only this item (repeatable); default: every item sql.items returns")
 	f.StringVar(&o.target, "target", "", "the checkout's base URL, to reach its HTTP endpoints (omit to skip them)")
 	f.StringVar(&o.secret, "jwt-secret", "", "an hs256 profile's secret, replacing its secretEnv (env of the profile)")
-	f.StringVarP(&o.output, "output", "o", "table", "table or json")
+	bindOutput(f, &o.output, "table or json", 2, tableOrJSON)
 	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound on the whole check")
 	return cmd
 }
@@ -78,9 +78,6 @@ names the line and the field).`,
 func runProfileCheck(ctx context.Context, out io.Writer, o profileCheckOptions) error {
 	if o.sale == "" {
 		return usageError(fmt.Errorf("--sale is required (a label for a target without sales)"))
-	}
-	if o.output != "table" && o.output != "json" {
-		return usageError(fmt.Errorf("--output %q: want table or json", o.output))
 	}
 	p, err := profileFlag{path: o.file}.load()
 	if err != nil {
@@ -146,7 +143,7 @@ at prepare time, which for RS256 is about a millisecond per buyer on 2 cores.`,
 			return runProfileTokens(cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	cmd.SetFlagErrorFunc(flagError(usageError))
 	f := cmd.Flags()
 	f.StringVarP(&o.file, "file", "f", "", "profile whose token section mints (default: the bundled server's)")
 	f.StringVar(&o.sale, "sale", "", "sale, for a ${sale} claim")

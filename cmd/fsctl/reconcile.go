@@ -17,7 +17,7 @@ type reconcileOptions struct {
 	cfg       reconcile.Config
 	items     []string
 	confirm   time.Duration
-	output    string
+	output    outputFlag
 }
 
 func newReconcileCmd() *cobra.Command {
@@ -81,15 +81,12 @@ Exit status: 0 consistent, 1 a violation (or reconcile could not run).`,
 	f.DurationVar(&c.Timeout, "timeout", 5*time.Second, "timeout of each network call")
 	f.StringSliceVar(&o.items, "item", nil, "reconcile only this item (repeatable; with a profile other than fsctl serve's)")
 	f.DurationVar(&o.confirm, "confirm-after", 500*time.Millisecond, "with a profile: pause between the two reads a finding must show in")
-	f.StringVarP(&o.output, "output", "o", "table", "table or json")
+	bindOutput(f, &o.output, "table or json", 1, tableOrJSON)
 	_ = cmd.MarkFlagRequired("sale")
 	return cmd
 }
 
 func runReconcile(cmd *cobra.Command, o reconcileOptions) error {
-	if o.output != "table" && o.output != "json" {
-		return fmt.Errorf("--output %q: want table or json", o.output)
-	}
 	p, err := o.profile.load()
 	if err != nil {
 		return err

@@ -22,7 +22,7 @@ type warroomOptions struct {
 	wr         warroom.Endpoints
 	alerts     string
 	once       bool
-	output     string
+	output     outputFlag
 	record     string
 	interval   time.Duration
 	window     time.Duration
@@ -74,7 +74,7 @@ terminal, or with --once, it prints one snapshot (rates over --window) as a tabl
 	f := cmd.Flags()
 	o.endpoints.bind(f, true)
 	o.profile.bind(f)
-	f.StringSliceVar(&o.wr.Items, "item", nil, "with a --profile of another checkout: an item to watch; repeat for each (default every item its sql.items returns)")
+	f.StringSliceVar(&o.wr.Items, "item", nil, "an item to watch; repeat for each (default every item the profile's sql.items returns)")
 	f.StringVar(&o.wr.Sale, "sale", "", "sale to watch (required)")
 	f.StringSliceVar(&o.wr.Servers, "server", defaultServers(), "base URL of a checkout instance; repeat for each (env "+envServers+")")
 	f.StringVar(&o.wr.AdminToken, "admin-token", os.Getenv(envAdminToken), "operator token for the control panel and actions (env "+envAdminToken+")")
@@ -86,7 +86,7 @@ terminal, or with --once, it prints one snapshot (rates over --window) as a tabl
 	f.BoolVar(&o.noKafka, "no-kafka", false, "the target has no Kafka to read")
 	f.StringVar(&o.alerts, "alerts", "", "alert thresholds file (YAML; default the built-in rules, see examples/warroom-alerts.yaml)")
 	f.BoolVar(&o.once, "once", false, "print one snapshot and exit")
-	f.StringVarP(&o.output, "output", "o", "table", "snapshot format with --once: table or json")
+	bindOutput(f, &o.output, "snapshot format with --once: table or json", 2, tableOrJSON)
 	f.StringVar(&o.record, "record", "", "append every snapshot to this file as JSON lines")
 	f.DurationVar(&o.interval, "interval", warroom.DefaultInterval, "refresh interval of the fast sources (metrics, Kafka)")
 	f.IntVar(&o.slowEvery, "slow-every", warroom.DefaultSlowEvery, "read Redis, PostgreSQL and the admin API every N refreshes")
@@ -98,9 +98,6 @@ terminal, or with --once, it prints one snapshot (rates over --window) as a tabl
 }
 
 func runWarroom(cmd *cobra.Command, o warroomOptions) error {
-	if o.output != "table" && o.output != "json" {
-		return usageError(fmt.Errorf("--output %q: want table or json", o.output))
-	}
 	if o.failOn != "none" && o.failOn != warroom.Warn && o.failOn != warroom.Crit {
 		return usageError(fmt.Errorf("--fail-on %q: want none, warn or crit", o.failOn))
 	}
@@ -153,7 +150,7 @@ func runWarroom(cmd *cobra.Command, o warroomOptions) error {
 				return err
 			}
 		}
-		if err := printSnapshot(out, &s, o.output); err != nil {
+		if err := writeReport(out, o.output, snapshotReport{&s}); err != nil {
 			return err
 		}
 		return failOn(s.Alerts, o.failOn)
@@ -181,13 +178,15 @@ func failOn(alerts []warroom.Alert, level string) error {
 	return &exitError{code: 1, err: fmt.Errorf("alerts firing: %s", strings.Join(firing, "; "))}
 }
 
-func printSnapshot(w io.Writer, s *warroom.Snapshot, format string) error {
-	if format == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(s)
-	}
-	return warroom.WriteTable(w, s)
+// snapshotReport is one snapshot as --once prints it: the table, or the snapshot as indented JSON.
+type snapshotReport struct{ s *warroom.Snapshot }
+
+func (r snapshotReport) Render(w io.Writer) error { return warroom.WriteTable(w, r.s) }
+
+func (r snapshotReport) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r.s)
 }
 
 // isTerminal reports whether w is a terminal the dashboard can draw on.
