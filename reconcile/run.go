@@ -14,6 +14,7 @@ import (
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/verify"
 )
 
 // Config says which sale to reconcile and where its state lives.
@@ -294,43 +295,41 @@ func (c *conns) compare(ctx context.Context, sl sale.Sale, lag int64) ([]ItemRep
 	return base, nil
 }
 
-// totals are the item-level checks: oversell, the sold counter and, once nothing is in flight and
-// nothing else is wrong, the unit count.
+// totals are the item-level checks (package verify's rules): oversell, the sold counter and,
+// once nothing is in flight and nothing else is wrong, the unit count. Holds are checked hold by
+// hold by the analysis, which says which one.
 func (c *conns) totals(r ItemReport, s itemState, an analysis, lag int64) []Finding {
-	var out []Finding
-	cnt := r.Counts
-	if live := cnt.Pending + cnt.Paid; live > r.Quantity {
-		out = append(out, Finding{Kind: KindOversold, Detail: fmt.Sprintf("%d live orders for %d units", live, r.Quantity),
-			Fix: "left alone: decide which buyers to cancel and refund"})
-	}
-	if live := cnt.Pending + cnt.Paid; cnt.Sold != live {
-		out = append(out, Finding{Kind: KindSoldCounter, Detail: fmt.Sprintf("sale_items.sold %d, live orders %d", cnt.Sold, live),
-			Fix: fmt.Sprintf("set sold to %d under the item's row lock", live), repair: c.recountSold(s.item.ID)})
-	}
-	if an.inFlight > 0 || lag != 0 {
-		return out
-	}
-	delta := (r.Quantity - cnt.Paid) - (r.Stock + r.Holds)
-	if delta == 0 {
-		return out
-	}
-	f := Finding{Kind: KindUnits, Detail: fmt.Sprintf("redis stock %d + holds %d, expected quantity %d − paid %d = %d (%+d)",
-		r.Stock, r.Holds, r.Quantity, cnt.Paid, r.Quantity-cnt.Paid, delta)}
-	if len(an.findings) > 0 || len(out) > 0 {
-		f.Fix = "after the other findings are repaired"
-		return append(out, f)
-	}
-	shard := 0
-	for _, sh := range s.shards {
-		if sh.Stock > s.shards[shard].Stock {
-			shard = sh.Shard
+	it := r.verifyItem(0)
+	settled := an.inFlight == 0 && lag == 0
+	return invariantFindings(verify.Check(it), func(f *Finding, p verify.Problem) bool {
+		switch p.Invariant {
+		case verify.SoldCounter:
+			f.Fix = fmt.Sprintf("set sold to %d under the item's row lock", it.Live)
+			f.repair = c.recountSold(s.item.ID)
+		case verify.Units:
+			if !settled {
+				return false
+			}
+			if len(an.findings) > 0 {
+				f.Fix = "after the other findings are repaired"
+				return true
+			}
+			shard := 0
+			for _, sh := range s.shards {
+				if sh.Stock > s.shards[shard].Stock {
+					shard = sh.Shard
+				}
+			}
+			delta := p.Delta
+			f.Fix = fmt.Sprintf("move shard %d's counter by %+d", shard, delta)
+			f.repair = func(ctx context.Context) error {
+				return c.st.AdjustStock(ctx, c.cfg.SaleID, s.item.ID, shard, delta)
+			}
+		case verify.Holds:
+			return false
 		}
-	}
-	f.Fix = fmt.Sprintf("move shard %d's counter by %+d", shard, delta)
-	f.repair = func(ctx context.Context) error {
-		return c.st.AdjustStock(ctx, c.cfg.SaleID, s.item.ID, shard, delta)
-	}
-	return append(out, f)
+		return true
+	})
 }
 
 func (c *conns) recountSold(itemID string) func(context.Context) error {
