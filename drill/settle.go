@@ -99,36 +99,24 @@ func (d *drill) readItems(ctx context.Context) error {
 	return nil
 }
 
-// reconcile runs reconcile on the settled sale: order by order for fsctl serve, else through the
-// profile. It repairs nothing: the drill reports.
+// reconcile runs reconcile on the settled sale through the target's profile (order by order for
+// fsctl serve). It repairs nothing: the drill reports.
 func (d *drill) reconcile(ctx context.Context) step {
 	return func() (string, bool, error) {
-		var rep *reconcile.Report
-		if d.p.IsDeep() {
-			r, err := reconcile.Run(ctx, reconcile.Config{SaleID: d.cfg.Sale, RedisURL: d.cfg.RedisURL,
-				PostgresURL: d.cfg.PostgresURL, Brokers: d.cfg.Brokers, OrdersTopic: d.p.Kafka.Topic,
-				DeadLetterTopic: d.p.Kafka.DeadLetter, ConsumerGroup: d.p.Kafka.Group, Now: d.cfg.Now})
-			if err != nil {
-				return "", false, err
-			}
-			rep = &r
-		} else {
-			var err error
-			items := make([]string, len(d.rep.Items))
-			for i, it := range d.rep.Items {
-				items[i] = it.Item
-			}
-			rep, err = reconcile.RunProfile(ctx, reconcile.ProfileConfig{Target: d.t, Sale: d.cfg.Sale, Items: items,
-				Brokers: d.cfg.Brokers, Now: d.cfg.Now})
-			if err != nil {
-				return "", false, err
-			}
+		items := make([]string, len(d.rep.Items))
+		for i, it := range d.rep.Items {
+			items[i] = it.Item
 		}
-		d.rep.Reconcile = rep
+		rep, err := reconcile.Run(ctx, reconcile.Config{SaleID: d.cfg.Sale, Profile: d.p, Items: items, RedisURL: d.cfg.RedisURL,
+			PostgresURL: d.cfg.PostgresURL, Brokers: d.cfg.Brokers, Now: d.cfg.Now})
+		if err != nil {
+			return "", false, err
+		}
+		d.rep.Reconcile = &rep
 		if rep.OK() {
 			return fmt.Sprintf("%d items consistent", len(rep.Items)), true, nil
 		}
-		return strings.Join(reconcileProblems(rep), "; "), false, nil
+		return strings.Join(reconcileProblems(&rep), "; "), false, nil
 	}
 }
 

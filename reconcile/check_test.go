@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
 )
 
@@ -30,6 +32,40 @@ func TestCheckFindsEveryViolation(t *testing.T) {
 		p := check(r, 1)
 		if !strings.Contains(strings.Join(p, "; "), want) {
 			t.Errorf("%s: check reported %v", want, p)
+		}
+	}
+}
+
+// TestOnlyNarrowsTheSale keeps the given items in their order and names one the sale lacks.
+func TestOnlyNarrowsTheSale(t *testing.T) {
+	sl := sale.Sale{ID: "s", Items: []sale.Item{{ID: "a"}, {ID: "b"}, {ID: "c"}}}
+	got, err := only(sl, []string{"c", "a"})
+	if err != nil || len(got.Items) != 2 || got.Items[0].ID != "c" || got.Items[1].ID != "a" || len(sl.Items) != 3 {
+		t.Fatalf("only c, a: %+v %v", got.Items, err)
+	}
+	if got, err := only(sl, nil); err != nil || len(got.Items) != 3 {
+		t.Fatalf("no items given: %+v %v", got.Items, err)
+	}
+	if _, err := only(sl, []string{"x"}); err == nil || !strings.Contains(err.Error(), `no item "x"`) {
+		t.Fatalf("an unknown item: %v", err)
+	}
+}
+
+// TestValidateRebuildIsTheBundledServers: rebuilding Redis needs fsctl serve's scripts.
+func TestValidateRebuildIsTheBundledServers(t *testing.T) {
+	foreign := *profile.Default()
+	foreign.Deep, foreign.Name = "", "shop"
+	for _, tc := range []struct {
+		cfg Config
+		ok  bool
+	}{
+		{Config{RebuildRedis: true}, true},
+		{Config{RebuildRedis: true, Profile: profile.Default()}, true},
+		{Config{RebuildRedis: true, Profile: &foreign}, false},
+		{Config{Profile: &foreign, Items: []string{"a"}}, true},
+	} {
+		if err := tc.cfg.Validate(); (err == nil) != tc.ok {
+			t.Errorf("Validate(%+v) = %v", tc.cfg, err)
 		}
 	}
 }

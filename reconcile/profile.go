@@ -3,7 +3,6 @@ package reconcile
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -16,88 +15,41 @@ import (
 )
 
 
-// ProfileConfig says which foreign checkout to reconcile, through what its profile declares.
-type ProfileConfig struct {
-	// Target is the checkout, connected through its profile.
-	Target *profile.Target
-	// Sale is passed to the profile's queries and key templates as ${sale} / @sale.
-	Sale string
-	// Items restricts the run to these items; empty means every item sql.items returns.
-	Items []string
-	// Brokers, with the profile's kafka topic and group, add the consumer lag: orders on their
-	// way to PostgreSQL count as in flight rather than lost.
-	Brokers []string
-	// Fix repairs what the profile declares a fix for, explaining every change.
-	Fix bool
-	// Confirm is the pause between the two reads a finding must show in.
-	Confirm time.Duration
-	// Timeout bounds each network call.
-	Timeout time.Duration
-	// Now is the clock (injected by tests).
-	Now func() time.Time
-	// Progress, when set, receives a line per long step.
-	Progress io.Writer
-}
-
-func (c *ProfileConfig) defaults() {
-	if c.Confirm <= 0 {
-		c.Confirm = 500 * time.Millisecond
-	}
-	if c.Timeout <= 0 {
-		c.Timeout = 5 * time.Second
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Progress == nil {
-		c.Progress = io.Discard
-	}
-}
-
-// profileRun is one RunProfile's state.
+// profileRun is one run through a profile other than fsctl serve's.
 type profileRun struct {
-	cfg   ProfileConfig
+	cfg   Config
 	p     *profile.Profile
 	t     *profile.Target
 	kafka *kafka.Client
 	items []string
 }
 
-// RunProfile reconciles a checkout fsctl did not write, using only what its profile declares:
-// each item's quantity, sold counter and live orders against its Redis stock and buyers. A
-// finding must show in two consecutive reads; with Fix it applies the fixes the profile declares
-// and reports the state after them.
-func RunProfile(ctx context.Context, cfg ProfileConfig) (*Report, error) {
-	cfg.defaults()
-	if cfg.Target == nil || cfg.Target.P == nil {
-		return nil, fmt.Errorf("reconcile: no target profile")
+// runProfile reconciles a checkout through what its profile declares only: each item's
+// quantity, sold counter and live orders against its Redis stock and buyers (package verify's
+// rules, and the buyers both sides know). A finding must show in two consecutive reads; with Fix
+// it applies the fixes the profile declares and reports the state after them.
+func runProfile(ctx context.Context, cfg Config) (Report, error) {
+	p := *cfg.Profile
+	p.Kafka.Topic, p.Kafka.DeadLetter, p.Kafka.Group = cfg.OrdersTopic, cfg.DeadLetterTopic, cfg.ConsumerGroup
+	t, err := profile.Connect(ctx, &p, cfg.RedisURL, cfg.PostgresURL)
+	if err != nil {
+		return Report{}, err
 	}
-	r := &profileRun{cfg: cfg, p: cfg.Target.P, t: cfg.Target}
-	if len(cfg.Brokers) > 0 && r.p.Kafka.Topic != "" && r.p.Kafka.Group != "" {
+	defer t.Close()
+	r := &profileRun{cfg: cfg, p: &p, t: t}
+	if len(cfg.Brokers) > 0 && p.Kafka.Topic != "" && p.Kafka.Group != "" {
 		tr := &kafka.Transport{DialTimeout: cfg.Timeout, MetadataTTL: time.Second}
 		r.kafka = &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: cfg.Timeout, Transport: tr}
 		defer tr.CloseIdleConnections()
 	}
 	ictx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-	items, err := r.t.Items(ictx, cfg.Sale, cfg.Items)
+	items, err := t.Items(ictx, cfg.SaleID, cfg.Items)
 	cancel()
 	if err != nil {
-		return nil, fmt.Errorf("profile %s: items of sale %s: %w", r.p.Name, cfg.Sale, err)
+		return Report{}, fmt.Errorf("profile %s: items of sale %s: %w", p.Name, cfg.SaleID, err)
 	}
 	r.items = items
-	rep, err := r.inspect(ctx)
-	if err != nil || !cfg.Fix {
-		return rep, err
-	}
-	actions := r.repair(ctx, rep)
-	if len(actions) == 0 {
-		return rep, nil
-	}
-	after, err := r.inspect(ctx)
-	if after != nil {
-		after.Actions = actions
-	}
-	return after, err
+	return fixPasses(ctx, cfg, r.inspect)
 }
 
 // lag reads the order consumer's lag into rep.Kafka: 0 when the profile declares no order log,
@@ -118,25 +70,25 @@ func (r *profileRun) lag(ctx context.Context, rep *Report) int64 {
 
 // inspect reads every item, and once more after cfg.Confirm when the first read finds anything,
 // keeping only what both reads found.
-func (r *profileRun) inspect(ctx context.Context) (*Report, error) {
-	rep := &Report{SaleID: r.cfg.Sale, Profile: r.p.Name, At: r.cfg.Now().UTC()}
-	first, err := r.readAll(ctx, r.lag(ctx, rep))
+func (r *profileRun) inspect(ctx context.Context) (Report, error) {
+	rep := Report{SaleID: r.cfg.SaleID, Profile: r.p.Name, At: r.cfg.Now().UTC()}
+	first, err := r.readAll(ctx, r.lag(ctx, &rep))
 	if err != nil {
-		return nil, err
+		return Report{}, err
 	}
 	if !anyProfileFindings(first) {
 		rep.Items = itemReports(first)
 		return rep, nil
 	}
-	fmt.Fprintf(r.cfg.Progress, "reconcile: %s: something differs; reading again in %s to confirm\n", r.cfg.Sale, r.cfg.Confirm)
+	fmt.Fprintf(r.cfg.Progress, "reconcile: %s: something differs; reading again in %s to confirm\n", r.cfg.SaleID, r.cfg.Confirm)
 	select {
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return Report{}, ctx.Err()
 	case <-time.After(r.cfg.Confirm):
 	}
-	second, err := r.readAll(ctx, r.lag(ctx, rep))
+	second, err := r.readAll(ctx, r.lag(ctx, &rep))
 	if err != nil {
-		return nil, err
+		return Report{}, err
 	}
 	for i := range second {
 		second[i].findings = r.confirm(first[i].findings, second[i])
@@ -167,17 +119,17 @@ func (r *profileRun) read(ctx context.Context, item string, lag int64) (profileI
 	defer cancel()
 	it := profileItem{lag: lag}
 	var err error
-	if it.state, err = r.t.State(ctx, r.cfg.Sale, item); err != nil {
+	if it.state, err = r.t.State(ctx, r.cfg.SaleID, item); err != nil {
 		return it, err
 	}
 	if r.p.Redis.Buyers == "" {
 		return it, nil
 	}
-	pg, ok, err := r.t.DB.LiveBuyers(ctx, r.cfg.Sale, item)
+	pg, ok, err := r.t.DB.LiveBuyers(ctx, r.cfg.SaleID, item)
 	if err != nil || !ok {
 		return it, err
 	}
-	if it.redisBuyers, err = r.t.Stocks.Buyers(ctx, r.cfg.Sale, item, it.state.Shards); err != nil {
+	if it.redisBuyers, err = r.t.Stocks.Buyers(ctx, r.cfg.SaleID, item, it.state.Shards); err != nil {
 		return it, err
 	}
 	it.pgBuyers, it.hasBuyers = pg, true

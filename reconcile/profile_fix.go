@@ -9,29 +9,9 @@ import (
 // errMoved is a compare-and-set that found the counter changed since it was read.
 var errMoved = errors.New("the counter moved since it was read (a purchase or release ran): left alone")
 
-// repair applies every confirmed finding's declared fix once and says what it did.
-func (r *profileRun) repair(ctx context.Context, rep *Report) []Action {
-	var out []Action
-	for _, it := range rep.Items {
-		for _, f := range it.Findings {
-			if f.repair == nil {
-				continue
-			}
-			a := Action{ItemID: it.ItemID, What: f.Fix, Why: f.Kind + ": " + f.Detail}
-			rctx, cancel := context.WithTimeout(ctx, 2*r.cfg.Timeout)
-			if err := f.repair(rctx); err != nil {
-				a.Error = err.Error()
-			}
-			cancel()
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
 func (r *profileRun) fixSold(item string) func(context.Context) error {
 	return func(ctx context.Context) error {
-		n, err := r.t.DB.FixSold(ctx, r.cfg.Sale, item)
+		n, err := r.t.DB.FixSold(ctx, r.cfg.SaleID, item)
 		if err == nil && n == 0 {
 			err = fmt.Errorf("fix.sold changed no row of item %s", item)
 		}

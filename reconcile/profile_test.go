@@ -54,13 +54,9 @@ func runProfile(t *testing.T, p *profile.Profile, redisURL, postgresURL, sale st
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	tgt, err := profile.Connect(ctx, p, redisURL, postgresURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tgt.Close()
-	return reconcile.RunProfile(ctx, reconcile.ProfileConfig{Target: tgt, Sale: sale, Brokers: brokers, Fix: fix,
-		Confirm: 50 * time.Millisecond})
+	rep, err := reconcile.Run(ctx, reconcile.Config{Profile: p, RedisURL: redisURL, PostgresURL: postgresURL, SaleID: sale,
+		Brokers: brokers, Fix: fix, Confirm: 50 * time.Millisecond})
+	return &rep, err
 }
 
 // kinds lists an item's finding kinds with what fix says of each.
@@ -201,11 +197,6 @@ func TestRunProfileLeavesACounterThatMovesBetweenReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := g.withFixes()
-	tgt, err := profile.Connect(ctx, &p, stack.EndpointsFromEnv().RedisURL, g.tg.c.PostgresURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tgt.Close()
 	// During the pause between the reads (it begins with the progress line announcing the second
 	// read), one more unit appears.
 	pausing := make(chan struct{})
@@ -218,15 +209,16 @@ func TestRunProfileLeavesACounterThatMovesBetweenReads(t *testing.T) {
 			moved <- errors.New("the first read never announced a second one")
 		}
 	}()
-	rep, err := reconcile.RunProfile(ctx, reconcile.ProfileConfig{Target: tgt, Sale: g.tg.c.Sale.ID, Brokers: g.tg.c.Brokers,
-		Fix: true, Confirm: 1500 * time.Millisecond, Progress: &onLine{prefix: "reconcile: " + g.tg.c.Sale.ID + ": something differs", seen: pausing}})
+	rep, err := reconcile.Run(ctx, reconcile.Config{Profile: &p, RedisURL: stack.EndpointsFromEnv().RedisURL, PostgresURL: g.tg.c.PostgresURL,
+		SaleID: g.tg.c.Sale.ID, Brokers: g.tg.c.Brokers, Fix: true, Confirm: 1500 * time.Millisecond,
+		Progress: &onLine{prefix: "reconcile: " + g.tg.c.Sale.ID + ": something differs", seen: pausing}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := <-moved; err != nil {
 		t.Fatal(err)
 	}
-	u, ok := kinds(rep)[reconcile.KindUnits]
+	u, ok := kinds(&rep)[reconcile.KindUnits]
 	if !ok || !strings.Contains(u.Detail, "redis stock 11") || !strings.Contains(u.Fix, "moved between the two reads") {
 		t.Fatalf("want the units finding of the second read, left alone: %+v", rep)
 	}

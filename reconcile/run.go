@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/verify"
@@ -22,9 +24,18 @@ type Config struct {
 	SaleID      string
 	RedisURL    string
 	PostgresURL string
+	// Profile is the target's profile; nil is the bundled server's. fsctl serve is reconciled
+	// order by order (holds, order records, the order log) and repaired with its own scripts; any
+	// other target through what its profile declares only.
+	Profile *profile.Profile
+	// Items restricts the run to these items; empty: every item of the sale.
+	Items []string
+	// Confirm is the pause of a profile's run between the two reads a finding must show in.
+	Confirm time.Duration
 	// Brokers, when set, add the order log: consumer lag, dead letters, and re-publishing orphans.
 	Brokers []string
-	// OrdersTopic, DeadLetterTopic and ConsumerGroup default to the bundled server's.
+	// OrdersTopic, DeadLetterTopic and ConsumerGroup default to the profile's (the bundled
+	// server's without one).
 	OrdersTopic, DeadLetterTopic, ConsumerGroup string
 	// Fix repairs what is safe to repair and explains every change.
 	Fix bool
@@ -47,8 +58,21 @@ type Config struct {
 // DefaultConsumerGroup is the bundled server's order consumer group.
 const DefaultConsumerGroup = events.DefaultConsumerGroup
 
+// bundled reports whether the target is fsctl serve, reconciled order by order.
+func (c Config) bundled() bool { return c.Profile == nil || c.Profile.IsDeep() }
+
+// Validate says what the configuration asks of its target that the target does not offer.
+func (c Config) Validate() error {
+	if !c.bundled() && c.RebuildRedis {
+		return fmt.Errorf("rebuilding Redis is only for fsctl serve; profile %s declares a checkout fsctl cannot rebuild", c.Profile.Name)
+	}
+	return nil
+}
+
 func (c *Config) defaults() {
-	c.OrdersTopic, c.DeadLetterTopic, c.ConsumerGroup = events.LogNames(c.OrdersTopic, c.DeadLetterTopic, c.ConsumerGroup)
+	if c.Confirm <= 0 {
+		c.Confirm = 500 * time.Millisecond
+	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = time.Minute
 	}
@@ -157,9 +181,22 @@ func (c *conns) publisher() *events.Publisher {
 const maxFixPasses = 3
 
 // Run reconciles one sale: with Fix it repairs what is safe, pass by pass, and reports the state
-// after the last one; with RebuildRedis it first restores Redis from PostgreSQL.
+// after the last one; with RebuildRedis (fsctl serve only) it first restores Redis from
+// PostgreSQL.
 func Run(ctx context.Context, cfg Config) (Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return Report{}, err
+	}
 	cfg.defaults()
+	if p := cfg.Profile; p != nil { // the order log's names in cfg, when given, replace the profile's
+		cfg.OrdersTopic = cmp.Or(cfg.OrdersTopic, p.Kafka.Topic)
+		cfg.DeadLetterTopic = cmp.Or(cfg.DeadLetterTopic, p.Kafka.DeadLetter)
+		cfg.ConsumerGroup = cmp.Or(cfg.ConsumerGroup, p.Kafka.Group)
+	}
+	if !cfg.bundled() {
+		return runProfile(ctx, cfg)
+	}
+	cfg.OrdersTopic, cfg.DeadLetterTopic, cfg.ConsumerGroup = events.LogNames(cfg.OrdersTopic, cfg.DeadLetterTopic, cfg.ConsumerGroup)
 	c, err := open(ctx, cfg)
 	if err != nil {
 		return Report{}, err
@@ -170,22 +207,51 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return Report{}, err
 	}
 	var actions []Action
-	if cfg.RebuildRedis {
+	if cfg.RebuildRedis { // the whole sale: the rebuild pauses it and restores every item
 		if actions, err = c.rebuild(ctx, sl); err != nil {
 			return Report{SaleID: sl.ID, At: cfg.Now().UTC(), Actions: actions}, err
 		}
 	}
-	rep, err := c.inspect(ctx, sl)
+	if sl, err = only(sl, cfg.Items); err != nil {
+		return Report{}, err
+	}
+	rep, err := fixPasses(ctx, cfg, func(ctx context.Context) (Report, error) { return c.inspect(ctx, sl) })
+	rep.Actions = append(actions, rep.Actions...)
+	return rep, err
+}
+
+// only narrows the sale to the given items (all when none is given).
+func only(sl sale.Sale, items []string) (sale.Sale, error) {
+	if len(items) == 0 {
+		return sl, nil
+	}
+	var kept []sale.Item
+	for _, id := range items {
+		it, ok := sl.Item(id)
+		if !ok {
+			return sl, fmt.Errorf("sale %s has no item %q", sl.ID, id)
+		}
+		kept = append(kept, it)
+	}
+	sl.Items = kept
+	return sl, nil
+}
+
+// fixPasses inspects, then with Fix applies every finding's repair and inspects again, until a
+// pass repairs nothing or maxFixPasses; the report is the last inspection's, with every action.
+func fixPasses(ctx context.Context, cfg Config, inspect func(context.Context) (Report, error)) (Report, error) {
+	rep, err := inspect(ctx)
 	if err != nil {
 		return rep, err
 	}
+	var actions []Action
 	for pass := 0; cfg.Fix && pass < maxFixPasses; pass++ {
-		done := c.repair(ctx, rep)
+		done := repair(ctx, rep, cfg.Timeout)
 		if len(done) == 0 {
 			break
 		}
 		actions = append(actions, done...)
-		if rep, err = c.inspect(ctx, sl); err != nil {
+		if rep, err = inspect(ctx); err != nil {
 			return rep, err
 		}
 	}
@@ -193,8 +259,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	return rep, nil
 }
 
-// repair applies every finding's repair once and says what it did.
-func (c *conns) repair(ctx context.Context, rep Report) []Action {
+// repair applies every finding's repair once, each within twice the call timeout, and says what
+// it did.
+func repair(ctx context.Context, rep Report, timeout time.Duration) []Action {
 	var out []Action
 	for _, it := range rep.Items {
 		for _, f := range it.Findings {
@@ -207,9 +274,11 @@ func (c *conns) repair(ctx context.Context, rep Report) []Action {
 			} else if f.User != "" {
 				a.What += " (buyer " + f.User + ")"
 			}
-			if err := f.repair(ctx); err != nil {
+			rctx, cancel := context.WithTimeout(ctx, 2*timeout)
+			if err := f.repair(rctx); err != nil {
 				a.Error = err.Error()
 			}
+			cancel()
 			out = append(out, a)
 		}
 	}

@@ -167,6 +167,22 @@ func TestConsistentSale(t *testing.T) {
 	}
 }
 
+// TestItemsOfTheBundledServer: --item narrows fsctl serve's run too, and an item the sale lacks
+// is an error, not a clean report.
+func TestItemsOfTheBundledServer(t *testing.T) {
+	tg := newTarget(t, 10, 1)
+	cfg := tg.cfg
+	cfg.Items = []string{"hot"}
+	rep, err := reconcile.Run(context.Background(), cfg)
+	if err != nil || !rep.OK() || len(rep.Items) != 1 || rep.Items[0].ItemID != "hot" {
+		t.Fatalf("--item hot: %+v %v", rep.Items, err)
+	}
+	cfg.Items = []string{"cold"}
+	if _, err := reconcile.Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), `no item "cold"`) {
+		t.Fatalf("--item cold: %v", err)
+	}
+}
+
 func TestUnitAddedToRedisStock(t *testing.T) {
 	tg := newTarget(t, 10, 1)
 	tg.buy(t, 2)

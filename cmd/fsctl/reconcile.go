@@ -1,13 +1,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/reconcile"
 )
 
@@ -15,8 +13,6 @@ type reconcileOptions struct {
 	endpoints endpointFlags
 	profile   profileFlag
 	cfg       reconcile.Config
-	items     []string
-	confirm   time.Duration
 	output    outputFlag
 }
 
@@ -49,9 +45,8 @@ restores every live order, and resumes.
 
 With --profile naming a checkout other than fsctl serve, reconcile reads it only through what the
 profile declares (its sql queries, its redis key templates, its kafka topic and group): per item,
-oversold (live orders or sold above quantity, a negative stock key), the sold counter against the
-live orders, Redis stock + live orders = quantity (units lost or doubled), a missing stock key,
-and, when redis.buyers and sql.liveBuyers are both declared, buyers without an order and orders
+oversold (live orders or sold above quantity), a negative or missing stock key, the sold counter
+against the live orders, Redis stock + live orders = quantity (units lost or doubled), and, when redis.buyers and sql.liveBuyers are both declared, buyers without an order and orders
 without a buyer. The consumer lag explains units and buyers still on their way. --fix applies only
 the fixes the profile declares (fix.sold, fix.stock: recount, fix.buyers: recount); any other
 finding says the profile declares no fix for it. --rebuild-redis is only for fsctl serve.
@@ -73,14 +68,14 @@ Exit status: 0 consistent, 1 a violation (or reconcile could not run).`,
 	f.StringVar(&c.SaleID, "sale", "", "sale to reconcile (required)")
 	f.BoolVar(&c.Fix, "fix", false, "repair what is safe to repair, explaining each change")
 	f.BoolVar(&c.RebuildRedis, "rebuild-redis", false, "restore the sale's Redis state from PostgreSQL (after Redis lost it)")
-	f.StringVar(&c.OrdersTopic, "orders-topic", "", "orders topic (default the server's, or the profile's kafka.topic)")
-	f.StringVar(&c.DeadLetterTopic, "dead-letter-topic", "", "dead-letter topic (default the server's, or the profile's kafka.deadLetter)")
-	f.StringVar(&c.ConsumerGroup, "consumer-group", reconcile.DefaultConsumerGroup, "the order consumer's group (a profile's kafka.group unless given)")
+	f.StringVar(&c.OrdersTopic, "orders-topic", "", "orders topic (default the profile's kafka.topic)")
+	f.StringVar(&c.DeadLetterTopic, "dead-letter-topic", "", "dead-letter topic (default the profile's kafka.deadLetter)")
+	f.StringVar(&c.ConsumerGroup, "consumer-group", "", "the order consumer's group (default the profile's kafka.group: the server's "+reconcile.DefaultConsumerGroup+")")
 	f.DurationVar(&c.DrainTimeout, "drain-timeout", time.Minute, "how long --rebuild-redis waits for Kafka to drain")
 	f.DurationVar(&c.OrphanAge, "orphan-age", 30*time.Second, "age after which a hold without an order is orphaned, not in flight")
 	f.DurationVar(&c.Timeout, "timeout", 5*time.Second, "timeout of each network call")
-	f.StringSliceVar(&o.items, "item", nil, "reconcile only this item (repeatable; with a profile other than fsctl serve's)")
-	f.DurationVar(&o.confirm, "confirm-after", 500*time.Millisecond, "with a profile: pause between the two reads a finding must show in")
+	f.StringSliceVar(&c.Items, "item", nil, "reconcile only this item (repeatable; default every item of the sale)")
+	f.DurationVar(&c.Confirm, "confirm-after", 500*time.Millisecond, "with a profile other than fsctl serve's: pause between the two reads a finding must show in")
 	bindOutput(f, &o.output, "table or json", 1, tableOrJSON)
 	_ = cmd.MarkFlagRequired("sale")
 	return cmd
@@ -91,15 +86,14 @@ func runReconcile(cmd *cobra.Command, o reconcileOptions) error {
 	if err != nil {
 		return err
 	}
-	var rep *reconcile.Report
-	if p.IsDeep() {
-		if len(o.items) > 0 {
-			return usageError(errors.New("--item is for a profile other than fsctl serve's: the bundled server is reconciled whole"))
-		}
-		rep, err = reconcileDeep(cmd, o)
-	} else {
-		rep, err = reconcileProfile(cmd, o, p)
+	cfg := o.cfg
+	cfg.Profile = p
+	cfg.RedisURL, cfg.PostgresURL, cfg.Brokers = o.endpoints.redisURL, o.endpoints.postgresURL, o.endpoints.brokers
+	cfg.Progress = cmd.ErrOrStderr()
+	if err := cfg.Validate(); err != nil {
+		return usageError(err)
 	}
+	rep, err := reconcile.Run(cmd.Context(), cfg)
 	if err != nil {
 		return err
 	}
@@ -112,38 +106,4 @@ func runReconcile(cmd *cobra.Command, o reconcileOptions) error {
 		return &exitError{code: 1, err: fmt.Errorf("sale %s: Redis, PostgreSQL and Kafka disagree", o.cfg.SaleID)}
 	}
 	return nil
-}
-
-// reconcileDeep reconciles fsctl serve order by order, as reconcile always has.
-func reconcileDeep(cmd *cobra.Command, o reconcileOptions) (*reconcile.Report, error) {
-	cfg := o.cfg
-	cfg.RedisURL, cfg.PostgresURL, cfg.Brokers = o.endpoints.redisURL, o.endpoints.postgresURL, o.endpoints.brokers
-	cfg.Progress = cmd.ErrOrStderr()
-	rep, err := reconcile.Run(cmd.Context(), cfg)
-	return &rep, err
-}
-
-// reconcileProfile reconciles a foreign checkout through what its profile declares; the order
-// log's flags, when given, override the profile's names.
-func reconcileProfile(cmd *cobra.Command, o reconcileOptions, p *profile.Profile) (*reconcile.Report, error) {
-	if o.cfg.RebuildRedis {
-		return nil, usageError(fmt.Errorf("--rebuild-redis is only for fsctl serve; profile %s declares a checkout fsctl cannot rebuild", p.Name))
-	}
-	f := cmd.Flags()
-	if f.Changed("orders-topic") {
-		p.Kafka.Topic = o.cfg.OrdersTopic
-	}
-	if f.Changed("dead-letter-topic") {
-		p.Kafka.DeadLetter = o.cfg.DeadLetterTopic
-	}
-	if f.Changed("consumer-group") {
-		p.Kafka.Group = o.cfg.ConsumerGroup
-	}
-	tgt, err := profile.Connect(cmd.Context(), p, o.endpoints.redisURL, o.endpoints.postgresURL)
-	if err != nil {
-		return nil, err
-	}
-	defer tgt.Close()
-	return reconcile.RunProfile(cmd.Context(), reconcile.ProfileConfig{Target: tgt, Sale: o.cfg.SaleID, Items: o.items,
-		Brokers: o.endpoints.brokers, Fix: o.cfg.Fix, Confirm: o.confirm, Timeout: o.cfg.Timeout, Progress: cmd.ErrOrStderr()})
 }
