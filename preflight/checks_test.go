@@ -203,3 +203,23 @@ func TestClockReadToTheSecond(t *testing.T) {
 		t.Fatalf("an exact clock: %+v", r)
 	}
 }
+
+// TestValidateNeedsTheBundledSale: fsctl serve's checks read its sale; another profile's sale is
+// only a label.
+func TestValidateNeedsTheBundledSale(t *testing.T) {
+	foreign := *profile.Default()
+	foreign.Deep = ""
+	for _, tc := range []struct {
+		cfg Config
+		ok  bool
+	}{
+		{Config{}, false},
+		{Config{Profile: profile.Default()}, false},
+		{Config{SaleID: "bf"}, true},
+		{Config{Profile: &foreign}, true},
+	} {
+		if err := tc.cfg.Validate(); (err == nil) != tc.ok {
+			t.Errorf("Validate(%+v) = %v", tc.cfg, err)
+		}
+	}
+}

@@ -10,6 +10,7 @@ package preflight
 import (
 	"cmp"
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"sync"
@@ -160,6 +161,16 @@ func (c *Config) Defaults() {
 	if c.HTTP == nil {
 		c.HTTP = &http.Client{Timeout: c.Timeout}
 	}
+}
+
+// Validate says what the configuration lacks for its target: fsctl serve's checks read the sale
+// definition, so its sale must be named (a label passed to another profile's templates may be
+// left out).
+func (c Config) Validate() error {
+	if c.SaleID == "" && (c.Profile == nil || c.Profile.IsDeep()) {
+		return errors.New(`required flag "sale" not set`)
+	}
+	return nil
 }
 
 // DefaultConsumerGroup is the bundled server's order consumer group.

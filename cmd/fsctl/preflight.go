@@ -113,15 +113,13 @@ func runPreflight(cmd *cobra.Command, o preflightOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.cfg.SaleID == "" && prof.IsDeep() {
-		return usageError(errors.New(`required flag "sale" not set`))
-	}
 	cfg := o.cfg
 	cfg.Profile = prof
-	if prof.IsDeep() {
-		// The bundled server's secret, as serve reads it, so the profile check mints a real token.
-		cfg.TokenSecret = defaultJWTSecret()
+	if err := cfg.Validate(); err != nil {
+		return usageError(err)
 	}
+	// The bundled server's secret, as serve reads it, so the profile check mints a real token.
+	cfg.TokenSecret = prof.SecretOverride(defaultJWTSecret(), false)
 	cfg.RedisURL, cfg.PostgresURL, cfg.Brokers = o.endpoints.redisURL, o.endpoints.postgresURL, o.endpoints.brokers
 	if !o.output.json() && cfg.Fix {
 		fmt.Fprintln(cmd.ErrOrStderr(), "preflight: checking, then applying the safe fixes and checking again...")
