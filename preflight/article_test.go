@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/examples/articleshop/articletest"
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/preflight"
 	"github.com/fsctl/fsctl/testenv"
 )
@@ -26,23 +27,23 @@ func TestArticleShop(t *testing.T) {
 	if !rep.Ready(false) || rep.Profile != "spring-article" {
 		t.Fatalf("profile %q, failures %v", rep.Profile, failures(rep))
 	}
-	expect(t, rep, "templates", preflight.Pass, "POST /api/flash-sales/items/")
-	expect(t, rep, "templates", preflight.Pass, "rs256 token minted")
-	expect(t, rep, "queries "+hot, preflight.Pass, "quantity 5, sold 1, live 1, paid 0, 1 shard(s), 0 order(s) of the probe user, 1 live buyer(s)")
-	expect(t, rep, "stock "+hot, preflight.Pass, "redis 4 on 1 shard(s), expected 4 = quantity 5 − live orders 1; buyers 1")
-	expect(t, rep, "stock "+other, preflight.Pass, "redis 3 on 1 shard(s), expected 3")
-	expect(t, rep, "sale", preflight.Skip, "the profile has no sale definition")
-	expect(t, rep, "admission rate", preflight.Skip, "not available")
-	expect(t, rep, "kill switches", preflight.Skip, "not available")
-	expect(t, rep, "ready "+s.Base, preflight.Pass, "GET /actuator/health answered 200")
-	expect(t, rep, "consumer group", preflight.Pass, s.Group)
+	expect(t, rep, "templates", finding.Pass, "POST /api/flash-sales/items/")
+	expect(t, rep, "templates", finding.Pass, "rs256 token minted")
+	expect(t, rep, "queries "+hot, finding.Pass, "quantity 5, sold 1, live 1, paid 0, 1 shard(s), 0 order(s) of the probe user, 1 live buyer(s)")
+	expect(t, rep, "stock "+hot, finding.Pass, "redis 4 on 1 shard(s), expected 4 = quantity 5 − live orders 1; buyers 1")
+	expect(t, rep, "stock "+other, finding.Pass, "redis 3 on 1 shard(s), expected 3")
+	expect(t, rep, "sale", finding.Skip, "the profile has no sale definition")
+	expect(t, rep, "admission rate", finding.Skip, "not available")
+	expect(t, rep, "kill switches", finding.Skip, "not available")
+	expect(t, rep, "ready "+s.Base, finding.Pass, "GET /actuator/health answered 200")
+	expect(t, rep, "consumer group", finding.Pass, s.Group)
 
 	key := s.Profile.Keys(s.Sale, other, 1)[0].Stock
 	if err := testenv.Redis(t).IncrBy(context.Background(), key, 2).Err(); err != nil {
 		t.Fatal(err)
 	}
 	rep = run(t, cfg)
-	expect(t, rep, "stock "+other, preflight.Fail, "redis holds 5, expected 3 (off by +2)")
+	expect(t, rep, "stock "+other, finding.Fail, "redis holds 5, expected 3 (off by +2)")
 	if rep.Ready(false) {
 		t.Fatal("a drifted counter is ready")
 	}

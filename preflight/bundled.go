@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
@@ -45,15 +46,15 @@ func (e *env) stock() *stock.Store { return stock.New(e.rdb) }
 // bundledGroups are the groups that read nothing but what fsctl serve offers; any other target
 // gets each one's skip line, saying why.
 var bundledGroups = []struct {
-	run  func(context.Context, *env) []Result
-	skip Result
+	run  func(context.Context, *env) []finding.Finding
+	skip finding.Finding
 }{
-	{checkSchema, Result{Group: "schema", Check: "migrations", Status: Skip, Detail: "the bundled migrations and " +
+	{checkSchema, finding.Finding{Group: "schema", Check: "migrations", Status: finding.Skip, Detail: "the bundled migrations and " +
 		"constraints apply to fsctl serve only; the profile group checks this target's queries"}},
-	{checkSale, Result{Group: "sale", Check: "sale", Status: Skip, Detail: "not available: the profile has no sale definition"}},
-	{checkCapacity, Result{Group: "capacity", Check: "admission rate", Status: Skip,
+	{checkSale, finding.Finding{Group: "sale", Check: "sale", Status: finding.Skip, Detail: "not available: the profile has no sale definition"}},
+	{checkCapacity, finding.Finding{Group: "capacity", Check: "admission rate", Status: finding.Skip,
 		Detail: "not available for this target: it reads fsctl serve's waiting room"}},
-	{checkControls, Result{Group: "controls", Check: "kill switches", Status: Skip,
+	{checkControls, finding.Finding{Group: "controls", Check: "kill switches", Status: finding.Skip,
 		Detail: "not available for this target: they read fsctl serve's kill switches and pause flags"}},
 }
 

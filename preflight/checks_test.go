@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/skew"
@@ -39,16 +40,16 @@ func TestCapacity(t *testing.T) {
 		name   string
 		report string
 		room   sale.Room
-		want   Status
+		want   finding.Status
 		detail string
 	}{
-		{"no report", "", sale.Room{}, Skip, "no --capacity-report"},
-		{"unreadable", filepath.Join(dir, "none.json"), sale.Room{}, Fail, "no such file"},
-		{"not a blast report", notJSON, sale.Room{}, Fail, "notes.txt"},
-		{"no room", report, sale.Room{}, Warn, "no waiting room"},
-		{"below", report, sale.Room{Enabled: true, AdmissionRate: 500}, Pass, "admits 500 buyers/s"},
-		{"little headroom", report, sale.Room{Enabled: true, AdmissionRate: 900}, Warn, "admits 900"},
-		{"above", report, sale.Room{Enabled: true, AdmissionRate: 1500}, Fail, "1000 req/s"},
+		{"no report", "", sale.Room{}, finding.Skip, "no --capacity-report"},
+		{"unreadable", filepath.Join(dir, "none.json"), sale.Room{}, finding.Fail, "no such file"},
+		{"not a blast report", notJSON, sale.Room{}, finding.Fail, "notes.txt"},
+		{"no room", report, sale.Room{}, finding.Warn, "no waiting room"},
+		{"below", report, sale.Room{Enabled: true, AdmissionRate: 500}, finding.Pass, "admits 500 buyers/s"},
+		{"little headroom", report, sale.Room{Enabled: true, AdmissionRate: 900}, finding.Warn, "admits 900"},
+		{"above", report, sale.Room{Enabled: true, AdmissionRate: 1500}, finding.Fail, "1000 req/s"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -76,31 +77,31 @@ func TestBundledLogNames(t *testing.T) {
 
 func TestLimitsAndSchedule(t *testing.T) {
 	sl := testSale()
-	if r := limits(sl, 3*time.Second); r.Status != Pass {
+	if r := limits(sl, 3*time.Second); r.Status != finding.Pass {
 		t.Fatalf("sane limits: %+v", r)
 	}
-	if r := limits(sl, 10*time.Minute); r.Status != Fail || r.Fix == "" {
+	if r := limits(sl, 10*time.Minute); r.Status != finding.Fail || r.Fix == "" {
 		t.Fatalf("payment timeout = hold TTL: %+v", r)
 	}
 	short := sl
 	short.HoldTTL = 20 * time.Second
-	if r := limits(short, time.Second); r.Status != Warn {
+	if r := limits(short, time.Second); r.Status != finding.Warn {
 		t.Fatalf("20s hold: %+v", r)
 	}
 	before := sl.OpensAt.Add(-5 * time.Minute)
-	if r := schedule(sl, before); r.Status != Pass || !strings.Contains(r.Detail, "in 5m0s") {
+	if r := schedule(sl, before); r.Status != finding.Pass || !strings.Contains(r.Detail, "in 5m0s") {
 		t.Fatalf("before the opening: %+v", r)
 	}
 	ended := sl
 	ended.ClosesAt = sl.OpensAt.Add(time.Hour)
-	if r := schedule(ended, ended.ClosesAt.Add(time.Second)); r.Status != Fail {
+	if r := schedule(ended, ended.ClosesAt.Add(time.Second)); r.Status != finding.Fail {
 		t.Fatalf("after the close: %+v", r)
 	}
 }
 
 func TestMatchesFile(t *testing.T) {
 	sl := testSale()
-	if r := matchesFile(sl, sl, "f.yaml"); r.Status != Pass {
+	if r := matchesFile(sl, sl, "f.yaml"); r.Status != finding.Pass {
 		t.Fatalf("same sale: %+v", r)
 	}
 	other := testSale()
@@ -108,18 +109,18 @@ func TestMatchesFile(t *testing.T) {
 	other.Items = append(other.Items, sale.Item{ID: "b", Quantity: 1, Shards: 1})
 	r := matchesFile(sl, other, "f.yaml")
 	for _, want := range []string{"opensAt: stored 2026-12-01T12:00:00Z, file 2026-12-01T13:00:00Z", "items: stored [a], file [a b]"} {
-		if r.Status != Fail || !strings.Contains(r.Detail, want) {
+		if r.Status != finding.Fail || !strings.Contains(r.Detail, want) {
 			t.Fatalf("got %+v, want a failure naming %q", r, want)
 		}
 	}
 }
 
 func TestReportOutputs(t *testing.T) {
-	rep := Report{SaleID: "s1", At: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Results: []Result{
-		{Group: "redis", Check: "scripts", Status: Fail, Detail: "not in the script cache: reserve", Fix: "load them",
-			Repair: "SCRIPT LOAD 6 scripts", repair: func(context.Context) error { return nil }},
-		{Group: "kafka", Check: "durability", Status: Warn, Detail: "replication factor 1"},
-	}, Fixed: []Fixed{{Check: "stock a", Action: "preload"}}}
+	rep := Report{SaleID: "s1", At: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Results: []finding.Finding{
+		{Group: "redis", Check: "scripts", Status: finding.Fail, Detail: "not in the script cache: reserve", Fix: "load them",
+			Repair: "SCRIPT LOAD 6 scripts", Apply: func(context.Context) error { return nil }},
+		{Group: "kafka", Check: "durability", Status: finding.Warn, Detail: "replication factor 1"},
+	}, Fixed: []finding.Applied{{Check: "stock a", Action: "preload"}}}
 	var table bytes.Buffer
 	if err := rep.Render(&table, false); err != nil {
 		t.Fatal(err)
@@ -134,8 +135,8 @@ func TestReportOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back struct {
-		Ready   bool     `json:"ready"`
-		Results []Result `json:"results"`
+		Ready   bool              `json:"ready"`
+		Results []finding.Finding `json:"results"`
 	}
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Ready || len(back.Results) != 2 || back.Results[0].Repair == "" {
 		t.Fatalf("json %s: %+v %v", js.String(), back, err)
@@ -152,17 +153,17 @@ func TestSlotsBlameWhoStrays(t *testing.T) {
 	p := *profile.Default()
 	e := &env{cfg: Config{SaleID: "s1"}, prof: &p}
 	none := func(string, int) []string { return nil }
-	if r := itemSlots(e, "hot", 2, none); r.Status != Pass || r.Detail != "3 keys per shard share one slot: "+
+	if r := itemSlots(e, "hot", 2, none); r.Status != finding.Pass || r.Detail != "3 keys per shard share one slot: "+
 		strconv.Itoa(profile.KeySlot("{fs:s1:hot}"))+", "+strconv.Itoa(profile.KeySlot("{fs:s1:hot:1}")) {
 		t.Fatalf("one tag: %+v", r)
 	}
 	stray := func(string, int) []string { return []string{"{elsewhere}:meta"} }
-	if r := itemSlots(e, "hot", 1, stray); r.Status != Fail || !strings.Contains(r.Fix, "this fsctl build is broken") ||
+	if r := itemSlots(e, "hot", 1, stray); r.Status != finding.Fail || !strings.Contains(r.Fix, "this fsctl build is broken") ||
 		!strings.Contains(r.Detail, "{elsewhere}:meta in slot") {
 		t.Fatalf("a script key strays: %+v", r)
 	}
 	p.Redis.Buyers = "{buyers:${item}}:buyers"
-	if r := itemSlots(e, "hot", 1, none); r.Status != Fail || !strings.Contains(r.Fix, "give every key of a shard one hash tag") {
+	if r := itemSlots(e, "hot", 1, none); r.Status != finding.Fail || !strings.Contains(r.Fix, "give every key of a shard one hash tag") {
 		t.Fatalf("a profile key strays: %+v", r)
 	}
 }
@@ -189,16 +190,16 @@ func TestClockURL(t *testing.T) {
 func TestClockReadToTheSecond(t *testing.T) {
 	date := skew.Skew{Offset: 400 * time.Millisecond, RTT: 2 * time.Millisecond, Source: "Date header (±0.5s)", Resolution: time.Second}
 	r := clockResult(clockReading{name: "server http://a", Skew: date}, 250*time.Millisecond)
-	if r.Status != Pass || r.Detail != "this machine is 0s ahead of server http://a (±501ms), from its Date header (±0.5s)" {
+	if r.Status != finding.Pass || r.Detail != "this machine is 0s ahead of server http://a (±501ms), from its Date header (±0.5s)" {
 		t.Fatalf("within its second: %+v", r)
 	}
 	date.Offset = -1400 * time.Millisecond
-	if r := clockResult(clockReading{name: "server http://a", Skew: date}, 250*time.Millisecond); r.Status != Fail ||
+	if r := clockResult(clockReading{name: "server http://a", Skew: date}, 250*time.Millisecond); r.Status != finding.Fail ||
 		!strings.HasPrefix(r.Detail, "this machine is 900ms behind server http://a") || r.Fix == "" {
 		t.Fatalf("beyond its second: %+v", r)
 	}
 	exact := skew.Skew{Offset: -3 * time.Millisecond, RTT: 2 * time.Millisecond}
-	if r := clockResult(clockReading{name: "redis", Skew: exact}, time.Millisecond); r.Status != Fail ||
+	if r := clockResult(clockReading{name: "redis", Skew: exact}, time.Millisecond); r.Status != finding.Fail ||
 		r.Detail != "this machine is 3ms behind redis (±1ms), more than --max-skew 1ms" {
 		t.Fatalf("an exact clock: %+v", r)
 	}

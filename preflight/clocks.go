@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/skew"
 )
 
@@ -23,7 +24,7 @@ const clockReadings = 3
 
 // checkClocks: the sale opens by the servers' clocks, holds expire by Redis's and PostgreSQL's,
 // and blast releases by this machine's; they must agree within MaxSkew.
-func checkClocks(ctx context.Context, e *env) []Result {
+func checkClocks(ctx context.Context, e *env) []finding.Finding {
 	var mu sync.Mutex
 	var readings []clockReading
 	read := func(name string, r func() (skew.Skew, error)) {
@@ -63,7 +64,7 @@ func checkClocks(ctx context.Context, e *env) []Result {
 	if len(readings) == 0 {
 		return needs("clocks", "Redis", "PostgreSQL", "a server")
 	}
-	out := make([]Result, 0, len(readings))
+	out := make([]finding.Finding, 0, len(readings))
 	for _, c := range readings {
 		out = append(out, clockResult(c, e.cfg.MaxSkew))
 	}
@@ -85,10 +86,10 @@ func remoteClock(name string, sent, got, remote time.Time, err error) (skew.Skew
 
 // clockResult judges a reading by the least offset it allows, so a clock read to the second is
 // not failed for the second it cannot see.
-func clockResult(c clockReading, limit time.Duration) Result {
-	r := Result{Group: "clocks", Check: "clock " + c.name}
+func clockResult(c clockReading, limit time.Duration) finding.Finding {
+	r := finding.Finding{Group: "clocks", Check: "clock " + c.name}
 	if c.err != nil {
-		r.Status, r.Detail = Fail, c.err.Error()
+		r.Status, r.Detail = finding.Fail, c.err.Error()
 		return r
 	}
 	offset := c.Least()
@@ -101,11 +102,11 @@ func clockResult(c clockReading, limit time.Duration) Result {
 		r.Detail += fmt.Sprintf(", from its %s", c.Source)
 	}
 	if offset.Abs() > limit {
-		r.Status = Fail
+		r.Status = finding.Fail
 		r.Detail += fmt.Sprintf(", more than --max-skew %s", limit)
 		r.Fix = "sync both clocks with NTP (chronyc tracking / timedatectl) before the opening"
 		return r
 	}
-	r.Status = Pass
+	r.Status = finding.Pass
 	return r
 }

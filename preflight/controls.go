@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fsctl/fsctl/control"
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/room"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
@@ -15,11 +16,11 @@ import (
 
 // checkControls: no kill switch is thrown, and the sale and its room are paused exactly when the
 // operator expects them to be — in PostgreSQL and in every shard's Redis settings alike.
-func checkControls(ctx context.Context, e *env) []Result {
+func checkControls(ctx context.Context, e *env) []finding.Finding {
 	if e.rdb == nil {
 		return needs("controls", "Redis")
 	}
-	out := []Result{switches(ctx, e)}
+	out := []finding.Finding{switches(ctx, e)}
 	sl := e.bundled.sale
 	if sl == nil {
 		return out
@@ -31,11 +32,11 @@ func checkControls(ctx context.Context, e *env) []Result {
 	return out
 }
 
-func switches(ctx context.Context, e *env) Result {
-	r := Result{Group: "controls", Check: "kill switches"}
+func switches(ctx context.Context, e *env) finding.Finding {
+	r := finding.Finding{Group: "controls", Check: "kill switches"}
 	state, err := control.NewStore(e.rdb, e.cfg.SwitchesKey).Get(ctx)
 	if err != nil {
-		r.Status, r.Detail = Fail, err.Error()
+		r.Status, r.Detail = finding.Fail, err.Error()
 		return r
 	}
 	var thrown []string
@@ -45,11 +46,11 @@ func switches(ctx context.Context, e *env) Result {
 		}
 	}
 	if len(thrown) > 0 {
-		r.Status, r.Detail = Fail, "thrown: "+strings.Join(thrown, ", ")
+		r.Status, r.Detail = finding.Fail, "thrown: "+strings.Join(thrown, ", ")
 		r.Fix = `reset each: PUT /admin/v1/switches/NAME {"off": false}`
 		return r
 	}
-	r.Status, r.Detail = Pass, "none thrown ("+strings.Join(control.Names, ", ")+")"
+	r.Status, r.Detail = finding.Pass, "none thrown ("+strings.Join(control.Names, ", ")+")"
 	return r
 }
 
@@ -60,8 +61,8 @@ func (e *env) pauseWord(paused bool) string {
 	return "running"
 }
 
-func salePause(ctx context.Context, e *env, sl sale.Sale) Result {
-	r := Result{Group: "controls", Check: "sale pause"}
+func salePause(ctx context.Context, e *env, sl sale.Sale) finding.Finding {
+	r := finding.Finding{Group: "controls", Check: "sale pause"}
 	pipe := e.rdb.Pipeline()
 	var flags []*redis.StringCmd
 	var where []string
@@ -79,7 +80,7 @@ func salePause(ctx context.Context, e *env, sl sale.Sale) Result {
 		}
 	}
 	if len(disagree) > 0 {
-		r.Status = Fail
+		r.Status = finding.Fail
 		r.Detail = fmt.Sprintf("PostgreSQL says %s, Redis says otherwise on shard(s) %s", e.pauseWord(sl.Paused), strings.Join(disagree, ", "))
 		r.Fix = fmt.Sprintf("POST /admin/v1/sales/%s/pause or /resume again: it writes both", sl.ID)
 		return r
@@ -87,21 +88,21 @@ func salePause(ctx context.Context, e *env, sl sale.Sale) Result {
 	return expectPause(r, e, sl.Paused, fmt.Sprintf("POST /admin/v1/sales/%s/resume", sl.ID), fmt.Sprintf("POST /admin/v1/sales/%s/pause", sl.ID))
 }
 
-func roomPause(ctx context.Context, e *env, sl sale.Sale) Result {
-	r := Result{Group: "controls", Check: "room admissions"}
+func roomPause(ctx context.Context, e *env, sl sale.Sale) finding.Finding {
+	r := finding.Finding{Group: "controls", Check: "room admissions"}
 	rdb := e.roomClient()
 	if rdb == nil {
-		r.Status, r.Detail = Skip, "the room's Redis is unreachable"
+		r.Status, r.Detail = finding.Skip, "the room's Redis is unreachable"
 		return r
 	}
 	st, err := room.New(rdb).Stats(ctx, sl.ID)
 	if err != nil {
-		r.Status, r.Detail = Warn, err.Error()
+		r.Status, r.Detail = finding.Warn, err.Error()
 		r.Fix = "the servers set the room up when they start: start them"
 		return r
 	}
 	if st.Paused != sl.Room.Paused {
-		r.Status = Fail
+		r.Status = finding.Fail
 		r.Detail = fmt.Sprintf("PostgreSQL says admissions %s, the room says %s", e.pauseWord(sl.Room.Paused), e.pauseWord(st.Paused))
 		r.Fix = fmt.Sprintf("PUT /admin/v1/sales/%s/room again: it writes both", sl.ID)
 		return r
@@ -113,15 +114,15 @@ func roomPause(ctx context.Context, e *env, sl sale.Sale) Result {
 }
 
 // expectPause compares a pause flag with what the operator expects (--expect-paused).
-func expectPause(r Result, e *env, paused bool, resume, pause string) Result {
+func expectPause(r finding.Finding, e *env, paused bool, resume, pause string) finding.Finding {
 	r.Detail = e.pauseWord(paused)
 	switch {
 	case paused == e.cfg.ExpectPaused:
-		r.Status = Pass
+		r.Status = finding.Pass
 	case paused:
-		r.Status, r.Fix = Fail, resume+" (or pass --expect-paused if you open it by hand)"
+		r.Status, r.Fix = finding.Fail, resume+" (or pass --expect-paused if you open it by hand)"
 	default:
-		r.Status, r.Fix = Fail, pause+" (or drop --expect-paused)"
+		r.Status, r.Fix = finding.Fail, pause+" (or drop --expect-paused)"
 	}
 	return r
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/sale"
@@ -40,11 +41,11 @@ type env struct {
 	// listed is what sql.items returned and itemsErr why it failed.
 	items, listed  []string
 	itemsErr       error
-	connectResults []Result
+	connectResults []finding.Finding
 	mu             sync.Mutex
 }
 
-func (e *env) add(r Result) {
+func (e *env) add(r finding.Finding) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.connectResults = append(e.connectResults, r)
@@ -100,7 +101,7 @@ func (e *env) roomClient() *redis.Client {
 func (e *env) dialRedis(ctx context.Context, name, url, flag string) *redis.Client {
 	opts, err := redis.ParseURL(url)
 	if err != nil {
-		e.add(Result{Group: "redis", Check: name + " reachable", Status: Fail,
+		e.add(finding.Finding{Group: "redis", Check: name + " reachable", Status: finding.Fail,
 			Detail: fmt.Sprintf("%q is not a Redis URL: %v", url, err), Fix: "set " + flag + " to redis://host:port/db"})
 		return nil
 	}
@@ -109,7 +110,7 @@ func (e *env) dialRedis(ctx context.Context, name, url, flag string) *redis.Clie
 	c := redis.NewClient(opts)
 	if err := c.Ping(ctx).Err(); err != nil {
 		_ = c.Close()
-		e.add(Result{Group: "redis", Check: name + " reachable", Status: Fail,
+		e.add(finding.Finding{Group: "redis", Check: name + " reachable", Status: finding.Fail,
 			Detail: fmt.Sprintf("%s: %v", opts.Addr, err), Fix: "start Redis (fsctl stack up) or point " + flag + " at it"})
 		return nil
 	}
@@ -119,7 +120,7 @@ func (e *env) dialRedis(ctx context.Context, name, url, flag string) *redis.Clie
 func (e *env) openPostgres(ctx context.Context) {
 	db, err := orders.Open(ctx, e.cfg.PostgresURL)
 	if err != nil {
-		e.add(Result{Group: "schema", Check: "postgres reachable", Status: Fail, Detail: err.Error(),
+		e.add(finding.Finding{Group: "schema", Check: "postgres reachable", Status: finding.Fail, Detail: err.Error(),
 			Fix: "start PostgreSQL (fsctl stack up) or point --postgres-url / FSCTL_POSTGRES_URL at it"})
 		return
 	}
@@ -130,7 +131,7 @@ func (e *env) openPostgres(ctx context.Context) {
 
 func (e *env) dialKafka(ctx context.Context) {
 	if len(e.cfg.Brokers) == 0 {
-		e.add(Result{Group: "kafka", Check: "kafka reachable", Status: Fail, Detail: "no brokers given",
+		e.add(finding.Finding{Group: "kafka", Check: "kafka reachable", Status: finding.Fail, Detail: "no brokers given",
 			Fix: "set --kafka-brokers / FSCTL_KAFKA_BROKERS"})
 		return
 	}
@@ -146,7 +147,7 @@ func (e *env) dialKafka(ctx context.Context) {
 	}
 	meta, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
 	if err != nil {
-		e.add(Result{Group: "kafka", Check: "kafka reachable", Status: Fail,
+		e.add(finding.Finding{Group: "kafka", Check: "kafka reachable", Status: finding.Fail,
 			Detail: fmt.Sprintf("%v: %v", e.cfg.Brokers, err),
 			Fix:    "start Kafka (fsctl stack up) or point --kafka-brokers / FSCTL_KAFKA_BROKERS at it"})
 		return
@@ -172,7 +173,7 @@ func (e *env) loadFile() {
 	}
 	sl, err := sale.LoadFile(e.cfg.SaleFile)
 	if err != nil {
-		e.add(Result{Group: "sale", Check: "sale file", Status: Fail, Detail: err.Error(),
+		e.add(finding.Finding{Group: "sale", Check: "sale file", Status: finding.Fail, Detail: err.Error(),
 			Fix: "correct the field on that line of " + e.cfg.SaleFile})
 		return
 	}
@@ -180,8 +181,8 @@ func (e *env) loadFile() {
 }
 
 // needs returns a skip result when a dependency of a group is missing, naming it.
-func needs(group string, what ...string) []Result {
-	return []Result{{Group: group, Check: group, Status: Skip, Detail: "not checked: needs " + joinAnd(what) + " (see above)"}}
+func needs(group string, what ...string) []finding.Finding {
+	return []finding.Finding{{Group: group, Check: group, Status: finding.Skip, Detail: "not checked: needs " + joinAnd(what) + " (see above)"}}
 }
 
 func joinAnd(s []string) string {

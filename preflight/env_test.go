@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/preflight"
 	"github.com/fsctl/fsctl/stack"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
@@ -45,7 +46,7 @@ func run(t *testing.T, cfg preflight.Config) preflight.Report {
 }
 
 // result finds the one result whose check starts with prefix.
-func result(t *testing.T, rep preflight.Report, prefix string) preflight.Result {
+func result(t *testing.T, rep preflight.Report, prefix string) finding.Finding {
 	t.Helper()
 	for _, r := range rep.Results {
 		if strings.HasPrefix(r.Check, prefix) {
@@ -53,14 +54,14 @@ func result(t *testing.T, rep preflight.Report, prefix string) preflight.Result 
 		}
 	}
 	t.Fatalf("no check %q in %+v", prefix, rep.Results)
-	return preflight.Result{}
+	return finding.Finding{}
 }
 
 // failures lists the failed checks, for messages.
 func failures(rep preflight.Report) []string {
 	var out []string
 	for _, r := range rep.Results {
-		if r.Status == preflight.Fail {
+		if r.Status == finding.Fail {
 			out = append(out, r.Check+": "+r.Detail)
 		}
 	}
@@ -68,13 +69,13 @@ func failures(rep preflight.Report) []string {
 }
 
 // expect asserts a check's status and that a failure says how to fix it.
-func expect(t *testing.T, rep preflight.Report, check string, want preflight.Status, detail string) preflight.Result {
+func expect(t *testing.T, rep preflight.Report, check string, want finding.Status, detail string) finding.Finding {
 	t.Helper()
 	r := result(t, rep, check)
 	if r.Status != want || !strings.Contains(r.Detail, detail) {
 		t.Fatalf("%s: got %s %q, want %s with %q", check, r.Status, r.Detail, want, detail)
 	}
-	if want == preflight.Fail && r.Fix == "" {
+	if want == finding.Fail && r.Fix == "" {
 		t.Fatalf("%s failed without saying how to fix it: %+v", check, r)
 	}
 	return r

@@ -9,18 +9,19 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/finding"
 )
 
 // checkKafka: the profile's order topic (and dead-letter topic) exist with leaders, how durable
 // the order log is, and the group that writes the orders is there and keeping up.
-func checkKafka(ctx context.Context, e *env) []Result {
+func checkKafka(ctx context.Context, e *env) []finding.Finding {
 	if e.cfg.OrdersTopic == "" {
-		return []Result{{Group: "kafka", Check: "order log", Status: Skip, Detail: "the profile declares no order log (kafka.topic)"}}
+		return []finding.Finding{{Group: "kafka", Check: "order log", Status: finding.Skip, Detail: "the profile declares no order log (kafka.topic)"}}
 	}
 	if e.kafka == nil {
 		return needs("kafka", "Kafka")
 	}
-	out := []Result{topicCheck(e, e.cfg.OrdersTopic, "orders topic", e.cfg.Partitions)}
+	out := []finding.Finding{topicCheck(e, e.cfg.OrdersTopic, "orders topic", e.cfg.Partitions)}
 	if e.cfg.DeadLetterTopic != "" {
 		out = append(out, topicCheck(e, e.cfg.DeadLetterTopic, "dead-letter topic", 1))
 	}
@@ -30,7 +31,7 @@ func checkKafka(ctx context.Context, e *env) []Result {
 	}
 	out = append(out, durability(ctx, e, *t))
 	if e.cfg.ConsumerGroup == "" {
-		return append(out, Result{Group: "kafka", Check: "consumer group", Status: Skip, Detail: "the profile declares no kafka.group"})
+		return append(out, finding.Finding{Group: "kafka", Check: "consumer group", Status: finding.Skip, Detail: "the profile declares no kafka.group"})
 	}
 	return append(out, consumerGroup(ctx, e, *t))
 }
@@ -44,18 +45,18 @@ func findTopic(meta *kafka.MetadataResponse, name string) *kafka.Topic {
 	return nil
 }
 
-func topicCheck(e *env, name, what string, partitions int) Result {
-	r := Result{Group: "kafka", Check: what}
+func topicCheck(e *env, name, what string, partitions int) finding.Finding {
+	r := finding.Finding{Group: "kafka", Check: what}
 	t := findTopic(e.meta, name)
 	if t == nil || t.Error != nil {
 		reason := "missing"
 		if t != nil && !errors.Is(t.Error, kafka.UnknownTopicOrPartition) {
 			reason = t.Error.Error()
 		}
-		r.Status, r.Detail, r.Fix = Fail, fmt.Sprintf("%s: %s", name, reason), e.fix.topic
+		r.Status, r.Detail, r.Fix = finding.Fail, fmt.Sprintf("%s: %s", name, reason), e.fix.topic
 		if e.fix.createTopic {
 			r.Repair = fmt.Sprintf("create topic %s with %d partition(s)", name, partitions)
-			r.repair = func(ctx context.Context) error { return events.EnsureTopic(ctx, e.cfg.Brokers, name, partitions) }
+			r.Apply = func(ctx context.Context) error { return events.EnsureTopic(ctx, e.cfg.Brokers, name, partitions) }
 		}
 		return r
 	}
@@ -65,9 +66,9 @@ func topicCheck(e *env, name, what string, partitions int) Result {
 			leaderless++
 		}
 	}
-	r.Status, r.Detail = Pass, fmt.Sprintf("%s: %d partition(s), replication factor %d", name, len(t.Partitions), replicationFactor(*t))
+	r.Status, r.Detail = finding.Pass, fmt.Sprintf("%s: %d partition(s), replication factor %d", name, len(t.Partitions), replicationFactor(*t))
 	if leaderless > 0 {
-		r.Status = Fail
+		r.Status = finding.Fail
 		r.Detail += fmt.Sprintf(", %d partition(s) without a leader", leaderless)
 		r.Fix = "bring the brokers back: publishes to those partitions fail"
 	}
@@ -85,8 +86,8 @@ func replicationFactor(t kafka.Topic) int {
 }
 
 // durability: with acks=all, a write is safe once min.insync.replicas brokers have it.
-func durability(ctx context.Context, e *env, t kafka.Topic) Result {
-	r := Result{Group: "kafka", Check: "durability"}
+func durability(ctx context.Context, e *env, t kafka.Topic) finding.Finding {
+	r := finding.Finding{Group: "kafka", Check: "durability"}
 	res, err := e.kafka.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
 		ResourceType: kafka.ResourceTypeTopic, ResourceName: t.Name, ConfigNames: []string{"min.insync.replicas"},
 	}}})
@@ -100,20 +101,20 @@ func durability(ctx context.Context, e *env, t kafka.Topic) Result {
 		}
 	}
 	if err != nil || minISR < 0 {
-		r.Status, r.Detail = Warn, fmt.Sprintf("min.insync.replicas of %s unreadable: %v", t.Name, err)
+		r.Status, r.Detail = finding.Warn, fmt.Sprintf("min.insync.replicas of %s unreadable: %v", t.Name, err)
 		return r
 	}
 	rf := replicationFactor(t)
-	r.Status, r.Detail = Pass, fmt.Sprintf("replication factor %d, min.insync.replicas %d", rf, minISR)
+	r.Status, r.Detail = finding.Pass, fmt.Sprintf("replication factor %d, min.insync.replicas %d", rf, minISR)
 	switch {
 	case minISR > rf:
-		r.Status, r.Fix = Fail, "every publish fails: lower min.insync.replicas below the replication factor"
+		r.Status, r.Fix = finding.Fail, "every publish fails: lower min.insync.replicas below the replication factor"
 	case rf == 1:
-		r.Status = Warn
+		r.Status = finding.Warn
 		r.Detail += ": one broker lost loses every order not yet in PostgreSQL"
 		r.Fix = "in production: replication factor 3, min.insync.replicas 2"
 	case minISR < 2:
-		r.Status = Warn
+		r.Status = finding.Warn
 		r.Detail += ": an acknowledged order may live on one broker only"
 		r.Fix = "kafka-configs --alter --add-config min.insync.replicas=2"
 	}
@@ -122,25 +123,25 @@ func durability(ctx context.Context, e *env, t kafka.Topic) Result {
 
 // consumerGroup: someone consumes the orders, and the log is drained (lag is what a crash now
 // would leave to replay).
-func consumerGroup(ctx context.Context, e *env, t kafka.Topic) Result {
-	r := Result{Group: "kafka", Check: "consumer group"}
+func consumerGroup(ctx context.Context, e *env, t kafka.Topic) finding.Finding {
+	r := finding.Finding{Group: "kafka", Check: "consumer group"}
 	g, err := events.GroupLag(ctx, e.kafka, t.Name, e.cfg.ConsumerGroup)
 	if err != nil {
-		r.Status, r.Detail = Fail, err.Error()
+		r.Status, r.Detail = finding.Fail, err.Error()
 		return r
 	}
 	r.Detail = fmt.Sprintf("%s: %s, %d member(s), lag %d over %d partition(s)", g.Group, g.State, g.Members, g.Lag, len(g.Partitions))
 	switch {
 	case g.Members == 0:
-		r.Status = Fail
+		r.Status = finding.Fail
 		r.Detail += ": nobody consumes the orders"
 		r.Fix = e.fix.consumer
 	case g.Lag > 0:
-		r.Status = Warn
+		r.Status = finding.Warn
 		r.Detail += ": orders are still on their way to PostgreSQL"
 		r.Fix = "wait for the consumer to drain before opening"
 	default:
-		r.Status = Pass
+		r.Status = finding.Pass
 	}
 	return r
 }

@@ -17,70 +17,30 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/lifecycle"
 	"github.com/fsctl/fsctl/profile"
 )
-
-// Status is the verdict of one check.
-type Status string
-
-// The verdicts, from best to worst. A warning does not fail a run unless it is strict.
-const (
-	Pass Status = "pass"
-	Skip Status = "skip"
-	Warn Status = "warn"
-	Fail Status = "fail"
-)
-
-// Result is one line of the checklist.
-type Result struct {
-	Group  string `json:"group"`
-	Check  string `json:"check"`
-	Status Status `json:"status"`
-	Detail string `json:"detail"`
-	// Fix says what an operator does about a warning or failure.
-	Fix string `json:"fix,omitempty"`
-	// repair, when set, is the safe fix that --fix applies; Repair describes it.
-	repair func(context.Context) error
-	Repair string `json:"autoFix,omitempty"`
-}
-
-// Fixed is one repair --fix applied.
-type Fixed struct {
-	Check  string `json:"check"`
-	Action string `json:"action"`
-	Error  string `json:"error,omitempty"`
-}
 
 // Report is the outcome of one preflight.
 type Report struct {
 	SaleID string `json:"sale"`
 	// Profile names the target profile the checks read the checkout through; ProfileSource is
 	// where it came from.
-	Profile       string    `json:"profile"`
-	ProfileSource string    `json:"profileSource,omitempty"`
-	At            time.Time `json:"at"`
-	Results       []Result  `json:"results"`
+	Profile       string            `json:"profile"`
+	ProfileSource string            `json:"profileSource,omitempty"`
+	At            time.Time         `json:"at"`
+	Results       []finding.Finding `json:"results"`
 	// Fixed lists what --fix did before Results were taken again.
-	Fixed     []Fixed `json:"fixed,omitempty"`
-	ElapsedMs float64 `json:"elapsedMs"`
+	Fixed     []finding.Applied `json:"fixed,omitempty"`
+	ElapsedMs float64           `json:"elapsedMs"`
 }
 
 // Count returns how many results have the given status.
-func (r Report) Count(s Status) int {
-	n := 0
-	for _, res := range r.Results {
-		if res.Status == s {
-			n++
-		}
-	}
-	return n
-}
+func (r Report) Count(s finding.Status) int { return finding.Count(r.Results, s) }
 
 // Ready reports whether the sale may open: no failure, and no warning when strict.
-func (r Report) Ready(strict bool) bool {
-	return r.Count(Fail) == 0 && (!strict || r.Count(Warn) == 0)
-}
+func (r Report) Ready(strict bool) bool { return finding.OK(r.Results, strict) }
 
 // Config says what to check and where. Endpoints default to nothing: the CLI fills them from its
 // flags and environment.
@@ -184,21 +144,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	start := time.Now()
 	results, e := runOnce(ctx, cfg)
 	defer e.close() // the repairs use its connections
-	var fixed []Fixed
+	var fixed []finding.Applied
 	if cfg.Fix {
-		for _, r := range results {
-			if r.repair == nil || (r.Status != Fail && r.Status != Warn) {
-				continue
-			}
-			f := Fixed{Check: r.Check, Action: r.Repair}
-			rctx, cancel := context.WithTimeout(ctx, 5*cfg.Timeout)
-			if err := r.repair(rctx); err != nil {
-				f.Error = err.Error()
-			}
-			cancel()
-			fixed = append(fixed, f)
-		}
-		if len(fixed) > 0 {
+		if fixed = finding.ApplyAll(ctx, results, 5*cfg.Timeout); len(fixed) > 0 {
 			var again *env
 			results, again = runOnce(ctx, cfg)
 			again.close()
@@ -217,9 +165,9 @@ var groupOrder = []string{"schema", "profile", "sale", "stock", "redis", "kafka"
 
 // runOnce connects, then runs every group of checks in parallel, each under the probe timeout.
 // The caller closes the env once it is done with the results' repairs.
-func runOnce(ctx context.Context, cfg Config) ([]Result, *env) {
+func runOnce(ctx context.Context, cfg Config) ([]finding.Finding, *env) {
 	e := connect(ctx, cfg)
-	groups := []func(context.Context, *env) []Result{checkProfile, checkStock, checkRedis, checkKafka, checkServers, checkClocks}
+	groups := []func(context.Context, *env) []finding.Finding{checkProfile, checkStock, checkRedis, checkKafka, checkServers, checkClocks}
 	for _, g := range bundledGroups {
 		if e.bundled == nil {
 			e.add(g.skip)
@@ -227,7 +175,7 @@ func runOnce(ctx context.Context, cfg Config) ([]Result, *env) {
 		}
 		groups = append(groups, g.run)
 	}
-	out := make([][]Result, len(groups))
+	out := make([][]finding.Finding, len(groups))
 	var wg sync.WaitGroup
 	for i, g := range groups {
 		wg.Go(func() {
@@ -238,7 +186,7 @@ func runOnce(ctx context.Context, cfg Config) ([]Result, *env) {
 	}
 	wg.Wait()
 	all := append(e.connectResults, slices.Concat(out...)...)
-	slices.SortStableFunc(all, func(a, b Result) int {
+	slices.SortStableFunc(all, func(a, b finding.Finding) int {
 		return slices.Index(groupOrder, a.Group) - slices.Index(groupOrder, b.Group)
 	})
 	return all, e

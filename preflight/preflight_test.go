@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/preflight"
 	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/testenv"
@@ -24,11 +25,11 @@ func TestHealthyStackIsReady(t *testing.T) {
 	for _, check := range []string{"migrations", "constraints", "sale definition", "schedule", "limits", "stock hot",
 		"hash slots hot", "eviction policy", "scripts", "orders topic", "dead-letter topic", "consumer group",
 		"ready " + tg.c.Base, "sale view " + tg.c.Base, "clock redis", "clock postgres", "clock server", "kill switches", "sale pause"} {
-		if r := result(t, rep, check); r.Status != preflight.Pass && r.Status != preflight.Warn {
+		if r := result(t, rep, check); r.Status != finding.Pass && r.Status != finding.Warn {
 			t.Errorf("%s: %s %s", check, r.Status, r.Detail)
 		}
 	}
-	expect(t, rep, "stock hot", preflight.Pass, "redis 40 on 4 shard(s), expected 40")
+	expect(t, rep, "stock hot", finding.Pass, "redis 40 on 4 shard(s), expected 40")
 }
 
 // TestWrongPreloadIsFixedBeforeTheSale: a counter off by ten units fails; nothing was sold yet, so
@@ -40,13 +41,13 @@ func TestWrongPreloadIsFixedBeforeTheSale(t *testing.T) {
 	if err := rdb.DecrBy(ctx, stock.ShardKeys(tg.c.Sale.ID, "hot", 1).Stock(), 10).Err(); err != nil {
 		t.Fatal(err)
 	}
-	expect(t, tg.run(t), "stock hot", preflight.Fail, "redis 30")
+	expect(t, tg.run(t), "stock hot", finding.Fail, "redis 30")
 	tg.cfg.Fix = true
 	rep := tg.run(t)
 	if len(rep.Fixed) != 1 || rep.Fixed[0].Check != "stock hot" || rep.Fixed[0].Error != "" {
 		t.Fatalf("fixed %+v, want the item reloaded", rep.Fixed)
 	}
-	expect(t, rep, "stock hot", preflight.Pass, "redis 40")
+	expect(t, rep, "stock hot", finding.Pass, "redis 40")
 }
 
 // TestWrongPreloadAfterSalesIsNotRewritten: once a unit is taken, --fix leaves the counters alone.
@@ -65,7 +66,7 @@ func TestWrongPreloadAfterSalesIsNotRewritten(t *testing.T) {
 	if len(rep.Fixed) != 0 {
 		t.Fatalf("--fix rewrote live counters: %+v", rep.Fixed)
 	}
-	r := expect(t, rep, "stock hot", preflight.Fail, "units lost or doubled")
+	r := expect(t, rep, "stock hot", finding.Fail, "units lost or doubled")
 	if r.Repair != "" {
 		t.Fatalf("a live counter was offered a repair: %+v", r)
 	}
@@ -92,18 +93,18 @@ func TestMissingCounterIsPreloaded(t *testing.T) {
 	if err := rdb.Del(context.Background(), stock.ShardKeys(tg.c.Sale.ID, "hot", 2).Stock()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	expect(t, tg.run(t), "stock hot", preflight.Fail, "no stock counter on shard(s) [2]")
+	expect(t, tg.run(t), "stock hot", finding.Fail, "no stock counter on shard(s) [2]")
 	tg.cfg.Fix = true
-	expect(t, tg.run(t), "stock hot", preflight.Pass, "redis 9 on 3 shard(s)")
+	expect(t, tg.run(t), "stock hot", finding.Pass, "redis 9 on 3 shard(s)")
 }
 
 func TestMissingTopicIsCreated(t *testing.T) {
 	tg := newTarget(t, checkouttest.Options{Quantity: 1})
 	tg.cfg.DeadLetterTopic = testenv.ID(t, "missing-dlq")
-	expect(t, tg.run(t), "dead-letter topic", preflight.Fail, tg.cfg.DeadLetterTopic+": missing")
+	expect(t, tg.run(t), "dead-letter topic", finding.Fail, tg.cfg.DeadLetterTopic+": missing")
 	tg.cfg.Fix = true
 	rep := tg.run(t)
-	expect(t, rep, "dead-letter topic", preflight.Pass, "1 partition(s)")
+	expect(t, rep, "dead-letter topic", finding.Pass, "1 partition(s)")
 	if len(rep.Fixed) != 1 || rep.Fixed[0].Check != "dead-letter topic" {
 		t.Fatalf("fixed %+v", rep.Fixed)
 	}
@@ -112,7 +113,7 @@ func TestMissingTopicIsCreated(t *testing.T) {
 func TestConsumerGroupWithoutConsumers(t *testing.T) {
 	tg := newTarget(t, checkouttest.Options{Quantity: 1})
 	tg.cfg.ConsumerGroup = testenv.ID(t, "nobody")
-	expect(t, tg.run(t), "consumer group", preflight.Fail, "nobody consumes the orders")
+	expect(t, tg.run(t), "consumer group", finding.Fail, "nobody consumes the orders")
 }
 
 // TestEvictingMemoryPolicy sets the policy on a Redis of its own, leaving the shared one alone.
@@ -129,15 +130,15 @@ func TestEvictingMemoryPolicy(t *testing.T) {
 	if err := rdb.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err(); err != nil {
 		t.Fatal(err)
 	}
-	expect(t, tg.run(t), "eviction policy", preflight.Fail, "maxmemory-policy allkeys-lru")
+	expect(t, tg.run(t), "eviction policy", finding.Fail, "maxmemory-policy allkeys-lru")
 	if err := rdb.ConfigSet(ctx, "maxmemory-policy", "volatile-lru").Err(); err != nil {
 		t.Fatal(err)
 	}
-	expect(t, tg.run(t), "eviction policy", preflight.Warn, "idempotency records may be evicted")
+	expect(t, tg.run(t), "eviction policy", finding.Warn, "idempotency records may be evicted")
 	if err := rdb.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
 		t.Fatal(err)
 	}
-	expect(t, tg.run(t), "eviction policy", preflight.Pass, "noeviction")
+	expect(t, tg.run(t), "eviction policy", finding.Pass, "noeviction")
 }
 
 // TestMissingScriptsAreLoaded points the check at a Redis of its own: on the shared one, any other
@@ -145,9 +146,9 @@ func TestEvictingMemoryPolicy(t *testing.T) {
 func TestMissingScriptsAreLoaded(t *testing.T) {
 	tg := newTarget(t, checkouttest.Options{Quantity: 1})
 	tg.cfg.RedisURL = testenv.PrivateRedis(t)
-	expect(t, tg.run(t), "scripts", preflight.Fail, "not in the script cache: ")
+	expect(t, tg.run(t), "scripts", finding.Fail, "not in the script cache: ")
 	tg.cfg.Fix = true
-	expect(t, tg.run(t), "scripts", preflight.Pass, "scripts cached")
+	expect(t, tg.run(t), "scripts", finding.Pass, "scripts cached")
 }
 
 // TestSkewedClock moves this machine's clock 5 s ahead; every other clock is then behind.
@@ -156,7 +157,7 @@ func TestSkewedClock(t *testing.T) {
 	tg.cfg.Now = func() time.Time { return time.Now().Add(5 * time.Second) }
 	rep := tg.run(t)
 	for _, check := range []string{"clock redis", "clock postgres", "clock server"} {
-		expect(t, rep, check, preflight.Fail, "ahead of")
+		expect(t, rep, check, finding.Fail, "ahead of")
 	}
 }
 
@@ -168,13 +169,13 @@ func TestPausedSale(t *testing.T) {
 		t.Fatal(err)
 	}
 	// PostgreSQL paused, Redis not: the two disagree.
-	expect(t, tg.run(t), "sale pause", preflight.Fail, "PostgreSQL says paused, Redis says otherwise on shard(s) hot/0")
+	expect(t, tg.run(t), "sale pause", finding.Fail, "PostgreSQL says paused, Redis says otherwise on shard(s) hot/0")
 	if err := tg.c.App.Stock.SetPaused(ctx, sl, true); err != nil {
 		t.Fatal(err)
 	}
-	expect(t, tg.run(t), "sale pause", preflight.Fail, "paused")
+	expect(t, tg.run(t), "sale pause", finding.Fail, "paused")
 	tg.cfg.ExpectPaused = true
-	expect(t, tg.run(t), "sale pause", preflight.Pass, "paused")
+	expect(t, tg.run(t), "sale pause", finding.Pass, "paused")
 }
 
 func TestThrownKillSwitch(t *testing.T) {
@@ -182,7 +183,7 @@ func TestThrownKillSwitch(t *testing.T) {
 	if err := tg.c.App.Switches.Set(context.Background(), "payment", true); err != nil {
 		t.Fatal(err)
 	}
-	expect(t, tg.run(t), "kill switches", preflight.Fail, "thrown: payment")
+	expect(t, tg.run(t), "kill switches", finding.Fail, "thrown: payment")
 }
 
 func TestDroppedConstraint(t *testing.T) {
@@ -191,7 +192,7 @@ func TestDroppedConstraint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expect(t, tg.run(t), "constraints", preflight.Fail, "CHECK (sold <= quantity)")
+	expect(t, tg.run(t), "constraints", finding.Fail, "CHECK (sold <= quantity)")
 }
 
 func TestSaleFile(t *testing.T) {
@@ -206,22 +207,22 @@ func TestSaleFile(t *testing.T) {
 	}
 	opens := tg.c.Sale.OpensAt.UTC().Format(time.RFC3339)
 	tg.cfg.SaleFile = write("same.yaml", "id: "+tg.c.Sale.ID+"\nopensAt: "+opens+"\nholdTTL: 10m\nitems:\n  - id: hot\n    quantity: 7\n")
-	expect(t, tg.run(t), "matches", preflight.Pass, "the stored sale is the file's")
+	expect(t, tg.run(t), "matches", finding.Pass, "the stored sale is the file's")
 	tg.cfg.SaleFile = write("more.yaml", "id: "+tg.c.Sale.ID+"\nopensAt: "+opens+"\nholdTTL: 10m\nitems:\n  - id: hot\n    quantity: 8\n")
-	expect(t, tg.run(t), "matches", preflight.Fail, "items.hot.quantity: stored 7, file 8")
+	expect(t, tg.run(t), "matches", finding.Fail, "items.hot.quantity: stored 7, file 8")
 	tg.cfg.SaleFile = write("bad.yaml", "id: "+tg.c.Sale.ID+"\nopensAt: "+opens+"\nitems:\n  - id: hot\n    quantity: -1\n")
-	expect(t, tg.run(t), "sale file", preflight.Fail, "line 5: items[0].quantity")
+	expect(t, tg.run(t), "sale file", finding.Fail, "line 5: items[0].quantity")
 }
 
 func TestMissingSale(t *testing.T) {
 	tg := newTarget(t, checkouttest.Options{Quantity: 1})
 	tg.cfg.SaleID = testenv.ID(t, "nosale")
 	rep := tg.run(t)
-	r := expect(t, rep, "sale exists", preflight.Fail, "not found")
+	r := expect(t, rep, "sale exists", finding.Fail, "not found")
 	if r.Fix != "fsctl sale create -f SALE.yaml" {
 		t.Fatalf("fix %q", r.Fix)
 	}
-	expect(t, rep, "stock", preflight.Skip, "needs the sale")
+	expect(t, rep, "stock", finding.Skip, "needs the sale")
 }
 
 // TestUnreachableServicesFailFast: nothing listens on port 1, so every probe fails at once with
@@ -232,10 +233,10 @@ func TestUnreachableServicesFailFast(t *testing.T) {
 		SaleID: "any", RedisURL: "redis://127.0.0.1:1/0", PostgresURL: "postgres://u@127.0.0.1:1/db?sslmode=disable",
 		Brokers: []string{"127.0.0.1:1"}, Servers: []string{"http://127.0.0.1:1"}, Timeout: 2 * time.Second,
 	})
-	expect(t, rep, "redis reachable", preflight.Fail, "127.0.0.1:1")
-	expect(t, rep, "postgres reachable", preflight.Fail, "127.0.0.1:1")
-	expect(t, rep, "kafka reachable", preflight.Fail, "127.0.0.1:1")
-	expect(t, rep, "ready http://127.0.0.1:1", preflight.Fail, "connection refused")
+	expect(t, rep, "redis reachable", finding.Fail, "127.0.0.1:1")
+	expect(t, rep, "postgres reachable", finding.Fail, "127.0.0.1:1")
+	expect(t, rep, "kafka reachable", finding.Fail, "127.0.0.1:1")
+	expect(t, rep, "ready http://127.0.0.1:1", finding.Fail, "connection refused")
 	if rep.Ready(false) {
 		t.Fatal("a stack that is down is ready")
 	}
@@ -254,6 +255,6 @@ func TestRoomRedisOfItsOwn(t *testing.T) {
 	if err := rdb.ConfigSet(context.Background(), "maxmemory-policy", "allkeys-random").Err(); err != nil {
 		t.Fatal(err)
 	}
-	expect(t, tg.run(t), "room eviction policy", preflight.Fail, "allkeys-random")
-	expect(t, tg.run(t), "eviction policy", preflight.Pass, "noeviction")
+	expect(t, tg.run(t), "room eviction policy", finding.Fail, "allkeys-random")
+	expect(t, tg.run(t), "eviction policy", finding.Pass, "noeviction")
 }

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fsctl/fsctl/preflight"
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/testenv"
@@ -34,15 +34,15 @@ func TestBundledProfileIsVerified(t *testing.T) {
 	if !rep.Ready(false) || rep.Profile != "fsctl" {
 		t.Fatalf("profile %q, failures %v", rep.Profile, failures(rep))
 	}
-	expect(t, rep, "templates", preflight.Pass, "POST /api/v1/sales/"+tg.c.Sale.ID+"/items/hot/purchase")
-	expect(t, rep, "templates", preflight.Pass, "hs256 token minted")
-	expect(t, rep, "sql.items", preflight.Pass, "1 item(s): hot")
-	expect(t, rep, "per-user limit", preflight.Pass, "1 per user")
-	expect(t, rep, "queries hot", preflight.Pass, "quantity 10, sold 1, live 1, paid 0, 2 shard(s), 0 order(s) of the probe user, 1 live buyer(s)")
+	expect(t, rep, "templates", finding.Pass, "POST /api/v1/sales/"+tg.c.Sale.ID+"/items/hot/purchase")
+	expect(t, rep, "templates", finding.Pass, "hs256 token minted")
+	expect(t, rep, "sql.items", finding.Pass, "1 item(s): hot")
+	expect(t, rep, "per-user limit", finding.Pass, "1 per user")
+	expect(t, rep, "queries hot", finding.Pass, "quantity 10, sold 1, live 1, paid 0, 2 shard(s), 0 order(s) of the probe user, 1 live buyer(s)")
 	// Without the secret a token cannot be minted: a warning naming the variable to set.
 	tg.cfg.TokenSecret = ""
 	t.Setenv("FSCTL_JWT_SECRET", "")
-	r := expect(t, tg.run(t), "templates", preflight.Warn, "no token")
+	r := expect(t, tg.run(t), "templates", finding.Warn, "no token")
 	if !strings.Contains(r.Fix, "$FSCTL_JWT_SECRET") {
 		t.Fatalf("fix %q does not name the variable", r.Fix)
 	}
@@ -57,17 +57,17 @@ func TestForeignTargetReadyThenDrift(t *testing.T) {
 	if !rep.Ready(false) || rep.Profile != "fsctl-as-foreign" {
 		t.Fatalf("profile %q, failures %v", rep.Profile, failures(rep))
 	}
-	expect(t, rep, "migrations", preflight.Skip, "fsctl serve only")
-	expect(t, rep, "sale", preflight.Skip, "the profile has no sale definition")
-	expect(t, rep, "admission rate", preflight.Skip, "not available for this target")
-	expect(t, rep, "kill switches", preflight.Skip, "not available for this target")
-	expect(t, rep, "versions and sale view", preflight.Skip, "not available for this target")
-	expect(t, rep, "stock hot", preflight.Pass, "redis 10 on 1 shard(s), expected 10 = quantity 10 − live orders 0")
-	expect(t, rep, "hash slots hot", preflight.Pass, "one slot")
-	expect(t, rep, "orders topic", preflight.Pass, tg.c.OrdersTopic)
-	expect(t, rep, "consumer group", preflight.Pass, "1 member(s)")
-	expect(t, rep, "ready "+tg.c.Base, preflight.Pass, "GET /healthz answered 200")
-	expect(t, rep, "clock server", preflight.Pass, "this machine is")
+	expect(t, rep, "migrations", finding.Skip, "fsctl serve only")
+	expect(t, rep, "sale", finding.Skip, "the profile has no sale definition")
+	expect(t, rep, "admission rate", finding.Skip, "not available for this target")
+	expect(t, rep, "kill switches", finding.Skip, "not available for this target")
+	expect(t, rep, "versions and sale view", finding.Skip, "not available for this target")
+	expect(t, rep, "stock hot", finding.Pass, "redis 10 on 1 shard(s), expected 10 = quantity 10 − live orders 0")
+	expect(t, rep, "hash slots hot", finding.Pass, "one slot")
+	expect(t, rep, "orders topic", finding.Pass, tg.c.OrdersTopic)
+	expect(t, rep, "consumer group", finding.Pass, "1 member(s)")
+	expect(t, rep, "ready "+tg.c.Base, finding.Pass, "GET /healthz answered 200")
+	expect(t, rep, "clock server", finding.Pass, "this machine is")
 	for _, r := range rep.Results {
 		if r.Check == "scripts" {
 			t.Fatalf("the bundled script cache was checked on a foreign target: %+v", r)
@@ -79,7 +79,7 @@ func TestForeignTargetReadyThenDrift(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep = tg.run(t)
-	r := expect(t, rep, "stock hot", preflight.Fail, "redis holds 11, expected 10 (off by +1)")
+	r := expect(t, rep, "stock hot", finding.Fail, "redis holds 11, expected 10 (off by +1)")
 	if rep.Ready(false) || r.Repair != "" || !strings.Contains(r.Fix, "the profile declares no fix for this") {
 		t.Fatalf("drift: ready %v, %+v", rep.Ready(false), r)
 	}
@@ -88,7 +88,7 @@ func TestForeignTargetReadyThenDrift(t *testing.T) {
 	p := foreignCopy(tg.c)
 	p.Kafka = profile.Kafka{}
 	tg.cfg.Profile, tg.cfg.OrdersTopic, tg.cfg.DeadLetterTopic, tg.cfg.ConsumerGroup = p, "", "", ""
-	expect(t, tg.run(t), "order log", preflight.Skip, "the profile declares no order log")
+	expect(t, tg.run(t), "order log", finding.Skip, "the profile declares no order log")
 }
 
 // TestForeignMissingCounterIsRecounted: a missing counter fails; it is repaired only when the
@@ -103,7 +103,7 @@ func TestForeignMissingCounterIsRecounted(t *testing.T) {
 	}
 	tg.cfg.Fix = true
 	rep := tg.run(t)
-	r := expect(t, rep, "stock hot", preflight.Fail, "no stock counter "+key)
+	r := expect(t, rep, "stock hot", finding.Fail, "no stock counter "+key)
 	if len(rep.Fixed) != 0 || !strings.Contains(r.Fix, "the profile declares no fix for this") {
 		t.Fatalf("repaired without fix.stock: %+v %+v", rep.Fixed, r)
 	}
@@ -112,7 +112,7 @@ func TestForeignMissingCounterIsRecounted(t *testing.T) {
 	if len(rep.Fixed) != 1 || rep.Fixed[0].Check != "stock hot" || rep.Fixed[0].Error != "" {
 		t.Fatalf("fixed %+v, want the counter recounted", rep.Fixed)
 	}
-	expect(t, rep, "stock hot", preflight.Pass, "redis 10 on 1 shard(s)")
+	expect(t, rep, "stock hot", finding.Pass, "redis 10 on 1 shard(s)")
 	if !rep.Ready(false) {
 		t.Fatalf("after the recount: %v", failures(rep))
 	}
@@ -123,14 +123,14 @@ func TestForeignShardedItem(t *testing.T) {
 	p := foreignCopy(tg.c)
 	p.Fix.Stock = profile.Recount
 	tg.cfg.Profile = p
-	expect(t, tg.run(t), "stock hot", preflight.Pass, "redis 9 on 3 shard(s), expected 9")
+	expect(t, tg.run(t), "stock hot", finding.Pass, "redis 9 on 3 shard(s), expected 9")
 	key := stock.ShardKeys(tg.c.Sale.ID, "hot", 2).Stock()
 	if err := testenv.Redis(t).Del(context.Background(), key).Err(); err != nil {
 		t.Fatal(err)
 	}
 	tg.cfg.Fix = true
 	rep := tg.run(t)
-	r := expect(t, rep, "stock hot", preflight.Fail, "no stock counter "+key)
+	r := expect(t, rep, "stock hot", finding.Fail, "no stock counter "+key)
 	if len(rep.Fixed) != 0 || !strings.Contains(r.Fix, "unsharded items only") {
 		t.Fatalf("a sharded counter was recounted: %+v %+v", rep.Fixed, r)
 	}
@@ -144,7 +144,7 @@ func TestProfileQueryTypo(t *testing.T) {
 	p.SQL.Live = "SELECT count(*) FROM orderz WHERE sale_id = @sale AND item_id = @item"
 	tg.cfg.Profile = p
 	rep := tg.run(t)
-	r := expect(t, rep, "queries hot", preflight.Fail, `query sql.live: ERROR: relation "orderz" does not exist`)
+	r := expect(t, rep, "queries hot", finding.Fail, `query sql.live: ERROR: relation "orderz" does not exist`)
 	if !strings.Contains(r.Fix, "correct sql.live in the profile") || rep.Ready(false) {
 		t.Fatalf("fix %q", r.Fix)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/profile"
 )
 
@@ -17,19 +18,19 @@ const probeUser = "fsctl-preflight-probe"
 // values, every template renders and a token can be minted. It runs for every profile, the
 // bundled one included, so the profile every other command reads the target through is verified
 // before the sale.
-func checkProfile(ctx context.Context, e *env) []Result {
-	out := []Result{templates(e)}
+func checkProfile(ctx context.Context, e *env) []finding.Finding {
+	out := []finding.Finding{templates(e)}
 	if e.pdb == nil {
 		return append(out, needs("profile", "PostgreSQL")...)
 	}
 	out = append(out, itemsResult(e))
 	limit, err := e.pdb.PerUserLimit(ctx, e.cfg.SaleID)
-	lr := Result{Group: "profile", Check: "per-user limit", Status: Pass, Detail: fmt.Sprintf("%d per user", limit)}
+	lr := finding.Finding{Group: "profile", Check: "per-user limit", Status: finding.Pass, Detail: fmt.Sprintf("%d per user", limit)}
 	switch {
 	case err != nil:
 		lr = queryFailure(e, lr, err)
 	case limit < 1:
-		lr.Status, lr.Detail = Fail, fmt.Sprintf("sql.perUserLimit returned %d: want at least 1", limit)
+		lr.Status, lr.Detail = finding.Fail, fmt.Sprintf("sql.perUserLimit returned %d: want at least 1", limit)
 		lr.Fix = fixField(e, "sql.perUserLimit")
 	}
 	out = append(out, lr)
@@ -39,8 +40,8 @@ func checkProfile(ctx context.Context, e *env) []Result {
 	return out
 }
 
-func itemsResult(e *env) Result {
-	r := Result{Group: "profile", Check: "sql.items"}
+func itemsResult(e *env) finding.Finding {
+	r := finding.Finding{Group: "profile", Check: "sql.items"}
 	if e.itemsErr != nil {
 		r = queryFailure(e, r, e.itemsErr)
 		if r.Fix == "" {
@@ -48,7 +49,7 @@ func itemsResult(e *env) Result {
 		}
 		return r
 	}
-	r.Status, r.Detail = Pass, fmt.Sprintf("%d item(s): %s", len(e.listed), strings.Join(e.listed, ", "))
+	r.Status, r.Detail = finding.Pass, fmt.Sprintf("%d item(s): %s", len(e.listed), strings.Join(e.listed, ", "))
 	if len(e.cfg.Items) > 0 {
 		r.Detail += "; checking " + strings.Join(e.cfg.Items, ", ")
 	}
@@ -57,8 +58,8 @@ func itemsResult(e *env) Result {
 
 // queryFailure fills r from a failed query: the query's own error as detail (it names the query
 // and carries the database's error) and the profile field to correct as fix.
-func queryFailure(e *env, r Result, err error) Result {
-	r.Status, r.Detail = Fail, err.Error()
+func queryFailure(e *env, r finding.Finding, err error) finding.Finding {
+	r.Status, r.Detail = finding.Fail, err.Error()
 	if qe, ok := errors.AsType[*profile.QueryError](err); ok {
 		r.Fix = fixField(e, qe.Query)
 	}
@@ -70,9 +71,9 @@ func fixField(e *env, field string) string {
 }
 
 // itemQueries runs every query of one item and checks its values make sense together.
-func itemQueries(ctx context.Context, e *env, item string, limit int) Result {
+func itemQueries(ctx context.Context, e *env, item string, limit int) finding.Finding {
 	ip := e.pdb.ProbeItem(ctx, e.cfg.SaleID, item, probeUser, limit)
-	r := Result{Group: "profile", Check: "queries " + item, Status: Pass,
+	r := finding.Finding{Group: "profile", Check: "queries " + item, Status: finding.Pass,
 		Detail: fmt.Sprintf("quantity %d, sold %d, live %d", ip.Quantity, ip.Sold, ip.Live)}
 	if ip.HasPaid {
 		r.Detail += fmt.Sprintf(", paid %d", ip.Paid)
@@ -85,10 +86,10 @@ func itemQueries(ctx context.Context, e *env, item string, limit int) Result {
 		return r
 	}
 	var problems, fixes []string
-	r.Status = Warn
+	r.Status = finding.Warn
 	for _, pr := range ip.Problems {
 		if !pr.Warn {
-			r.Status = Fail
+			r.Status = finding.Fail
 		}
 		problems = append(problems, pr.Err.Error())
 		fixes = append(fixes, problemFix(e, pr))
@@ -112,9 +113,9 @@ func problemFix(e *env, pr profile.Problem) string {
 }
 
 // templates renders the purchase request and mints a token for a sample buyer.
-func templates(e *env) Result {
+func templates(e *env) finding.Finding {
 	p := e.prof
-	r := Result{Group: "profile", Check: "templates", Status: Pass}
+	r := finding.Finding{Group: "profile", Check: "templates", Status: finding.Pass}
 	item, base := "item", "http://checkout.invalid"
 	if len(e.items) > 0 {
 		item = e.items[0]
@@ -126,13 +127,13 @@ func templates(e *env) Result {
 	m, err := p.Minter(e.cfg.TokenSecret)
 	switch {
 	case err != nil && p.Token.Type == profile.TokenHS256:
-		r.Status, tokenNote = Warn, "no token: "+err.Error()
+		r.Status, tokenNote = finding.Warn, "no token: "+err.Error()
 		r.Fix = "set $" + p.Token.SecretEnv + " to the target's HS256 secret before a blast"
 		if p.Token.SecretEnv == "" {
 			r.Fix = "set token.secretEnv (or token.secret) to the target's HS256 secret"
 		}
 	case err != nil:
-		r.Status, tokenNote = Fail, "no token: "+err.Error()
+		r.Status, tokenNote = finding.Fail, "no token: "+err.Error()
 		r.Fix = "correct the token section of the profile (" + p.Source() + ")"
 	default:
 		user := probeUser
@@ -140,7 +141,7 @@ func templates(e *env) Result {
 			user = users[0]
 		}
 		if token, err = m.Mint(user, e.cfg.SaleID, e.cfg.Now(), p.TokenTTL()); err != nil {
-			r.Status, tokenNote = Fail, "minting a token: "+err.Error()
+			r.Status, tokenNote = finding.Fail, "minting a token: "+err.Error()
 			r.Fix = fixField(e, "token.claims")
 		} else {
 			tokenNote = fmt.Sprintf("%s token minted", p.Token.Type)
@@ -149,14 +150,14 @@ func templates(e *env) Result {
 	req, err := p.PurchaseRequest(base, profile.Buy{Sale: e.cfg.SaleID, Item: item, User: probeUser,
 		Key: "preflight-probe-key", Token: token, Buyer: 1})
 	if err != nil {
-		r.Status, r.Detail, r.Fix = Fail, err.Error(), fixField(e, "purchase.url")
+		r.Status, r.Detail, r.Fix = finding.Fail, err.Error(), fixField(e, "purchase.url")
 		return r
 	}
 	keys := p.Keys(e.cfg.SaleID, item, 1)[0]
 	r.Detail = fmt.Sprintf("%s %s with %d header(s) and a %d-byte body; stock key %s; %s",
 		req.Method, req.URL.RequestURI(), len(req.Header), max(req.ContentLength, 0), keys.Stock, tokenNote)
 	if keys.Stock == "" {
-		r.Status, r.Fix = Fail, fixField(e, "redis.stock")
+		r.Status, r.Fix = finding.Fail, fixField(e, "redis.stock")
 		r.Detail = "redis.stock renders no key; " + r.Detail
 	}
 	return r

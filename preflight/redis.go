@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/room"
 )
 
@@ -19,18 +20,18 @@ const pings = 5
 
 // checkRedis: nothing can evict the stock keys, what a restart would lose, enough replicas for
 // the sale's WAIT, the scripts in the cache, and the round trip.
-func checkRedis(ctx context.Context, e *env) []Result {
+func checkRedis(ctx context.Context, e *env) []finding.Finding {
 	if e.rdb == nil {
 		return needs("redis", "Redis")
 	}
 	want := 0
-	var cached []Result
+	var cached []finding.Finding
 	if e.bundled != nil {
 		// The replicas the sale's writes wait for and the script cache are fsctl serve's: any
 		// other target loads its own scripts its own way.
-		want, cached = e.bundled.waitReplicas(), []Result{scripts(ctx, e)}
+		want, cached = e.bundled.waitReplicas(), []finding.Finding{scripts(ctx, e)}
 	}
-	out := append([]Result{eviction(ctx, e.rdb), persistence(ctx, e.rdb), replication(ctx, e, want)}, cached...)
+	out := append([]finding.Finding{eviction(ctx, e.rdb), persistence(ctx, e.rdb), replication(ctx, e, want)}, cached...)
 	out = append(out, latency(ctx, e))
 	if e.roomRdb != nil {
 		// A separate Redis for the waiting rooms: evicting it loses places in the queue.
@@ -53,11 +54,11 @@ func configGet(ctx context.Context, rdb *redis.Client, names ...string) (map[str
 	return out, nil
 }
 
-func eviction(ctx context.Context, rdb *redis.Client) Result {
-	r := Result{Group: "redis", Check: "eviction policy"}
+func eviction(ctx context.Context, rdb *redis.Client) finding.Finding {
+	r := finding.Finding{Group: "redis", Check: "eviction policy"}
 	cfg, err := configGet(ctx, rdb, "maxmemory-policy", "maxmemory")
 	if err != nil {
-		r.Status, r.Detail = Warn, err.Error()
+		r.Status, r.Detail = finding.Warn, err.Error()
 		r.Fix = "CONFIG is disabled here: confirm in your provider's console that maxmemory-policy is noeviction"
 		return r
 	}
@@ -65,15 +66,15 @@ func eviction(ctx context.Context, rdb *redis.Client) Result {
 	r.Detail = fmt.Sprintf("maxmemory-policy %s, maxmemory %s", policy, humanBytes(limit))
 	switch {
 	case strings.HasPrefix(policy, "allkeys-"):
-		r.Status = Fail
+		r.Status = finding.Fail
 		r.Detail += ": Redis may evict a stock counter or a buyer record when memory runs short"
 		r.Fix = "CONFIG SET maxmemory-policy noeviction (and put it in redis.conf)"
 	case strings.HasPrefix(policy, "volatile-"):
-		r.Status = Warn
+		r.Status = finding.Warn
 		r.Detail += ": counters are safe (no TTL) but idempotency records may be evicted"
 		r.Fix = "CONFIG SET maxmemory-policy noeviction"
 	default:
-		r.Status = Pass
+		r.Status = finding.Pass
 	}
 	return r
 }
@@ -92,45 +93,45 @@ func humanBytes(s string) string {
 	}
 }
 
-func persistence(ctx context.Context, rdb *redis.Client) Result {
-	r := Result{Group: "redis", Check: "persistence"}
+func persistence(ctx context.Context, rdb *redis.Client) finding.Finding {
+	r := finding.Finding{Group: "redis", Check: "persistence"}
 	cfg, err := configGet(ctx, rdb, "appendonly", "appendfsync", "save")
 	if err != nil {
-		r.Status, r.Detail = Warn, err.Error()
+		r.Status, r.Detail = finding.Warn, err.Error()
 		return r
 	}
 	aof, save := cfg["appendonly"] == "yes", strings.TrimSpace(cfg["save"]) != ""
 	r.Detail = fmt.Sprintf("appendonly %s (fsync %s), RDB save %q", cfg["appendonly"], cfg["appendfsync"], cfg["save"])
 	if !aof && !save {
-		r.Status = Warn
+		r.Status = finding.Warn
 		r.Detail += ": a restart loses every hold and buyer record"
 		r.Fix = "enable appendonly, or rehearse fsctl reconcile --rebuild-redis"
 		return r
 	}
-	r.Status = Pass
+	r.Status = finding.Pass
 	return r
 }
 
 // replication: the primary, with the want replicas the sale's writes wait for.
-func replication(ctx context.Context, e *env, want int) Result {
-	r := Result{Group: "redis", Check: "replication"}
+func replication(ctx context.Context, e *env, want int) finding.Finding {
+	r := finding.Finding{Group: "redis", Check: "replication"}
 	info, err := e.rdb.Info(ctx, "replication").Result()
 	if err != nil {
-		r.Status, r.Detail = Warn, fmt.Sprintf("INFO replication: %v", err)
+		r.Status, r.Detail = finding.Warn, fmt.Sprintf("INFO replication: %v", err)
 		return r
 	}
 	role, replicas := infoField(info, "role"), infoField(info, "connected_slaves")
 	n, _ := strconv.Atoi(replicas)
-	r.Status, r.Detail = Pass, fmt.Sprintf("role %s, %d connected replica(s)", role, n)
+	r.Status, r.Detail = finding.Pass, fmt.Sprintf("role %s, %d connected replica(s)", role, n)
 	switch {
 	case role != "master":
-		r.Status, r.Fix = Fail, "point --redis-url at the primary: a replica refuses the scripts' writes"
+		r.Status, r.Fix = finding.Fail, "point --redis-url at the primary: a replica refuses the scripts' writes"
 	case n < want:
-		r.Status = Fail
+		r.Status = finding.Fail
 		r.Detail += fmt.Sprintf(", the sale waits for %d", want)
 		r.Fix = "bring the replicas up, or lower the sale's waitReplicas"
 	case n == 0:
-		r.Status = Warn
+		r.Status = finding.Warn
 		r.Detail += ": losing this node loses the sale's state"
 		r.Fix = e.fix.replica
 	}
@@ -149,8 +150,8 @@ func infoField(info, name string) string {
 // scripts checks the script cache: the servers load it at start, and EVALSHA falls back to
 // sending the whole script when it is gone (a restart, SCRIPT FLUSH, a failover), which costs the
 // first burst.
-func scripts(ctx context.Context, e *env) Result {
-	r := Result{Group: "redis", Check: "scripts"}
+func scripts(ctx context.Context, e *env) finding.Finding {
+	r := finding.Finding{Group: "redis", Check: "scripts"}
 	hashes := e.stock().ScriptHashes()
 	sl := e.bundled.sale
 	roomEnabled := sl != nil && sl.Room.Enabled && e.roomClient() == e.rdb
@@ -166,7 +167,7 @@ func scripts(ctx context.Context, e *env) Result {
 	}
 	exists, err := e.rdb.ScriptExists(ctx, shas...).Result()
 	if err != nil {
-		r.Status, r.Detail = Fail, fmt.Sprintf("SCRIPT EXISTS: %v", err)
+		r.Status, r.Detail = finding.Fail, fmt.Sprintf("SCRIPT EXISTS: %v", err)
 		return r
 	}
 	var missing []string
@@ -176,14 +177,14 @@ func scripts(ctx context.Context, e *env) Result {
 		}
 	}
 	if len(missing) == 0 {
-		r.Status, r.Detail = Pass, fmt.Sprintf("%d scripts cached", len(names))
+		r.Status, r.Detail = finding.Pass, fmt.Sprintf("%d scripts cached", len(names))
 		return r
 	}
-	r.Status = Fail
+	r.Status = finding.Fail
 	r.Detail = "not in the script cache: " + strings.Join(missing, ", ")
 	r.Fix = "fsctl preflight --fix loads them (servers load them at start)"
 	r.Repair = fmt.Sprintf("SCRIPT LOAD %d scripts", len(names))
-	r.repair = func(ctx context.Context) error {
+	r.Apply = func(ctx context.Context) error {
 		if err := e.stock().LoadScripts(ctx); err != nil {
 			return err
 		}
@@ -195,22 +196,22 @@ func scripts(ctx context.Context, e *env) Result {
 	return r
 }
 
-func latency(ctx context.Context, e *env) Result {
-	r := Result{Group: "redis", Check: "round trip"}
+func latency(ctx context.Context, e *env) finding.Finding {
+	r := finding.Finding{Group: "redis", Check: "round trip"}
 	rtts := make([]time.Duration, 0, pings)
 	for range pings {
 		start := time.Now()
 		if err := e.rdb.Ping(ctx).Err(); err != nil {
-			r.Status, r.Detail = Fail, fmt.Sprintf("PING: %v", err)
+			r.Status, r.Detail = finding.Fail, fmt.Sprintf("PING: %v", err)
 			return r
 		}
 		rtts = append(rtts, time.Since(start))
 	}
 	slices.Sort(rtts)
 	p50, worst := rtts[len(rtts)/2], rtts[len(rtts)-1]
-	r.Status, r.Detail = Pass, fmt.Sprintf("%d pings: median %s, worst %s", pings, round(p50), round(worst))
+	r.Status, r.Detail = finding.Pass, fmt.Sprintf("%d pings: median %s, worst %s", pings, round(p50), round(worst))
 	if p50 > e.cfg.MaxRedisRTT {
-		r.Status = Warn
+		r.Status = finding.Warn
 		r.Detail += fmt.Sprintf(", above %s", e.cfg.MaxRedisRTT)
 		r.Fix = "every reserve is one round trip: run the servers next to Redis"
 	}

@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
+	"github.com/fsctl/fsctl/finding"
 )
 
 // Render prints the checklist as a table, what --fix did, and a one-line verdict.
@@ -27,20 +25,7 @@ func (r Report) Render(w io.Writer, strict bool) error {
 			fmt.Fprintf(w, "fixed       %s: %s\n", f.Check, f.Action)
 		}
 	}
-	// Long details and fixes wrap inside their columns, so the table fits a terminal.
-	t := tablewriter.NewTable(w, tablewriter.WithColumnWidths(tw.Mapper[int, int]{3: 60, 4: 44}),
-		tablewriter.WithRowAutoWrap(tw.WrapNormal))
-	t.Header("group", "check", "status", "detail", "how to fix")
-	for _, res := range r.Results {
-		fix := res.Fix
-		if res.repair != nil && res.Status != Pass {
-			fix = strings.TrimSpace(fix + " [--fix: " + res.Repair + "]")
-		}
-		if err := t.Append(res.Group, res.Check, strings.ToUpper(string(res.Status)), res.Detail, fix); err != nil {
-			return err
-		}
-	}
-	if err := t.Render(); err != nil {
+	if err := finding.Table(w, r.Results); err != nil {
 		return err
 	}
 	verdict := "READY"
@@ -48,7 +33,7 @@ func (r Report) Render(w io.Writer, strict bool) error {
 		verdict = "NOT READY"
 	}
 	_, err := fmt.Fprintf(w, "%s: %d passed, %d warnings, %d failed, %d skipped in %.0f ms\n", verdict,
-		r.Count(Pass), r.Count(Warn), r.Count(Fail), r.Count(Skip), r.ElapsedMs)
+		r.Count(finding.Pass), r.Count(finding.Warn), r.Count(finding.Fail), r.Count(finding.Skip), r.ElapsedMs)
 	return err
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/sale"
 )
@@ -19,30 +20,30 @@ const (
 
 // checkSale: the sale exists, is valid, opens in the future (or is open), and its limits make
 // sense against the servers' payment timeout; with --file, it is the sale the file defines.
-func checkSale(_ context.Context, e *env) []Result {
+func checkSale(_ context.Context, e *env) []finding.Finding {
 	if e.db == nil {
 		return needs("sale", "PostgreSQL")
 	}
 	b := e.bundled
 	if b.sale == nil {
-		r := Result{Group: "sale", Check: "sale exists", Status: Fail, Detail: b.saleErr.Error()}
+		r := finding.Finding{Group: "sale", Check: "sale exists", Status: finding.Fail, Detail: b.saleErr.Error()}
 		if outcome.CodeOf(b.saleErr) == outcome.NotFound {
 			r.Fix = "fsctl sale create -f SALE.yaml"
 		}
-		return []Result{r}
+		return []finding.Finding{r}
 	}
 	sl := *b.sale
-	out := []Result{definition(sl), schedule(sl, e.cfg.Now()), limits(sl, e.cfg.PaymentTimeout)}
+	out := []finding.Finding{definition(sl), schedule(sl, e.cfg.Now()), limits(sl, e.cfg.PaymentTimeout)}
 	if e.file != nil {
 		out = append(out, matchesFile(sl, *e.file, e.cfg.SaleFile))
 	}
 	return out
 }
 
-func definition(sl sale.Sale) Result {
-	r := Result{Group: "sale", Check: "sale definition"}
+func definition(sl sale.Sale) finding.Finding {
+	r := finding.Finding{Group: "sale", Check: "sale definition"}
 	if err := sl.Validate(); err != nil {
-		r.Status, r.Detail, r.Fix = Fail, err.Error(), "fix the sale file and run fsctl sale create -f SALE.yaml"
+		r.Status, r.Detail, r.Fix = finding.Fail, err.Error(), "fix the sale file and run fsctl sale create -f SALE.yaml"
 		return r
 	}
 	var units int64
@@ -53,46 +54,46 @@ func definition(sl sale.Sale) Result {
 			empty = append(empty, it.ID)
 		}
 	}
-	r.Status, r.Detail = Pass, fmt.Sprintf("%d items, %d units", len(sl.Items), units)
+	r.Status, r.Detail = finding.Pass, fmt.Sprintf("%d items, %d units", len(sl.Items), units)
 	if len(empty) > 0 {
-		r.Status = Warn
+		r.Status = finding.Warn
 		r.Detail += "; quantity 0: " + strings.Join(empty, ", ")
 		r.Fix = "give the items a quantity, or remove them from the sale"
 	}
 	return r
 }
 
-func schedule(sl sale.Sale, now time.Time) Result {
-	r := Result{Group: "sale", Check: "schedule"}
+func schedule(sl sale.Sale, now time.Time) finding.Finding {
+	r := finding.Finding{Group: "sale", Check: "schedule"}
 	switch {
 	case sl.Ended(now):
-		r.Status, r.Detail = Fail, "closed at "+stamp(sl.ClosesAt)
+		r.Status, r.Detail = finding.Fail, "closed at "+stamp(sl.ClosesAt)
 		r.Fix = "move closesAt (and opensAt) into the future and run fsctl sale create -f SALE.yaml"
 	case sl.OpenAt(now):
-		r.Status, r.Detail = Pass, fmt.Sprintf("open since %s (%s ago)", stamp(sl.OpensAt), span(now.Sub(sl.OpensAt)))
+		r.Status, r.Detail = finding.Pass, fmt.Sprintf("open since %s (%s ago)", stamp(sl.OpensAt), span(now.Sub(sl.OpensAt)))
 	default:
-		r.Status, r.Detail = Pass, fmt.Sprintf("opens %s (in %s)", stamp(sl.OpensAt), span(sl.OpensAt.Sub(now)))
+		r.Status, r.Detail = finding.Pass, fmt.Sprintf("opens %s (in %s)", stamp(sl.OpensAt), span(sl.OpensAt.Sub(now)))
 	}
-	if r.Status == Pass && !sl.ClosesAt.IsZero() {
+	if r.Status == finding.Pass && !sl.ClosesAt.IsZero() {
 		r.Detail += ", closes " + stamp(sl.ClosesAt)
 	}
 	return r
 }
 
-func limits(sl sale.Sale, paymentTimeout time.Duration) Result {
-	r := Result{Group: "sale", Check: "limits", Status: Pass,
+func limits(sl sale.Sale, paymentTimeout time.Duration) finding.Finding {
+	r := finding.Finding{Group: "sale", Check: "limits", Status: finding.Pass,
 		Detail: fmt.Sprintf("%d per user, hold %s, payment timeout %s", sl.PerUserLimit, sl.HoldTTL, paymentTimeout)}
 	switch {
 	case paymentTimeout >= sl.HoldTTL:
-		r.Status = Fail
+		r.Status = finding.Fail
 		r.Detail += ": a payment may still be running when its hold expires"
 		r.Fix = "raise holdTTL well above the servers' --payment-timeout (or lower the timeout)"
 	case sl.HoldTTL < shortHold:
-		r.Status = Warn
+		r.Status = finding.Warn
 		r.Detail += fmt.Sprintf(": under %s, buyers may not finish paying", shortHold)
 		r.Fix = "raise holdTTL unless this is a rehearsal"
 	case sl.HoldTTL > longHold:
-		r.Status = Warn
+		r.Status = finding.Warn
 		r.Detail += fmt.Sprintf(": over %s, abandoned holds keep units off sale for long", longHold)
 		r.Fix = "lower holdTTL"
 	}
@@ -100,8 +101,8 @@ func limits(sl sale.Sale, paymentTimeout time.Duration) Result {
 }
 
 // matchesFile compares what decides who gets a unit; names and prices are left to the shop.
-func matchesFile(stored, file sale.Sale, path string) Result {
-	r := Result{Group: "sale", Check: "matches " + path}
+func matchesFile(stored, file sale.Sale, path string) finding.Finding {
+	r := finding.Finding{Group: "sale", Check: "matches " + path}
 	var diff []string
 	cmp := func(field string, a, b any) {
 		if fmt.Sprint(a) != fmt.Sprint(b) {
@@ -124,10 +125,10 @@ func matchesFile(stored, file sale.Sale, path string) Result {
 		}
 	}
 	if len(diff) > 0 {
-		r.Status, r.Detail, r.Fix = Fail, strings.Join(diff, "; "), "fsctl sale create -f "+path
+		r.Status, r.Detail, r.Fix = finding.Fail, strings.Join(diff, "; "), "fsctl sale create -f "+path
 		return r
 	}
-	r.Status, r.Detail = Pass, "the stored sale is the file's"
+	r.Status, r.Detail = finding.Pass, "the stored sale is the file's"
 	return r
 }
 

@@ -7,30 +7,31 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/orders"
 )
 
 // checkSchema: the migrations are at this binary's latest version and the constraints that are
 // the last safety net against oversell are in place.
-func checkSchema(ctx context.Context, e *env) []Result {
+func checkSchema(ctx context.Context, e *env) []finding.Finding {
 	if e.db == nil {
 		return needs("schema", "PostgreSQL")
 	}
-	var out []Result
+	var out []finding.Finding
 	st, err := orders.MigrationStatus(ctx, e.cfg.PostgresURL)
 	switch {
 	case err != nil:
-		out = append(out, Result{Group: "schema", Check: "migrations", Status: Fail, Detail: err.Error()})
+		out = append(out, finding.Finding{Group: "schema", Check: "migrations", Status: finding.Fail, Detail: err.Error()})
 	case st.Current < st.Latest:
-		out = append(out, Result{Group: "schema", Check: "migrations", Status: Fail,
+		out = append(out, finding.Finding{Group: "schema", Check: "migrations", Status: finding.Fail,
 			Detail: fmt.Sprintf("database at version %d, this fsctl carries %d", st.Current, st.Latest),
 			Fix:    "fsctl migrate (the servers apply it at start unless --migrate=false)"})
 	case st.Current > st.Latest:
-		out = append(out, Result{Group: "schema", Check: "migrations", Status: Warn,
+		out = append(out, finding.Finding{Group: "schema", Check: "migrations", Status: finding.Warn,
 			Detail: fmt.Sprintf("database at version %d is newer than this fsctl (%d)", st.Current, st.Latest),
 			Fix:    "use the fsctl release the servers run"})
 	default:
-		out = append(out, Result{Group: "schema", Check: "migrations", Status: Pass,
+		out = append(out, finding.Finding{Group: "schema", Check: "migrations", Status: finding.Pass,
 			Detail: fmt.Sprintf("at version %d (latest)", st.Current)})
 	}
 	return append(out, checkConstraints(ctx, e))
@@ -42,8 +43,8 @@ var (
 	wantUnique = []string{"(sale_id, item_id, user_id, slot)", "'PENDING'", "'PAID'"}
 )
 
-func checkConstraints(ctx context.Context, e *env) Result {
-	r := Result{Group: "schema", Check: "constraints", Fix: "fsctl migrate; if the database is at the latest version, " +
+func checkConstraints(ctx context.Context, e *env) finding.Finding {
+	r := finding.Finding{Group: "schema", Check: "constraints", Fix: "fsctl migrate; if the database is at the latest version, " +
 		"someone dropped it: restore it from migrations/00001_sales.sql and 00002_orders.sql"}
 	defs, err := queryStrings(ctx, e, `SELECT pg_get_constraintdef(oid) FROM pg_constraint
 		WHERE conrelid = 'sale_items'::regclass AND contype = 'c'`)
@@ -53,7 +54,7 @@ func checkConstraints(ctx context.Context, e *env) Result {
 			WHERE indrelid = 'orders'::regclass AND indisunique AND indpred IS NOT NULL`)
 	}
 	if err != nil {
-		r.Status, r.Detail = Fail, fmt.Sprintf("read constraints: %v", err)
+		r.Status, r.Detail = finding.Fail, fmt.Sprintf("read constraints: %v", err)
 		return r
 	}
 	var missing []string
@@ -66,10 +67,10 @@ func checkConstraints(ctx context.Context, e *env) Result {
 		missing = append(missing, "partial UNIQUE index on orders (sale_id, item_id, user_id, slot) over live statuses")
 	}
 	if len(missing) > 0 {
-		r.Status, r.Detail = Fail, "missing: "+strings.Join(missing, "; ")
+		r.Status, r.Detail = finding.Fail, "missing: "+strings.Join(missing, "; ")
 		return r
 	}
-	r.Status, r.Detail, r.Fix = Pass, "CHECK (sold <= quantity), CHECK (sold >= 0), one live order per user slot", ""
+	r.Status, r.Detail, r.Fix = finding.Pass, "CHECK (sold <= quantity), CHECK (sold >= 0), one live order per user slot", ""
 	return r
 }
 

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/fsctl/fsctl/finding"
 )
 
 // readyBody is the bundled server's GET /readyz.
@@ -35,19 +37,19 @@ type salePage struct {
 
 // checkServers: every instance answers its health endpoint, they run one version, and fsctl
 // serve's instances are ready (/readyz) and serve the sale as PostgreSQL defines it.
-func checkServers(ctx context.Context, e *env) []Result {
+func checkServers(ctx context.Context, e *env) []finding.Finding {
 	if len(e.cfg.Servers) == 0 {
-		return []Result{{Group: "servers", Check: "servers", Status: Skip, Detail: "no --server given"}}
+		return []finding.Finding{{Group: "servers", Check: "servers", Status: finding.Skip, Detail: "no --server given"}}
 	}
 	probe := health
-	extra := []Result{{Group: "servers", Check: "versions and sale view", Status: Skip,
+	extra := []finding.Finding{{Group: "servers", Check: "versions and sale view", Status: finding.Skip,
 		Detail: "they read fsctl serve's /readyz and sale page; not available for this target"}}
 	if e.bundled != nil {
 		probe, extra = checkServer, nil
 	} else if e.prof.HTTP.Health == "" {
-		return []Result{{Group: "servers", Check: "servers", Status: Skip, Detail: "the profile declares no health endpoint (http.health)"}}
+		return []finding.Finding{{Group: "servers", Check: "servers", Status: finding.Skip, Detail: "the profile declares no health endpoint (http.health)"}}
 	}
-	out := make([][]Result, len(e.cfg.Servers))
+	out := make([][]finding.Finding, len(e.cfg.Servers))
 	versions := make([]string, len(e.cfg.Servers))
 	var wg sync.WaitGroup
 	for i, base := range e.cfg.Servers {
@@ -66,7 +68,7 @@ func checkServers(ctx context.Context, e *env) []Result {
 		for _, v := range slices.Sorted(maps.Keys(seen)) {
 			parts = append(parts, fmt.Sprintf("%s on %s", v, strings.Join(seen[v], ", ")))
 		}
-		all = append(all, Result{Group: "servers", Check: "versions", Status: Fail, Detail: strings.Join(parts, "; "),
+		all = append(all, finding.Finding{Group: "servers", Check: "versions", Status: finding.Fail, Detail: strings.Join(parts, "; "),
 			Fix: "finish the rollout before the sale: instances of different versions may disagree on the rules"})
 	}
 	return append(all, extra...)
@@ -74,35 +76,35 @@ func checkServers(ctx context.Context, e *env) []Result {
 
 // health GETs the profile's health endpoint of one instance: up when it answers 2xx. It knows no
 // version.
-func health(ctx context.Context, e *env, base string) ([]Result, string) {
-	r := Result{Group: "servers", Check: "ready " + base}
+func health(ctx context.Context, e *env, base string) ([]finding.Finding, string) {
+	r := finding.Finding{Group: "servers", Check: "ready " + base}
 	url := e.prof.Endpoint(base, e.prof.HTTP.Health, e.cfg.SaleID)
 	resp, err := get(ctx, e.cfg.HTTP, url)
 	if err != nil {
-		r.Status, r.Detail, r.Fix = Fail, err.Error(), "start the checkout there, or correct --server"
-		return []Result{r}, ""
+		r.Status, r.Detail, r.Fix = finding.Fail, err.Error(), "start the checkout there, or correct --server"
+		return []finding.Finding{r}, ""
 	}
 	resp.Body.Close()
 	r.Detail = fmt.Sprintf("GET %s answered %d", e.prof.HTTP.Health, resp.StatusCode)
 	if resp.StatusCode/100 != 2 {
-		r.Status, r.Fix = Fail, "the target says it is not healthy: look at its health endpoint's answer and logs"
-		return []Result{r}, ""
+		r.Status, r.Fix = finding.Fail, "the target says it is not healthy: look at its health endpoint's answer and logs"
+		return []finding.Finding{r}, ""
 	}
-	r.Status = Pass
-	return []Result{r}, ""
+	r.Status = finding.Pass
+	return []finding.Finding{r}, ""
 }
 
 // checkServer reads one fsctl serve instance's /readyz (its dependencies and version) and its
 // view of the sale.
-func checkServer(ctx context.Context, e *env, base string) ([]Result, string) {
-	ready := Result{Group: "servers", Check: "ready " + base}
+func checkServer(ctx context.Context, e *env, base string) ([]finding.Finding, string) {
+	ready := finding.Finding{Group: "servers", Check: "ready " + base}
 	var body readyBody
 	status, err := getJSON(ctx, e.cfg.HTTP, base+"/readyz", &body)
 	switch {
 	case err != nil:
-		ready.Status, ready.Detail = Fail, err.Error()
+		ready.Status, ready.Detail = finding.Fail, err.Error()
 		ready.Fix = "start fsctl serve there, or correct --server"
-		return []Result{ready}, ""
+		return []finding.Finding{ready}, ""
 	case status != http.StatusOK || body.Status != "ready":
 		var failing []string
 		for _, k := range slices.Sorted(maps.Keys(body.Checks)) {
@@ -110,19 +112,19 @@ func checkServer(ctx context.Context, e *env, base string) ([]Result, string) {
 				failing = append(failing, k+": "+body.Checks[k])
 			}
 		}
-		ready.Status = Fail
+		ready.Status = finding.Fail
 		ready.Detail = fmt.Sprintf("/readyz answered %d %q, version %s; %s", status, body.Status, body.Version, strings.Join(failing, "; "))
 		ready.Fix = "fix what /readyz names; the server cannot take purchases"
 	default:
-		ready.Status, ready.Detail = Pass, "version "+body.Version
+		ready.Status, ready.Detail = finding.Pass, "version "+body.Version
 	}
-	return []Result{ready, serverView(ctx, e, base)}, body.Version
+	return []finding.Finding{ready, serverView(ctx, e, base)}, body.Version
 }
 
-func serverView(ctx context.Context, e *env, base string) Result {
-	r := Result{Group: "servers", Check: "sale view " + base}
+func serverView(ctx context.Context, e *env, base string) finding.Finding {
+	r := finding.Finding{Group: "servers", Check: "sale view " + base}
 	if e.bundled.sale == nil {
-		r.Status, r.Detail = Skip, "the sale is not in PostgreSQL"
+		r.Status, r.Detail = finding.Skip, "the sale is not in PostgreSQL"
 		return r
 	}
 	var page salePage
@@ -131,7 +133,7 @@ func serverView(ctx context.Context, e *env, base string) Result {
 		err = fmt.Errorf("GET /api/v1/sales/%s answered %d", e.cfg.SaleID, status)
 	}
 	if err != nil {
-		r.Status, r.Detail = Fail, err.Error()
+		r.Status, r.Detail = finding.Fail, err.Error()
 		return r
 	}
 	sl := *e.bundled.sale
@@ -163,11 +165,11 @@ func serverView(ctx context.Context, e *env, base string) Result {
 		cmp("items."+it.ID+".quantity", q, it.Quantity)
 	}
 	if len(diff) > 0 {
-		r.Status, r.Detail = Fail, strings.Join(diff, "; ")
+		r.Status, r.Detail = finding.Fail, strings.Join(diff, "; ")
 		r.Fix = "the server's read model is stale or it reads another database: check its --postgres-url"
 		return r
 	}
-	r.Status, r.Detail = Pass, fmt.Sprintf("agrees with PostgreSQL (%d items)", len(sl.Items))
+	r.Status, r.Detail = finding.Pass, fmt.Sprintf("agrees with PostgreSQL (%d items)", len(sl.Items))
 	return r
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/sale"
@@ -22,7 +23,7 @@ import (
 // the source of truth leaves on sale, and each shard's keys share one hash slot. fsctl serve's
 // items are held against its sale definition instead (holds in flight, every invariant reconcile
 // knows) and repaired by preloading them.
-func checkStock(ctx context.Context, e *env) []Result {
+func checkStock(ctx context.Context, e *env) []finding.Finding {
 	switch {
 	case e.target == nil:
 		return needs("stock", "Redis", "PostgreSQL")
@@ -33,11 +34,11 @@ func checkStock(ctx context.Context, e *env) []Result {
 	if e.bundled != nil && e.bundled.sale != nil {
 		var err error
 		if l, err = newLedger(ctx, e, *e.bundled.sale); err != nil {
-			return []Result{{Group: "stock", Check: "stock", Status: Fail, Detail: err.Error()}}
+			return []finding.Finding{{Group: "stock", Check: "stock", Status: finding.Fail, Detail: err.Error()}}
 		}
 	}
 	lag := e.orderLag(ctx)
-	var out []Result
+	var out []finding.Finding
 	for _, item := range e.items {
 		out = append(out, itemStock(ctx, e, item, lag, l)...)
 	}
@@ -61,31 +62,31 @@ type account struct {
 
 // itemStock reads one item through the profile, holds it against its account and checks the
 // slots of its keys.
-func itemStock(ctx context.Context, e *env, item string, lag int64, l *ledger) []Result {
+func itemStock(ctx context.Context, e *env, item string, lag int64, l *ledger) []finding.Finding {
 	st, err := e.target.State(ctx, e.cfg.SaleID, item)
 	if err != nil {
-		r := Result{Group: "stock", Check: "stock " + item, Status: Fail, Detail: err.Error(),
+		r := finding.Finding{Group: "stock", Check: "stock " + item, Status: finding.Fail, Detail: err.Error(),
 			Fix: "the stock key must hold an integer: correct redis.stock in the profile, or the counter (" + noFix + ")"}
 		if _, ok := errors.AsType[*profile.QueryError](err); ok || errors.Is(err, profile.ErrNoItem) {
 			r.Fix = "see the profile group: the item's queries must run first"
 		}
-		return []Result{r}
+		return []finding.Finding{r}
 	}
 	a, ok := l.account(item, st)
 	if !ok {
 		a = profileAccount(e, st, lag)
 	}
-	r := Result{Group: "stock", Check: "stock " + item, Status: Pass,
+	r := finding.Finding{Group: "stock", Check: "stock " + item, Status: finding.Pass,
 		Detail: fmt.Sprintf("redis %d on %d shard(s), expected %d = %s; %s", a.redis, st.Shards, a.want, a.terms, a.counts)}
 	switch {
 	case len(a.problems) > 0:
-		r.Status, r.Detail = Fail, strings.Join(a.problems, "; ")+" ("+r.Detail+")"
-		r.Fix, r.Repair, r.repair = a.fix, a.repairText, a.repair
+		r.Status, r.Detail = finding.Fail, strings.Join(a.problems, "; ")+" ("+r.Detail+")"
+		r.Fix, r.Repair, r.Apply = a.fix, a.repairText, a.repair
 	case a.settling != "":
-		r.Status, r.Detail = Warn, a.settling+" ("+r.Detail+")"
+		r.Status, r.Detail = finding.Warn, a.settling+" ("+r.Detail+")"
 		r.Fix = "run again once the order consumer has drained"
 	}
-	return []Result{r, itemSlots(e, item, st.Shards, l.keys)}
+	return []finding.Finding{r, itemSlots(e, item, st.Shards, l.keys)}
 }
 
 // profileAccount holds an item's counters against what the profile's queries leave on sale:
@@ -186,8 +187,8 @@ func (e *env) orderLag(ctx context.Context) int64 {
 // itemSlots checks that the keys of one shard hash to one slot, so a Lua script can touch them
 // all on a Redis Cluster: the profile's keys, and those of more keys when the target's scripts
 // touch more (extra; nil adds none).
-func itemSlots(e *env, item string, shards int, extra func(item string, shard int) []string) Result {
-	r := Result{Group: "stock", Check: "hash slots " + item, Status: Pass}
+func itemSlots(e *env, item string, shards int, extra func(item string, shard int) []string) finding.Finding {
+	r := finding.Finding{Group: "stock", Check: "hash slots " + item, Status: finding.Pass}
 	var slots []string
 	perShard := 0
 	for _, k := range e.prof.Keys(e.cfg.SaleID, item, shards) {
@@ -200,7 +201,7 @@ func itemSlots(e *env, item string, shards int, extra func(item string, shard in
 		}
 		slot, stray, straySlot, ok := profile.SharedSlot(names)
 		if !ok {
-			r.Status = Fail
+			r.Status = finding.Fail
 			r.Detail = fmt.Sprintf("shard %d: %s is in slot %d, %s in slot %d", k.Shard, names[0], slot, stray, straySlot)
 			r.Fix = "give every key of a shard one hash tag (${tag} in redis.stock, buyers and holds of " + e.prof.Source() + ")"
 			if !slices.Contains(declared, stray) {

@@ -9,47 +9,23 @@ import (
 	"strings"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/finding"
 )
-
-// Statuses of a check line.
-const (
-	CheckOK   = "ok"
-	CheckWarn = "warn"
-	CheckFail = "fail"
-	CheckSkip = "skip"
-)
-
-// CheckLine is one thing `fsctl profile check` tried.
-type CheckLine struct {
-	// Field is the profile field the line is about (sql.live, redis.stock, http.health ...).
-	Field  string `json:"field"`
-	Status string `json:"status"`
-	Detail string `json:"detail"`
-	// Fix says what to change when the line is not ok.
-	Fix string `json:"fix,omitempty"`
-}
 
 // CheckReport is a profile checked against a live target.
 type CheckReport struct {
 	Profile string      `json:"profile"`
 	Source  string      `json:"source"`
 	Sale    string      `json:"sale"`
-	Lines   []CheckLine `json:"lines"`
+	// Lines are the findings, one per profile field tried (the field is the finding's check).
+	Lines []finding.Finding `json:"lines"`
 }
 
 // Failed reports whether any line failed.
-func (r CheckReport) Failed() bool {
-	for _, l := range r.Lines {
-		if l.Status == CheckFail {
-			return true
-		}
-	}
-	return false
-}
+func (r CheckReport) Failed() bool { return !finding.OK(r.Lines, false) }
 
 // CheckConfig says which sale and target to check the profile against.
 type CheckConfig struct {
@@ -108,27 +84,27 @@ type checker struct {
 	r   CheckReport
 }
 
-func (c *checker) add(field, status, detail, fix string) {
-	c.r.Lines = append(c.r.Lines, CheckLine{Field: field, Status: status, Detail: detail, Fix: fix})
+func (c *checker) add(field string, status finding.Status, detail, fix string) {
+	c.r.Lines = append(c.r.Lines, finding.Finding{Check: field, Status: status, Detail: detail, Fix: fix})
 }
 
 func (c *checker) token() string {
 	m, err := c.t.P.Minter(c.cfg.Secret)
 	if err != nil {
-		c.add("token", CheckFail, err.Error(), "give the token section what it needs (secretEnv's variable, keyFile, file)")
+		c.add("token", finding.Fail, err.Error(), "give the token section what it needs (secretEnv's variable, keyFile, file)")
 		return "TOKEN"
 	}
 	tok, err := m.Mint(probeUser, c.cfg.Sale, c.cfg.Now(), c.t.P.TokenTTL())
 	if users := m.Users(); users != nil {
 		tok, err = m.Mint(users[0], c.cfg.Sale, c.cfg.Now(), c.t.P.TokenTTL())
-		c.add("token.file", CheckOK, fmt.Sprintf("%d buyers' tokens", len(users)), "")
+		c.add("token.file", finding.Pass, fmt.Sprintf("%d buyers' tokens", len(users)), "")
 		return tok
 	}
 	if err != nil {
-		c.add("token", CheckFail, err.Error(), "")
+		c.add("token", finding.Fail, err.Error(), "")
 		return "TOKEN"
 	}
-	c.add("token", CheckOK, fmt.Sprintf("%s token for %s (%d bytes)", c.t.P.Token.Type, probeUser, len(tok)), "")
+	c.add("token", finding.Pass, fmt.Sprintf("%s token for %s (%d bytes)", c.t.P.Token.Type, probeUser, len(tok)), "")
 	return tok
 }
 
@@ -139,15 +115,15 @@ func (c *checker) purchase(item, token string) {
 	}
 	req, err := c.t.P.PurchaseRequest(base, Buy{Sale: c.cfg.Sale, Item: item, User: probeUser, Key: "fsctl-check-1", Token: token})
 	if err != nil {
-		c.add("purchase", CheckFail, err.Error(), "fix purchase.url")
+		c.add("purchase", finding.Fail, err.Error(), "fix purchase.url")
 		return
 	}
 	body := Render(c.t.P.Purchase.Body, Vars{"sale": c.cfg.Sale, "item": item, "user": probeUser, "key": "fsctl-check-1", "token": token, "buyer": "0"})
 	if strings.Contains(req.Header.Get("Content-Type"), "json") && body != "" && !json.Valid([]byte(body)) {
-		c.add("purchase.body", CheckFail, fmt.Sprintf("Content-Type is JSON but the rendered body is not: %s", body), "fix purchase.body")
+		c.add("purchase.body", finding.Fail, fmt.Sprintf("Content-Type is JSON but the rendered body is not: %s", body), "fix purchase.body")
 		return
 	}
-	c.add("purchase", CheckOK, fmt.Sprintf("%s %s; headers %s; %d-byte body (rendered, never sent)",
+	c.add("purchase", finding.Pass, fmt.Sprintf("%s %s; headers %s; %d-byte body (rendered, never sent)",
 		req.Method, req.URL.RequestURI(), strings.Join(sortedKeys(req.Header), ", "), len(body)), "")
 }
 
@@ -160,20 +136,20 @@ func (c *checker) http(ctx context.Context) {
 		case p.path == "":
 			continue
 		case c.cfg.Base == "":
-			c.add(p.field, CheckSkip, "no --target to reach", "give --target")
+			c.add(p.field, finding.Skip, "no --target to reach", "give --target")
 			continue
 		}
 		url := c.t.P.Endpoint(c.cfg.Base, p.path, c.cfg.Sale)
 		status, err := get(ctx, c.cfg.Client, url)
 		switch {
 		case err != nil:
-			c.add(p.field, CheckFail, fmt.Sprintf("GET %s: %v", url, err), "is the checkout running at --target?")
+			c.add(p.field, finding.Fail, fmt.Sprintf("GET %s: %v", url, err), "is the checkout running at --target?")
 		case p.field == "http.admin" && status < 500:
-			c.add(p.field, CheckOK, fmt.Sprintf("GET %s answered %d (the operator API answers)", url, status), "")
+			c.add(p.field, finding.Pass, fmt.Sprintf("GET %s answered %d (the operator API answers)", url, status), "")
 		case status/100 != 2:
-			c.add(p.field, CheckFail, fmt.Sprintf("GET %s answered %d", url, status), "fix "+p.field+" or the target's readiness")
+			c.add(p.field, finding.Fail, fmt.Sprintf("GET %s answered %d", url, status), "fix "+p.field+" or the target's readiness")
 		default:
-			c.add(p.field, CheckOK, fmt.Sprintf("GET %s answered %d", url, status), "")
+			c.add(p.field, finding.Pass, fmt.Sprintf("GET %s answered %d", url, status), "")
 		}
 	}
 }
@@ -194,16 +170,16 @@ func get(ctx context.Context, client *http.Client, url string) (int, error) {
 
 func (c *checker) items(ctx context.Context) []string {
 	if err := c.t.Pool().Ping(ctx); err != nil {
-		c.add("sql", CheckFail, fmt.Sprintf("PostgreSQL unreachable: %v", err), "check --postgres-url")
+		c.add("sql", finding.Fail, fmt.Sprintf("PostgreSQL unreachable: %v", err), "check --postgres-url")
 		return nil
 	}
 	items, err := c.t.Items(ctx, c.cfg.Sale, c.cfg.Items)
 	if err != nil {
-		c.add("sql.items", CheckFail, err.Error(), "fix sql.items (or give --item)")
+		c.add("sql.items", finding.Fail, err.Error(), "fix sql.items (or give --item)")
 		return nil
 	}
 	if len(c.cfg.Items) == 0 {
-		c.add("sql.items", CheckOK, fmt.Sprintf("%d items: %s", len(items), clip(items, 5)), "")
+		c.add("sql.items", finding.Pass, fmt.Sprintf("%d items: %s", len(items), clip(items, 5)), "")
 	}
 	return items
 }
@@ -214,11 +190,11 @@ func (c *checker) limit(ctx context.Context) int {
 	switch {
 	case c.t.P.SQL.PerUserLimit == "":
 	case err != nil:
-		c.add("sql.perUserLimit", CheckFail, err.Error(), "fix sql.perUserLimit so it runs on the target")
+		c.add("sql.perUserLimit", finding.Fail, err.Error(), "fix sql.perUserLimit so it runs on the target")
 	case n < 1:
-		c.add("sql.perUserLimit", CheckFail, fmt.Sprintf("per-user limit %d: want at least 1", n), "fix sql.perUserLimit")
+		c.add("sql.perUserLimit", finding.Fail, fmt.Sprintf("per-user limit %d: want at least 1", n), "fix sql.perUserLimit")
 	default:
-		c.add("sql.perUserLimit", CheckOK, fmt.Sprintf("per-user limit %d", n), "")
+		c.add("sql.perUserLimit", finding.Pass, fmt.Sprintf("per-user limit %d", n), "")
 	}
 	return max(n, 1)
 }
@@ -242,13 +218,13 @@ func (c *checker) item(ctx context.Context, item string, limit int) int {
 		switch {
 		case !l.declared:
 		case !bad:
-			c.add(l.field, CheckOK, l.detail, "")
+			c.add(l.field, finding.Pass, l.detail, "")
 		case pr.Warn:
-			c.add(l.field, CheckWarn, pr.Err.Error(), "run again; if they still differ, fix "+l.field)
+			c.add(l.field, finding.Warn, pr.Err.Error(), "run again; if they still differ, fix "+l.field)
 		case pr.Query:
-			c.add(l.field, CheckFail, pr.Err.Error(), "fix "+l.field+" so it runs on the target")
+			c.add(l.field, finding.Fail, pr.Err.Error(), "fix "+l.field+" so it runs on the target")
 		default:
-			c.add(l.field, CheckFail, pr.Err.Error(), "fix "+l.field+": "+queryPurpose[strings.TrimPrefix(l.field, "sql.")])
+			c.add(l.field, finding.Fail, pr.Err.Error(), "fix "+l.field+": "+queryPurpose[strings.TrimPrefix(l.field, "sql.")])
 		}
 	}
 	return max(ip.Shards, 1)
@@ -256,36 +232,36 @@ func (c *checker) item(ctx context.Context, item string, limit int) int {
 
 func (c *checker) keys(ctx context.Context, item string, shards int) {
 	if err := c.t.Redis().Ping(ctx).Err(); err != nil {
-		c.add("redis", CheckFail, fmt.Sprintf("Redis unreachable: %v", err), "check --redis-url")
+		c.add("redis", finding.Fail, fmt.Sprintf("Redis unreachable: %v", err), "check --redis-url")
 		return
 	}
 	inv, err := c.t.Stocks.Inventory(ctx, c.cfg.Sale, item, shards)
 	if err != nil {
-		c.add("redis.stock", CheckFail, err.Error(), "fix redis.stock: it must name the item's stock counter")
+		c.add("redis.stock", finding.Fail, err.Error(), "fix redis.stock: it must name the item's stock counter")
 		return
 	}
 	for _, sh := range inv.Shards {
 		k := sh.Keys
 		if !sh.StockSet {
-			c.add("redis.stock", CheckFail, fmt.Sprintf("item %s shard %d: %s does not exist", item, sh.Keys.Shard, k.Stock),
+			c.add("redis.stock", finding.Fail, fmt.Sprintf("item %s shard %d: %s does not exist", item, sh.Keys.Shard, k.Stock),
 				"fix redis.stock (or redis.tag), or preload the item before the sale")
 		} else {
-			c.add("redis.stock", CheckOK, fmt.Sprintf("%s = %d", k.Stock, sh.Stock), "")
+			c.add("redis.stock", finding.Pass, fmt.Sprintf("%s = %d", k.Stock, sh.Stock), "")
 		}
 		for _, f := range []struct{ field, key, typ string }{{"redis.buyers", k.Buyers, sh.BuyersType}, {"redis.holds", k.Holds, sh.HoldsType}} {
 			switch {
 			case f.key == "":
 			case f.typ == "none":
-				c.add(f.field, CheckWarn, fmt.Sprintf("%s does not exist (fine while nothing is sold)", f.key), "")
+				c.add(f.field, finding.Warn, fmt.Sprintf("%s does not exist (fine while nothing is sold)", f.key), "")
 			case f.typ == "set" || f.typ == "hash" || f.typ == "zset":
-				c.add(f.field, CheckOK, fmt.Sprintf("%s is a %s", f.key, f.typ), "")
+				c.add(f.field, finding.Pass, fmt.Sprintf("%s is a %s", f.key, f.typ), "")
 			default:
-				c.add(f.field, CheckFail, fmt.Sprintf("%s is a %s: want a set, hash or sorted set", f.key, f.typ), "fix "+f.field)
+				c.add(f.field, finding.Fail, fmt.Sprintf("%s is a %s: want a set, hash or sorted set", f.key, f.typ), "fix "+f.field)
 			}
 		}
 		for _, key := range k.Names()[1:] {
 			if KeySlot(key) != KeySlot(k.Stock) {
-				c.add("redis.tag", CheckWarn, fmt.Sprintf("%s and %s are in different hash slots: one Lua script cannot touch both on a cluster", k.Stock, key),
+				c.add("redis.tag", finding.Warn, fmt.Sprintf("%s and %s are in different hash slots: one Lua script cannot touch both on a cluster", k.Stock, key),
 					"give the keys of one item one hash tag, e.g. {item:${item}}")
 			}
 		}
@@ -298,27 +274,27 @@ func (c *checker) kafka(ctx context.Context) {
 	case k.Topic == "":
 		return
 	case len(c.cfg.Brokers) == 0:
-		c.add("kafka.topic", CheckSkip, "no --kafka-brokers to reach", "")
+		c.add("kafka.topic", finding.Skip, "no --kafka-brokers to reach", "")
 		return
 	}
 	client := &kafka.Client{Addr: kafka.TCP(c.cfg.Brokers...), Timeout: 3 * time.Second}
 	offs, err := events.TopicOffsets(ctx, client, k.Topic)
 	if err != nil {
-		c.add("kafka.topic", CheckFail, err.Error(), "fix kafka.topic, or create the topic")
+		c.add("kafka.topic", finding.Fail, err.Error(), "fix kafka.topic, or create the topic")
 		return
 	}
-	c.add("kafka.topic", CheckOK, fmt.Sprintf("%s: %d partitions, %d messages", k.Topic, len(offs.End), offs.Messages()), "")
+	c.add("kafka.topic", finding.Pass, fmt.Sprintf("%s: %d partitions, %d messages", k.Topic, len(offs.End), offs.Messages()), "")
 	if k.Group == "" {
 		return
 	}
 	g, err := events.GroupLag(ctx, client, k.Topic, k.Group)
 	switch {
 	case err != nil:
-		c.add("kafka.group", CheckFail, err.Error(), "fix kafka.group")
+		c.add("kafka.group", finding.Fail, err.Error(), "fix kafka.group")
 	case g.Members == 0:
-		c.add("kafka.group", CheckWarn, fmt.Sprintf("%s has no members (lag %d): is the consumer running?", k.Group, g.Lag), "start the target's order consumer")
+		c.add("kafka.group", finding.Warn, fmt.Sprintf("%s has no members (lag %d): is the consumer running?", k.Group, g.Lag), "start the target's order consumer")
 	default:
-		c.add("kafka.group", CheckOK, fmt.Sprintf("%s: %d member(s), lag %d", k.Group, g.Members, g.Lag), "")
+		c.add("kafka.group", finding.Pass, fmt.Sprintf("%s: %d member(s), lag %d", k.Group, g.Members, g.Lag), "")
 	}
 }
 
@@ -332,14 +308,7 @@ func clip(s []string, n int) string {
 // Render prints the check as a table, then a verdict.
 func (r CheckReport) Render(w io.Writer) error {
 	fmt.Fprintf(w, "profile %s (%s) against sale %s\n", r.Profile, r.Source, r.Sale)
-	t := tablewriter.NewWriter(w)
-	t.Header("field", "status", "detail", "fix")
-	for _, l := range r.Lines {
-		if err := t.Append(l.Field, strings.ToUpper(l.Status), l.Detail, l.Fix); err != nil {
-			return err
-		}
-	}
-	if err := t.Render(); err != nil {
+	if err := finding.Table(w, r.Lines); err != nil {
 		return err
 	}
 	verdict := "PROFILE OK: every template renders, every query runs, every key exists"

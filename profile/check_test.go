@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fsctl/fsctl/examples/articleshop/articletest"
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/stack"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
@@ -21,11 +22,11 @@ func connect(t *testing.T, p *profile.Profile, redisURL, pgURL string) *profile.
 	return tg
 }
 
-func lines(r profile.CheckReport, status string) []string {
+func lines(r profile.CheckReport, status finding.Status) []string {
 	var out []string
 	for _, l := range r.Lines {
 		if l.Status == status {
-			out = append(out, l.Field+": "+l.Detail)
+			out = append(out, l.Check+": "+l.Detail)
 		}
 	}
 	return out
@@ -39,13 +40,13 @@ func TestCheckArticleTarget(t *testing.T) {
 	tg := connect(t, s.Profile, s.RedisURL, s.PostgresURL)
 	rep := tg.Check(context.Background(), profile.CheckConfig{Sale: s.Sale, Base: s.Base, Brokers: s.Brokers})
 	if rep.Failed() {
-		t.Fatalf("the shipped profile does not fit its shop: %v", lines(rep, profile.CheckFail))
+		t.Fatalf("the shipped profile does not fit its shop: %v", lines(rep, finding.Fail))
 	}
 	for _, want := range []string{"token: rs256 token", "purchase: POST /api/flash-sales/items/", "http.health: GET",
 		"sql.items: 2 items", "sql.item: item " + s.Items[0] + ": quantity 3, sold 1", "sql.live: item " + s.Items[0] + ": 1 live orders",
 		"redis.stock: {item:" + s.Items[1] + "}:stock = 2", "redis.buyers: {item:" + s.Items[0] + "}:buyers is a set", "kafka.group: " + s.Group} {
-		if !strings.Contains(strings.Join(lines(rep, profile.CheckOK), "\n"), want) {
-			t.Errorf("no ok line %q in\n%s", want, strings.Join(lines(rep, profile.CheckOK), "\n"))
+		if !strings.Contains(strings.Join(lines(rep, finding.Pass), "\n"), want) {
+			t.Errorf("no ok line %q in\n%s", want, strings.Join(lines(rep, finding.Pass), "\n"))
 		}
 	}
 
@@ -56,7 +57,7 @@ func TestCheckArticleTarget(t *testing.T) {
 	bad.Redis.Stock = "${tag}:stok"
 	bad.HTTP.Health = "/health"
 	rep = connect(t, &bad, s.RedisURL, s.PostgresURL).Check(context.Background(), profile.CheckConfig{Sale: s.Sale, Base: s.Base})
-	failed := strings.Join(lines(rep, profile.CheckFail), "\n")
+	failed := strings.Join(lines(rep, finding.Fail), "\n")
 	for _, want := range []string{`sql.live: query sql.live: ERROR: relation "flash_sale_orderz" does not exist (SQLSTATE 42P01)`,
 		"redis.stock: item " + s.Items[0] + " shard 0: {item:" + s.Items[0] + "}:stok does not exist", "http.health: GET " + s.Base + "/health answered 404"} {
 		if !strings.Contains(failed, want) {
@@ -76,9 +77,9 @@ func TestCheckBundledTarget(t *testing.T) {
 	rep := connect(t, p, stack.EndpointsFromEnv().RedisURL, c.PostgresURL).Check(context.Background(),
 		profile.CheckConfig{Sale: c.Sale.ID, Base: c.Base, Secret: string(checkouttest.Secret), Brokers: c.Brokers})
 	if rep.Failed() {
-		t.Fatalf("the bundled profile does not fit the bundled server: %v", lines(rep, profile.CheckFail))
+		t.Fatalf("the bundled profile does not fit the bundled server: %v", lines(rep, finding.Fail))
 	}
-	ok := strings.Join(lines(rep, profile.CheckOK), "\n")
+	ok := strings.Join(lines(rep, finding.Pass), "\n")
 	for _, want := range []string{"sql.shards: item hot: 3 shards", "{fs:" + c.Sale.ID + ":hot:2}:stock", "http.metrics: GET", "sql.perUserLimit: per-user limit 1"} {
 		if !strings.Contains(ok, want) {
 			t.Errorf("no ok line %q in\n%s", want, ok)

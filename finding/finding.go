@@ -1,0 +1,118 @@
+// Package finding is the one vocabulary of what a check found: a line with a status, what it
+// saw, what an operator does about it and, where a safe repair exists, the repair itself. The
+// pre-sale checklist (preflight) and the profile check write findings; they are counted, judged,
+// repaired and rendered (one table, one JSON shape) here, the same way for every command.
+package finding
+
+import (
+	"context"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// Status is the verdict of one check.
+type Status string
+
+// The verdicts, from best to worst. A warning does not fail a run unless it is strict.
+const (
+	Pass Status = "pass"
+	Skip Status = "skip"
+	Warn Status = "warn"
+	Fail Status = "fail"
+)
+
+// Finding is one line of a check.
+type Finding struct {
+	// Group gathers the lines of one part of the target (redis, kafka, profile ...); empty
+	// where a check has one part.
+	Group  string `json:"group,omitempty"`
+	Check  string `json:"check"`
+	Status Status `json:"status"`
+	Detail string `json:"detail"`
+	// Fix says what an operator does about a warning or failure.
+	Fix string `json:"fix,omitempty"`
+	// Repair describes the safe repair Apply makes (what --fix does); Apply is nil without one.
+	Repair string                          `json:"autoFix,omitempty"`
+	Apply  func(ctx context.Context) error `json:"-"`
+}
+
+// Applied is one repair that was made.
+type Applied struct {
+	Check  string `json:"check"`
+	Action string `json:"action"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Count returns how many findings have the status.
+func Count(fs []Finding, s Status) int {
+	n := 0
+	for _, f := range fs {
+		if f.Status == s {
+			n++
+		}
+	}
+	return n
+}
+
+// OK reports whether the findings pass: no failure, and no warning when strict. This is the
+// exit-status rule of every command that reports findings: OK exits 0, anything else 1.
+func OK(fs []Finding, strict bool) bool {
+	return Count(fs, Fail) == 0 && (!strict || Count(fs, Warn) == 0)
+}
+
+// ApplyAll makes the repair of every finding that warned or failed, once, each within timeout,
+// and says what it did.
+func ApplyAll(ctx context.Context, fs []Finding, timeout time.Duration) []Applied {
+	var out []Applied
+	for _, f := range fs {
+		if f.Apply == nil || (f.Status != Fail && f.Status != Warn) {
+			continue
+		}
+		a := Applied{Check: f.Check, Action: f.Repair}
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		if err := f.Apply(rctx); err != nil {
+			a.Error = err.Error()
+		}
+		cancel()
+		out = append(out, a)
+	}
+	return out
+}
+
+// HowToFix is what the table's last column says: the fix, and the repair --fix would make.
+func (f Finding) HowToFix() string {
+	if f.Apply != nil && f.Status != Pass {
+		return strings.TrimSpace(f.Fix + " [--fix: " + f.Repair + "]")
+	}
+	return f.Fix
+}
+
+// Table renders the findings as one table (a group column when any finding has a group), long
+// details and fixes wrapped inside their columns so the table fits a terminal.
+func Table(w io.Writer, fs []Finding) error {
+	grouped := false
+	for _, f := range fs {
+		grouped = grouped || f.Group != ""
+	}
+	header := []any{"check", "status", "detail", "how to fix"}
+	if grouped {
+		header = append([]any{"group"}, header...)
+	}
+	widths := tw.Mapper[int, int]{len(header) - 2: 60, len(header) - 1: 44}
+	t := tablewriter.NewTable(w, tablewriter.WithColumnWidths(widths), tablewriter.WithRowAutoWrap(tw.WrapNormal))
+	t.Header(header...)
+	for _, f := range fs {
+		row := []any{f.Check, strings.ToUpper(string(f.Status)), f.Detail, f.HowToFix()}
+		if grouped {
+			row = append([]any{f.Group}, row...)
+		}
+		if err := t.Append(row...); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}

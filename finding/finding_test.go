@@ -1,0 +1,65 @@
+package finding
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestOKIsTheExitRule(t *testing.T) {
+	fs := []Finding{{Check: "a", Status: Pass}, {Check: "b", Status: Warn}, {Check: "c", Status: Skip}}
+	if !OK(fs, false) || OK(fs, true) || Count(fs, Warn) != 1 {
+		t.Fatalf("a warning passes, unless strict: %v %v", OK(fs, false), OK(fs, true))
+	}
+	if OK(append(fs, Finding{Check: "d", Status: Fail}), false) {
+		t.Fatal("a failure passes")
+	}
+}
+
+// TestApplyAllRepairsWhatDidNotPass: a passing or skipped finding is never repaired, a failed
+// repair says why, and each repair runs under the timeout.
+func TestApplyAllRepairsWhatDidNotPass(t *testing.T) {
+	var ran []string
+	repair := func(name string, err error) func(context.Context) error {
+		return func(ctx context.Context) error {
+			if _, ok := ctx.Deadline(); !ok {
+				t.Errorf("%s: no deadline", name)
+			}
+			ran = append(ran, name)
+			return err
+		}
+	}
+	fs := []Finding{
+		{Check: "pass", Status: Pass, Apply: repair("pass", nil)},
+		{Check: "skip", Status: Skip, Apply: repair("skip", nil)},
+		{Check: "warn", Status: Warn, Repair: "preload", Apply: repair("warn", nil)},
+		{Check: "fail", Status: Fail, Repair: "create", Apply: repair("fail", errors.New("denied"))},
+		{Check: "hand", Status: Fail},
+	}
+	got := ApplyAll(context.Background(), fs, time.Second)
+	if strings.Join(ran, ",") != "warn,fail" || len(got) != 2 || got[0] != (Applied{Check: "warn", Action: "preload"}) ||
+		got[1] != (Applied{Check: "fail", Action: "create", Error: "denied"}) {
+		t.Fatalf("ran %v, applied %+v", ran, got)
+	}
+}
+
+func TestTable(t *testing.T) {
+	fs := []Finding{{Check: "sql.items", Status: Pass, Detail: "2 items"},
+		{Check: "redis.stock", Status: Fail, Detail: "missing", Fix: "preload it", Repair: "preload", Apply: func(context.Context) error { return nil }}}
+	var b bytes.Buffer
+	if err := Table(&b, fs); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.Contains(out, "GROUP") || !strings.Contains(out, "FAIL") || !strings.Contains(out, "preload it [--fix: preload]") {
+		t.Fatalf("ungrouped table:\n%s", out)
+	}
+	fs[0].Group = "profile"
+	b.Reset()
+	if err := Table(&b, fs); err != nil || !strings.Contains(b.String(), "GROUP") || !strings.Contains(b.String(), "profile") {
+		t.Fatalf("grouped table (%v):\n%s", err, b.String())
+	}
+}
