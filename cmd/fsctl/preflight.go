@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/preflight"
 )
 
@@ -133,7 +134,7 @@ func runPreflight(cmd *cobra.Command, o preflightOptions) error {
 	case err != nil:
 		return err
 	case !rep.Ready(o.strict):
-		return &exitError{code: 1, err: fmt.Errorf("sale %s (profile %s) is not ready: %d failed, %d warnings", cfg.SaleID, prof.Name, rep.Count(preflight.Fail), rep.Count(preflight.Warn))}
+		return &exitError{code: 1, err: fmt.Errorf("sale %s (profile %s) is not ready: %d failed, %d warnings", cfg.SaleID, prof.Name, rep.Count(finding.Fail), rep.Count(finding.Warn))}
 	}
 	return nil
 }
