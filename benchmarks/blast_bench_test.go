@@ -14,7 +14,7 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
-	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/loadgen"
 )
 
 // The blast benchmarks compare fsctl blast with vegeta's own attacker against one trivial endpoint
@@ -63,20 +63,20 @@ func trivialEndpoint(b *testing.B) string {
 
 // benchPlan is a one-click-per-buyer burst at base. The release is far enough ahead for the
 // preparation and the warm-up; the measures below count from the real release, not from At.
-func benchPlan(base string, buyers, conns int) blast.Plan {
-	return blast.Plan{
-		BaseURL: base, Targets: []blast.Target{{SaleID: "bench", ItemID: "item"}},
+func benchPlan(base string, buyers, conns int) loadgen.Plan {
+	return loadgen.Plan{
+		BaseURL: base, Targets: []loadgen.Target{{SaleID: "bench", ItemID: "item"}},
 		Buyers: buyers, UserPrefix: "bench-", Secret: []byte("bench-secret-0123456789"), Clicks: 1,
 		At:    time.Now().Add(time.Second + time.Duration(buyers)*40*time.Microsecond),
-		Conns: conns, Timeout: time.Minute, Engine: blast.EngineHTTP, // the net/http baseline; callers set raw
+		Conns: conns, Timeout: time.Minute, Engine: loadgen.EngineHTTP, // the net/http baseline; callers set raw
 	}
 }
 
 // runBlast fires one burst and fails the benchmark unless every request was answered 204: a
 // figure from a burst that lost requests would flatter it.
-func runBlast(b *testing.B, p blast.Plan) *blast.Result {
+func runBlast(b *testing.B, p loadgen.Plan) *loadgen.Result {
 	b.Helper()
-	res, err := blast.Run(context.Background(), p)
+	res, err := loadgen.Run(context.Background(), p)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func BenchmarkBlastVsVegetaThroughput(b *testing.B) {
 	conns := envInt(b, "BLAST_BENCH_CONNS", defaultConns)
 	var blastRate, rawRate, vegetaRate float64
 	// From the release to the last answer: the burst's whole life, preparation excluded.
-	rate := func(res *blast.Result) float64 {
+	rate := func(res *loadgen.Result) float64 {
 		done := make([]time.Time, 0, n)
 		for _, r := range res.Records {
 			done = append(done, r.Done)
@@ -164,7 +164,7 @@ func BenchmarkBlastVsVegetaThroughput(b *testing.B) {
 	for b.Loop() {
 		blastRate += rate(runBlast(b, benchPlan(base, n, conns)))
 		raw := benchPlan(base, n, conns)
-		raw.Engine = blast.EngineRaw
+		raw.Engine = loadgen.EngineRaw
 		rawRate += rate(runBlast(b, raw))
 
 		results := runVegeta(b, base, n, conns, conns)
@@ -196,7 +196,7 @@ func BenchmarkBlastVsVegetaReleaseSkew(b *testing.B) {
 	n := envInt(b, "BLAST_BENCH_BUYERS", defaultBurst)
 	conns := envInt(b, "BLAST_BENCH_CONNS", burstConns)
 	var released, written, rawReleased, rawWritten, paced time.Duration
-	spans := func(res *blast.Result) (time.Duration, time.Duration) {
+	spans := func(res *loadgen.Result) (time.Duration, time.Duration) {
 		starts := make([]time.Time, 0, n)
 		wires := make([]time.Time, 0, n)
 		for _, r := range res.Records {
@@ -209,7 +209,7 @@ func BenchmarkBlastVsVegetaReleaseSkew(b *testing.B) {
 		rel, wr := spans(runBlast(b, benchPlan(base, n, conns)))
 		released, written = released+rel, written+wr
 		raw := benchPlan(base, n, conns)
-		raw.Engine = blast.EngineRaw
+		raw.Engine = loadgen.EngineRaw
 		rel, wr = spans(runBlast(b, raw))
 		rawReleased, rawWritten = rawReleased+rel, rawWritten+wr
 
@@ -232,7 +232,7 @@ func BenchmarkBlastVsVegetaReleaseSkew(b *testing.B) {
 }
 
 // BenchmarkBlastPreparedBuyer measures what preparing a buyer costs (token, key, built request,
-// record): blast.Run reports progress once all are prepared, before it dials anything, so the
+// record): loadgen.Run reports progress once all are prepared, before it dials anything, so the
 // memory is read there and the run is cancelled. Goroutines parked later are not counted.
 func BenchmarkBlastPreparedBuyer(b *testing.B) {
 	base := trivialEndpoint(b)
@@ -258,7 +258,7 @@ func BenchmarkBlastPreparedBuyer(b *testing.B) {
 			retained += float64(after.HeapAlloc) - float64(before.HeapAlloc)
 			cancel()
 		}
-		_, err := blast.Run(ctx, p)
+		_, err := loadgen.Run(ctx, p)
 		if !seen || !errors.Is(err, context.Canceled) {
 			b.Fatalf("want a run cancelled once all %d buyers were prepared, got prepared=%v err=%v", preparedBuyers, seen, err)
 		}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/profile"
 )
 
@@ -56,7 +56,7 @@ func prepareTime(b *testing.B, base string, prof *profile.Profile) time.Duration
 			cancel()
 		}
 	}
-	if _, err := blast.Run(ctx, p); !errors.Is(err, context.Canceled) || took == 0 {
+	if _, err := loadgen.Run(ctx, p); !errors.Is(err, context.Canceled) || took == 0 {
 		b.Fatalf("want a run cancelled once all buyers were prepared, got %v", err)
 	}
 	return took

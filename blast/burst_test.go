@@ -12,12 +12,13 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/profile"
 )
 
-func plan(base string, targets []blast.Target, buyers int) blast.Plan {
-	return blast.Plan{BaseURL: base, Targets: targets, Buyers: buyers, UserPrefix: "buyer-", Secret: testSecret,
+func plan(base string, targets []loadgen.Target, buyers int) loadgen.Plan {
+	return loadgen.Plan{BaseURL: base, Targets: targets, Buyers: buyers, UserPrefix: "buyer-", Secret: testSecret,
 		Clicks: 1, Conns: 64, Timeout: 30 * time.Second, At: time.Now().Add(500 * time.Millisecond)}
 }
 
@@ -26,19 +27,19 @@ func plan(base string, targets []blast.Target, buyers int) blast.Plan {
 // every invariant holds, and the vegeta results file agrees with blast's counts.
 func TestBurstSellsExactlyTheStock(t *testing.T) {
 	c := startCheckout(t, 500, 1)
-	target := blast.Target{SaleID: c.sale.ID, ItemID: "hot"}
+	target := loadgen.Target{SaleID: c.sale.ID, ItemID: "hot"}
 	ctx := context.Background()
-	limits, err := blast.FetchLimits(ctx, http.DefaultClient, c.base, profile.Default(), []blast.Target{target})
+	limits, err := blast.FetchLimits(ctx, http.DefaultClient, c.base, profile.Default(), []loadgen.Target{target})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if limits[target] != (blast.ItemLimit{Stock: 500, PerUser: 1}) {
+	if limits[target] != (loadgen.ItemLimit{Stock: 500, PerUser: 1}) {
 		t.Fatalf("limits %+v", limits)
 	}
 	var progress []int
-	p := plan(c.base, []blast.Target{target}, 5000)
+	p := plan(c.base, []loadgen.Target{target}, 5000)
 	p.Progress = func(done, _ int) { progress = append(progress, done) }
-	res, err := blast.Run(ctx, p)
+	res, err := loadgen.Run(ctx, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func TestBurstSellsExactlyTheStock(t *testing.T) {
 	}
 
 	var file bytes.Buffer
-	if err := blast.WriteResults(&file, res.Records); err != nil {
+	if err := loadgen.WriteResults(&file, res.Records); err != nil {
 		t.Fatal(err)
 	}
 	dec := vegeta.NewDecoder(&file)
@@ -107,13 +108,13 @@ func TestBurstSellsExactlyTheStock(t *testing.T) {
 // server's state shows reservations that never reached PostgreSQL.
 func TestBurstCatchesAnOversell(t *testing.T) {
 	base, sl, pgURL := startOverseller(t, 20, 1)
-	target := blast.Target{SaleID: sl.ID, ItemID: "hot"}
+	target := loadgen.Target{SaleID: sl.ID, ItemID: "hot"}
 	ctx := context.Background()
-	limits, err := blast.FetchLimits(ctx, http.DefaultClient, base, profile.Default(), []blast.Target{target})
+	limits, err := blast.FetchLimits(ctx, http.DefaultClient, base, profile.Default(), []loadgen.Target{target})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := blast.Run(ctx, plan(base, []blast.Target{target}, 200))
+	res, err := loadgen.Run(ctx, plan(base, []loadgen.Target{target}, 200))
 	if err != nil {
 		t.Fatal(err)
 	}

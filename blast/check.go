@@ -5,14 +5,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 )
-
-// ItemLimit is what one item may give out: its stock and the per-user limit.
-type ItemLimit struct {
-	Stock   int64 `json:"stock"`
-	PerUser int   `json:"perUser"`
-}
 
 // Verdict is one invariant's result; a run with any failed verdict failed.
 type Verdict struct {
@@ -36,9 +31,16 @@ func Failed(vs []Verdict) bool {
 	return slices.ContainsFunc(vs, func(v Verdict) bool { return !v.OK })
 }
 
+// answered reports whether an outcome is the idempotency layer's answer to a key, which every
+// try of the key must repeat. Failures, admission refusals, a paused or unopened sale and bad
+// requests are answered before the key is looked at, so they may change from try to try.
+func answered(c outcome.Code) bool {
+	return c == outcome.Reserved || c == outcome.SoldOut || c == outcome.AlreadyPurchased
+}
+
 // grant is one reservation a buyer was told about: a key's order (the key itself when the
 // target names no order id), so retries and replays of one key count once.
-func grant(r Record) string {
+func grant(r loadgen.Record) string {
 	if r.OrderID != "" {
 		return r.OrderID
 	}
@@ -48,11 +50,11 @@ func grant(r Record) string {
 // CheckResponses checks what buyers were told: per item no more reservations than stock, no
 // buyer with more than the per-user limit, and every try of one key answered alike. An item
 // missing from limits is not checked for the first two.
-func CheckResponses(recs []Record, limits map[Target]ItemLimit) []Verdict {
-	perItem := map[Target]map[string]bool{}
-	perUser := map[Target]map[string]map[string]bool{}
+func CheckResponses(recs []loadgen.Record, limits map[loadgen.Target]loadgen.ItemLimit) []Verdict {
+	perItem := map[loadgen.Target]map[string]bool{}
+	perUser := map[loadgen.Target]map[string]map[string]bool{}
 	type keyID struct{ user, key string }
-	first := map[keyID]Record{}
+	first := map[keyID]loadgen.Record{}
 	var oversell, overLimit, mismatch []string
 	for _, r := range recs {
 		if r.Outcome == outcome.Reserved {
@@ -80,11 +82,11 @@ func CheckResponses(recs []Record, limits map[Target]ItemLimit) []Verdict {
 				r.User, r.Key, f.Attempt, f.Outcome, f.OrderID, r.Attempt, r.Outcome, r.OrderID))
 		}
 	}
-	targets := make([]Target, 0, len(perItem))
+	targets := make([]loadgen.Target, 0, len(perItem))
 	for t := range perItem {
 		targets = append(targets, t)
 	}
-	slices.SortFunc(targets, func(a, b Target) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(targets, func(a, b loadgen.Target) int { return strings.Compare(a.String(), b.String()) })
 	for _, t := range targets {
 		lim, ok := limits[t]
 		if !ok {
@@ -111,4 +113,3 @@ func CheckResponses(recs []Record, limits map[Target]ItemLimit) []Verdict {
 		verdict("same key, same answer", mismatch),
 	}
 }
-

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/verify"
@@ -17,7 +18,7 @@ import (
 // was told about is a live order in PostgreSQL, and each item keeps package verify's rules. It
 // waits up to wait for the sale to settle (the consumer writes orders after the answers) and
 // judges the last read. The items are those of sale that the records or limits name.
-func CheckState(ctx context.Context, t *profile.Target, sale string, recs []Record, limits map[Target]ItemLimit, wait time.Duration) ([]Verdict, error) {
+func CheckState(ctx context.Context, t *profile.Target, sale string, recs []loadgen.Record, limits map[loadgen.Target]loadgen.ItemLimit, wait time.Duration) ([]Verdict, error) {
 	told := reservations(sale, recs)
 	items := saleItems(sale, recs, limits)
 	var lost, oversell, drift []string
@@ -30,7 +31,7 @@ func CheckState(ctx context.Context, t *profile.Target, sale string, recs []Reco
 		for _, b := range told.buyers() {
 			if have := live.orders[b]; have < told[b] {
 				lost = append(lost, fmt.Sprintf("%s: %s was told RESERVED %d time(s) but has %d live order(s) in PostgreSQL after %s",
-					Target{SaleID: sale, ItemID: b.item}, b.user, told[b], have, wait))
+					loadgen.Target{SaleID: sale, ItemID: b.item}, b.user, told[b], have, wait))
 			}
 		}
 		for _, item := range items {
@@ -39,7 +40,7 @@ func CheckState(ctx context.Context, t *profile.Target, sale string, recs []Reco
 				return nil, fmt.Errorf("read item %s: %w", item, err)
 			}
 			it := verify.FromState(st)
-			if lim, ok := limits[Target{SaleID: sale, ItemID: item}]; ok {
+			if lim, ok := limits[loadgen.Target{SaleID: sale, ItemID: item}]; ok {
 				it.MaxLivePerUser, it.PerUserLimit = live.most(item), lim.PerUser
 			}
 			for _, p := range verify.Check(it) {
@@ -70,7 +71,7 @@ type buyerItem struct{ user, item string }
 // one key are one reservation.
 type told map[buyerItem]int64
 
-func reservations(sale string, recs []Record) told {
+func reservations(sale string, recs []loadgen.Record) told {
 	grants := map[buyerItem]map[string]bool{}
 	for _, r := range recs {
 		if r.Outcome != outcome.Reserved || r.Target.SaleID != sale {
@@ -100,9 +101,9 @@ func (t told) buyers() []buyerItem {
 }
 
 // saleItems are the items of sale that the records or the limits name, sorted.
-func saleItems(sale string, recs []Record, limits map[Target]ItemLimit) []string {
+func saleItems(sale string, recs []loadgen.Record, limits map[loadgen.Target]loadgen.ItemLimit) []string {
 	var items []string
-	add := func(tg Target) {
+	add := func(tg loadgen.Target) {
 		if tg.SaleID == sale && !slices.Contains(items, tg.ItemID) {
 			items = append(items, tg.ItemID)
 		}

@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 )
 
-var hot = blast.Target{SaleID: "s", ItemID: "hot"}
+var hot = loadgen.Target{SaleID: "s", ItemID: "hot"}
 
 // fakeCheckout answers purchases with answer(key, try of that key).
 func fakeCheckout(t *testing.T, answer func(w http.ResponseWriter, key string, try int)) string {
@@ -36,12 +37,12 @@ func fakeCheckout(t *testing.T, answer func(w http.ResponseWriter, key string, t
 	return hs.URL
 }
 
-func runFake(t *testing.T, base string, mod func(*blast.Plan)) *blast.Result {
+func runFake(t *testing.T, base string, mod func(*loadgen.Plan)) *loadgen.Result {
 	t.Helper()
-	p := plan(base, []blast.Target{hot}, 20)
+	p := plan(base, []loadgen.Target{hot}, 20)
 	p.Conns, p.At = 4, time.Now().Add(50*time.Millisecond)
 	mod(&p)
-	res, err := blast.Run(context.Background(), p)
+	res, err := loadgen.Run(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,11 +55,11 @@ func TestSameKeySameAnswerCatchesAFlakyServer(t *testing.T) {
 		w.WriteHeader(http.StatusAccepted)
 		fmt.Fprintf(w, `{"orderId":"%s-%d"}`, key, try)
 	})
-	res := runFake(t, flaky, func(p *blast.Plan) { p.Replays = 1 })
+	res := runFake(t, flaky, func(p *loadgen.Plan) { p.Replays = 1 })
 	if len(res.Records) != 40 {
 		t.Fatalf("%d records, want 20 buyers x 2 tries", len(res.Records))
 	}
-	vs := blast.CheckResponses(res.Records, map[blast.Target]blast.ItemLimit{hot: {Stock: 100, PerUser: 1}})
+	vs := blast.CheckResponses(res.Records, map[loadgen.Target]loadgen.ItemLimit{hot: {Stock: 100, PerUser: 1}})
 	if vs[2].OK || !strings.Contains(vs[2].Problems[0], "try 1 got RESERVED") {
 		t.Errorf("same-key verdict %+v", vs[2])
 	}
@@ -75,15 +76,15 @@ func TestSameKeySameAnswerCatchesAFlakyServer(t *testing.T) {
 		w.WriteHeader(http.StatusAccepted)
 		fmt.Fprintf(w, `{"orderId":"%s"}`, key)
 	})
-	res = runFake(t, steady, func(p *blast.Plan) { p.Retries, p.Replays = 2, 1 })
+	res = runFake(t, steady, func(p *loadgen.Plan) { p.Retries, p.Replays = 2, 1 })
 	counts := map[outcome.Code]int{}
 	for _, r := range res.Records {
 		counts[r.Outcome]++
 	}
-	if counts[blast.ServerError] != 20 || counts[outcome.Reserved] != 40 {
+	if counts[loadgen.ServerError] != 20 || counts[outcome.Reserved] != 40 {
 		t.Errorf("outcomes %v, want one 5xx, one retry and one replay per buyer", counts)
 	}
-	if vs := blast.CheckResponses(res.Records, map[blast.Target]blast.ItemLimit{hot: {Stock: 20, PerUser: 1}}); blast.Failed(vs) {
+	if vs := blast.CheckResponses(res.Records, map[loadgen.Target]loadgen.ItemLimit{hot: {Stock: 20, PerUser: 1}}); blast.Failed(vs) {
 		t.Errorf("a consistent server failed: %+v", vs)
 	}
 }
@@ -92,17 +93,17 @@ func TestGarbageIsClassifiedNotFatal(t *testing.T) {
 	garbage := fakeCheckout(t, func(w http.ResponseWriter, _ string, _ int) {
 		w.Write([]byte("\x00\xffnot json at all"))
 	})
-	res := runFake(t, garbage, func(*blast.Plan) {})
+	res := runFake(t, garbage, func(*loadgen.Plan) {})
 	slow := fakeCheckout(t, func(w http.ResponseWriter, _ string, _ int) { time.Sleep(300 * time.Millisecond) })
 	// On net/http every late answer is its own TIMEOUT; the raw engine drops the connection
 	// behind one (TestRawEngineTimesOut), so this case pins http rather than auto's raw.
-	timeouts := runFake(t, slow, func(p *blast.Plan) { p.Timeout, p.Engine = 50*time.Millisecond, blast.EngineHTTP })
+	timeouts := runFake(t, slow, func(p *loadgen.Plan) { p.Timeout, p.Engine = 50*time.Millisecond, loadgen.EngineHTTP })
 	rude := fakeCheckout(t, func(w http.ResponseWriter, _ string, _ int) { panic(http.ErrAbortHandler) })
-	hangups := runFake(t, rude, func(*blast.Plan) {})
+	hangups := runFake(t, rude, func(*loadgen.Plan) {})
 	for _, tc := range []struct {
-		res  *blast.Result
+		res  *loadgen.Result
 		want outcome.Code
-	}{{res, blast.ServerError}, {timeouts, blast.Timeout}, {hangups, blast.TransportError}} {
+	}{{res, loadgen.ServerError}, {timeouts, loadgen.Timeout}, {hangups, loadgen.TransportError}} {
 		for _, r := range tc.res.Records {
 			if r.Outcome != tc.want {
 				t.Fatalf("got %s (%s), want %s", r.Outcome, r.Error, tc.want)
@@ -115,8 +116,8 @@ func TestUnreachableTargetIsRefusedBeforeTheStart(t *testing.T) {
 	hs := httptest.NewServer(http.NotFoundHandler())
 	base := hs.URL
 	hs.Close()
-	p := plan(base, []blast.Target{hot}, 10)
-	if _, err := blast.Run(context.Background(), p); err == nil || !strings.Contains(err.Error(), "unreachable") {
+	p := plan(base, []loadgen.Target{hot}, 10)
+	if _, err := loadgen.Run(context.Background(), p); err == nil || !strings.Contains(err.Error(), "unreachable") {
 		t.Errorf("got %v", err)
 	}
 	if err := blast.Probe(context.Background(), http.DefaultClient, base, "/"); err == nil {
@@ -125,18 +126,18 @@ func TestUnreachableTargetIsRefusedBeforeTheStart(t *testing.T) {
 }
 
 func TestResponseInvariants(t *testing.T) {
-	rec := func(user, key string, o outcome.Code, id string, attempt int) blast.Record {
-		return blast.Record{User: user, Key: key, Target: hot, Outcome: o, OrderID: id, Attempt: attempt}
+	rec := func(user, key string, o outcome.Code, id string, attempt int) loadgen.Record {
+		return loadgen.Record{User: user, Key: key, Target: hot, Outcome: o, OrderID: id, Attempt: attempt}
 	}
-	recs := []blast.Record{
+	recs := []loadgen.Record{
 		rec("a", "a1", outcome.Reserved, "o1", 1),
 		rec("a", "a1", outcome.Reserved, "o1", 2), // a replay: counts once
 		rec("a", "a2", outcome.Reserved, "o2", 1), // a second order for a: over the limit of 1
-		rec("b", "b1", blast.Timeout, "", 1),
+		rec("b", "b1", loadgen.Timeout, "", 1),
 		rec("b", "b1", outcome.Reserved, "o3", 2), // a retry after a timeout: fine
 		rec("c", "c1", outcome.SoldOut, "", 1),
 	}
-	vs := blast.CheckResponses(recs, map[blast.Target]blast.ItemLimit{hot: {Stock: 2, PerUser: 1}})
+	vs := blast.CheckResponses(recs, map[loadgen.Target]loadgen.ItemLimit{hot: {Stock: 2, PerUser: 1}})
 	if vs[0].OK || vs[0].Problems[0] != "s:hot: 3 reservations for 2 units" {
 		t.Errorf("stock: %+v", vs[0])
 	}
@@ -146,7 +147,7 @@ func TestResponseInvariants(t *testing.T) {
 	if !vs[2].OK {
 		t.Errorf("same key: %+v", vs[2])
 	}
-	if vs := blast.CheckResponses(recs, map[blast.Target]blast.ItemLimit{hot: {Stock: 3, PerUser: 2}}); blast.Failed(vs) {
+	if vs := blast.CheckResponses(recs, map[loadgen.Target]loadgen.ItemLimit{hot: {Stock: 3, PerUser: 2}}); blast.Failed(vs) {
 		t.Errorf("within the limits: %+v", vs)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 )
 
@@ -44,14 +45,14 @@ type fairClick struct {
 
 // Fairness ranks each item's clicks by release order and measures how well that order
 // predicts the winners, one row per item in the order items first appear.
-func Fairness(recs []Record) []FairnessRow {
+func Fairness(recs []loadgen.Record) []FairnessRow {
 	type keyID struct {
-		t         Target
+		t         loadgen.Target
 		user, key string
 	}
 	clicks := map[keyID]*fairClick{}
-	var order []Target
-	perTarget := map[Target][]*fairClick{}
+	var order []loadgen.Target
+	perTarget := map[loadgen.Target][]*fairClick{}
 	for _, r := range recs {
 		k := keyID{r.Target, r.User, r.Key}
 		c := clicks[k]
@@ -75,7 +76,7 @@ func Fairness(recs []Record) []FairnessRow {
 	return rows
 }
 
-func fairness(t Target, all []*fairClick) FairnessRow {
+func fairness(t loadgen.Target, all []*fairClick) FairnessRow {
 	row := FairnessRow{Target: t.String(), OrderBy: "written"}
 	// A click never written did not take part in the race (it failed before the wire).
 	cs := slices.DeleteFunc(slices.Clone(all), func(c *fairClick) bool { return c.written.IsZero() })

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 )
 
@@ -76,7 +77,7 @@ type htmlView struct {
 // WriteHTML writes the report as one self-contained HTML page: the summary tables, the verdicts
 // and three SVG charts drawn here (latency over time, outcomes over time, stock depletion), so
 // the file opens anywhere, offline, and can be attached to an incident.
-func WriteHTML(w io.Writer, s Summary, recs []Record) error {
+func WriteHTML(w io.Writer, s Summary, recs []loadgen.Record) error {
 	t, err := template.New("report").Funcs(template.FuncMap{
 		"f1":  func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
 		"f2":  func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) },
@@ -86,7 +87,7 @@ func WriteHTML(w io.Writer, s Summary, recs []Record) error {
 		return fmt.Errorf("parse the HTML report template: %w", err)
 	}
 	v := htmlView{S: s, FairnessNote: FairnessNote}
-	byIntended := slices.ContainsFunc(recs, func(r Record) bool { return !r.Intended.Equal(s.At) })
+	byIntended := slices.ContainsFunc(recs, func(r loadgen.Record) bool { return !r.Intended.Equal(s.At) })
 	v.Latency = latencyChart(s.At, recs, byIntended)
 	v.Outcomes = outcomesChart(s.At, recs)
 	v.Stock = stockChart(s.At, recs)
@@ -95,7 +96,7 @@ func WriteHTML(w io.Writer, s Summary, recs []Record) error {
 
 // sent is when a request went, in ms from the release: its intended time in an open model,
 // where intended times spread out, else when it reached the wire (all share one intended time).
-func sent(at time.Time, r Record, byIntended bool) float64 {
+func sent(at time.Time, r loadgen.Record, byIntended bool) float64 {
 	switch {
 	case byIntended:
 		return millis(r.Intended.Sub(at))
@@ -105,7 +106,7 @@ func sent(at time.Time, r Record, byIntended bool) float64 {
 	return millis(r.Started.Sub(at))
 }
 
-func latencyChart(at time.Time, recs []Record, byIntended bool) chart {
+func latencyChart(at time.Time, recs []loadgen.Record, byIntended bool) chart {
 	c := chart{Title: "Latency over time", YLabel: "done − intended (ms)", XLabel: "written, ms after the release"}
 	if byIntended {
 		c.XLabel = "intended, ms after the release"
@@ -133,7 +134,7 @@ func latencyChart(at time.Time, recs []Record, byIntended bool) chart {
 	return c
 }
 
-func outcomesChart(at time.Time, recs []Record) chart {
+func outcomesChart(at time.Time, recs []loadgen.Record) chart {
 	c := chart{Title: "Outcomes over time", YLabel: "answers per bucket", XLabel: "answered, ms after the release"}
 	var end time.Duration
 	for _, r := range recs {
@@ -180,17 +181,17 @@ func outcomesChart(at time.Time, recs []Record) chart {
 	return c
 }
 
-func stockChart(at time.Time, recs []Record) chart {
+func stockChart(at time.Time, recs []loadgen.Record) chart {
 	c := chart{Title: "Stock depletion", YLabel: "units reserved (cumulative)", XLabel: "answered, ms after the release"}
 	// Each reservation counts once, at its first RESERVED answer, as in the summary.
-	firsts := map[string]Record{}
+	firsts := map[string]loadgen.Record{}
 	for _, r := range recs {
 		if f, ok := firsts[grant(r)]; r.Outcome == outcome.Reserved && (!ok || r.Done.Before(f.Done)) {
 			firsts[grant(r)] = r
 		}
 	}
-	times := map[Target][]float64{}
-	var targets []Target
+	times := map[loadgen.Target][]float64{}
+	var targets []loadgen.Target
 	var xmax, ymax float64
 	for _, r := range firsts {
 		if times[r.Target] == nil {
@@ -199,7 +200,7 @@ func stockChart(at time.Time, recs []Record) chart {
 		times[r.Target] = append(times[r.Target], millis(r.Done.Sub(at)))
 		ymax = max(ymax, float64(len(times[r.Target])))
 	}
-	slices.SortFunc(targets, func(a, b Target) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(targets, func(a, b loadgen.Target) int { return strings.Compare(a.String(), b.String()) })
 	for _, r := range recs { // the whole burst, so the flat line after the sell-out shows
 		xmax = max(xmax, millis(r.Done.Sub(at)))
 	}
@@ -269,13 +270,13 @@ func colorOf(c outcome.Code) string {
 		return "#e0a526"
 	case outcome.NotStarted, outcome.Paused:
 		return "#9b6cd1"
-	case ClientError:
+	case loadgen.ClientError:
 		return "#e07a26"
-	case ServerError:
+	case loadgen.ServerError:
 		return "#d43c3c"
-	case Timeout:
+	case loadgen.Timeout:
 		return "#8c1c1c"
-	case TransportError:
+	case loadgen.TransportError:
 		return "#5a5a5a"
 	}
 	return "#b0b0b0"
@@ -290,7 +291,7 @@ func lineColor(i int) string {
 // outcomeOrder lists the outcomes seen in report order, unknown ones last by name.
 func outcomeOrder(seen map[outcome.Code]bool) []outcome.Code {
 	var out, extra []outcome.Code
-	for _, c := range Outcomes() {
+	for _, c := range loadgen.Outcomes() {
 		if seen[c] {
 			out = append(out, c)
 		}

@@ -8,14 +8,15 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/loadgen"
 )
 
 func TestHTMLReportIsSelfContained(t *testing.T) {
 	at := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
 	recs := shardRecords(at, 0, 1, 20, 5)
-	recs[19].Outcome, recs[19].Status = blast.ServerError, 500
-	res := &blast.Result{At: at, Released: at, Buyers: 20, Conns: 5, Records: recs}
-	s := blast.Summarize(res, blast.CheckResponses(recs, map[blast.Target]blast.ItemLimit{hot: {Stock: 4, PerUser: 1}}))
+	recs[19].Outcome, recs[19].Status = loadgen.ServerError, 500
+	res := &loadgen.Result{At: at, Released: at, Buyers: 20, Conns: 5, Records: recs}
+	s := blast.Summarize(res, blast.CheckResponses(recs, map[loadgen.Target]loadgen.ItemLimit{hot: {Stock: 4, PerUser: 1}}))
 	var buf bytes.Buffer
 	if err := blast.WriteHTML(&buf, s, recs); err != nil {
 		t.Fatal(err)

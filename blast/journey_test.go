@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/provision"
@@ -16,7 +17,7 @@ import (
 )
 
 // roomSale provisions a second sale, with a waiting room, on the checkout c.
-func roomSale(t *testing.T, c checkout, quantity int64) blast.Target {
+func roomSale(t *testing.T, c checkout, quantity int64) loadgen.Target {
 	t.Helper()
 	sl := testSale(t, quantity, 1)
 	sl.ID += "-room"
@@ -26,10 +27,10 @@ func roomSale(t *testing.T, c checkout, quantity int64) blast.Target {
 		t.Fatalf("provision: %v", err)
 	}
 	t.Cleanup(func() { _ = c.app.Stock.Reset(context.Background(), sl) })
-	return blast.Target{SaleID: sl.ID, ItemID: "hot"}
+	return loadgen.Target{SaleID: sl.ID, ItemID: "hot"}
 }
 
-func outcomes(recs []blast.Record) map[outcome.Code]int {
+func outcomes(recs []loadgen.Record) map[outcome.Code]int {
 	n := map[outcome.Code]int{}
 	for _, r := range recs {
 		n[r.Outcome]++
@@ -43,14 +44,14 @@ func TestRoomJourneySellsTheStock(t *testing.T) {
 	c := startCheckout(t, 1, 1)
 	target := roomSale(t, c, 30)
 	ctx := context.Background()
-	limits, err := blast.FetchLimits(ctx, http.DefaultClient, c.base, profile.Default(), []blast.Target{target})
+	limits, err := blast.FetchLimits(ctx, http.DefaultClient, c.base, profile.Default(), []loadgen.Target{target})
 	if err != nil {
 		t.Fatal(err)
 	}
-	room := &blast.Room{MaxPoll: 100 * time.Millisecond}
-	p := plan(c.base, []blast.Target{target}, 300)
+	room := &loadgen.Room{MaxPoll: 100 * time.Millisecond}
+	p := plan(c.base, []loadgen.Target{target}, 300)
 	p.Journey = room
-	res, err := blast.Run(ctx, p)
+	res, err := loadgen.Run(ctx, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,10 +82,10 @@ func TestRoomJourneySellsTheStock(t *testing.T) {
 // buyer's outcome; nobody buys.
 func TestRoomJourneyWithoutARoom(t *testing.T) {
 	c := startCheckout(t, 5, 1)
-	p := plan(c.base, []blast.Target{{SaleID: c.sale.ID, ItemID: "hot"}}, 10)
-	room := &blast.Room{}
+	p := plan(c.base, []loadgen.Target{{SaleID: c.sale.ID, ItemID: "hot"}}, 10)
+	room := &loadgen.Room{}
 	p.Journey = room
-	res, err := blast.Run(context.Background(), p)
+	res, err := loadgen.Run(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,14 +122,14 @@ func settled(t *testing.T, c checkout, ok func(reconcile.ItemReport) bool) recon
 // 20 PAID orders that reconcile with Redis.
 func TestEveryReservedBuyerPays(t *testing.T) {
 	c := startCheckout(t, 20, 1)
-	p := plan(c.base, []blast.Target{{SaleID: c.sale.ID, ItemID: "hot"}}, 100)
-	p.After = &blast.AfterPurchase{Pay: 1, Seed: 7}
-	res, err := blast.Run(context.Background(), p)
+	p := plan(c.base, []loadgen.Target{{SaleID: c.sale.ID, ItemID: "hot"}}, 100)
+	p.After = &loadgen.AfterPurchase{Pay: 1, Seed: 7}
+	res, err := loadgen.Run(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rows := blast.TallyFollowUps(res.FollowUps)
-	if len(rows) != 1 || rows[0] != (blast.FollowUpRow{Action: blast.Pay, Answer: "PAID", Count: 20}) {
+	if len(rows) != 1 || rows[0] != (blast.FollowUpRow{Action: loadgen.Pay, Answer: "PAID", Count: 20}) {
 		t.Fatalf("follow-ups %+v, want 20 paid", rows)
 	}
 	r := settled(t, c, func(r reconcile.ItemReport) bool { return r.Counts.Paid == 20 })
@@ -142,15 +143,15 @@ func TestEveryReservedBuyerPays(t *testing.T) {
 // reservations, each cancelled.
 func TestEveryReservedBuyerCancels(t *testing.T) {
 	c := startCheckout(t, 20, 1)
-	p := plan(c.base, []blast.Target{{SaleID: c.sale.ID, ItemID: "hot"}}, 100)
-	p.After = &blast.AfterPurchase{Cancel: 1, Seed: 7}
-	res, err := blast.Run(context.Background(), p)
+	p := plan(c.base, []loadgen.Target{{SaleID: c.sale.ID, ItemID: "hot"}}, 100)
+	p.After = &loadgen.AfterPurchase{Cancel: 1, Seed: 7}
+	res, err := loadgen.Run(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	reserved := outcomes(res.Records)[outcome.Reserved]
 	rows := blast.TallyFollowUps(res.FollowUps)
-	if reserved < 20 || len(rows) != 1 || rows[0] != (blast.FollowUpRow{Action: blast.Cancel, Answer: "CANCELLED", Count: reserved}) {
+	if reserved < 20 || len(rows) != 1 || rows[0] != (blast.FollowUpRow{Action: loadgen.Cancel, Answer: "CANCELLED", Count: reserved}) {
 		t.Fatalf("follow-ups %+v of %d reservations, want every one cancelled", rows, reserved)
 	}
 	r := settled(t, c, func(r reconcile.ItemReport) bool { return r.Counts.Cancelled == int64(reserved) })

@@ -8,15 +8,17 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fsctl/fsctl/loadgen"
 )
 
 // Merged is one burst put back together from its shards' records files.
 type Merged struct {
 	// Result is the whole burst: At as every shard planned it, Released and Prepared from the
 	// slowest shard, Buyers and Conns summed, Records the union.
-	Result *Result
+	Result *loadgen.Result
 	// Limits are the item limits the shards agreed on.
-	Limits map[Target]ItemLimit
+	Limits map[loadgen.Target]loadgen.ItemLimit
 	// Shards is how many files were merged.
 	Shards int
 }
@@ -24,7 +26,7 @@ type Merged struct {
 // Combine checks that files are every shard of one burst, each exactly once, and joins them.
 // A missing shard is an error rather than a smaller report: its buyers' answers are unknown,
 // so neither the counts nor the invariants would mean anything.
-func Combine(files []RecordFile) (Merged, error) {
+func Combine(files []loadgen.RecordFile) (Merged, error) {
 	if len(files) == 0 {
 		return Merged{}, fmt.Errorf("no records files to merge")
 	}
@@ -33,7 +35,7 @@ func Combine(files []RecordFile) (Merged, error) {
 	if len(files) != n {
 		return Merged{}, fmt.Errorf("burst was split into %d shards, got %d files", n, len(files))
 	}
-	res := &Result{At: first.At, Resolved: first.resolution()}
+	res := &loadgen.Result{At: first.At, Resolved: first.Resolution()}
 	limits := first.LimitMap()
 	seen := make([]bool, n)
 	for i, f := range files {
@@ -61,8 +63,8 @@ func Combine(files []RecordFile) (Merged, error) {
 			res.Released = h.Released
 		}
 		res.Prepared = max(res.Prepared, time.Duration(h.PreparedNs))
-		if h.resolution() != res.Resolved {
-			res.Resolved = mixed(res.Resolved, h.resolution())
+		if h.Resolution() != res.Resolved {
+			res.Resolved = mixed(res.Resolved, h.Resolution())
 		}
 		res.Conns += h.Conns
 		res.Buyers += h.ShardBuyers
@@ -74,13 +76,13 @@ func Combine(files []RecordFile) (Merged, error) {
 			res.Records = append(res.Records, r)
 		}
 	}
-	slices.SortStableFunc(res.Records, func(a, b Record) int { return a.Buyer - b.Buyer })
+	slices.SortStableFunc(res.Records, func(a, b loadgen.Record) int { return a.Buyer - b.Buyer })
 	return Merged{Result: res, Limits: limits, Shards: n}, nil
 }
 
 // mixed is the Resolution of shards that ran differently: both engines named, and the
 // longest timeout, which bounded the slowest request any shard allowed.
-func mixed(a, b Resolution) Resolution {
+func mixed(a, b loadgen.Resolution) loadgen.Resolution {
 	if !slices.Contains(strings.Split(a.Engine, "+"), b.Engine) {
 		a.Engine = strings.Trim(a.Engine+"+"+b.Engine, "+")
 	}
@@ -95,8 +97,8 @@ func mixed(a, b Resolution) Resolution {
 // Merge reads the records files of every shard of one burst and reports it as one: the
 // summary with the response invariants checked over the union (an oversell shows only there,
 // when each shard alone stayed within the stock) and the records for the HTML report.
-func Merge(paths ...string) (Summary, []Record, error) {
-	files := make([]RecordFile, 0, len(paths))
+func Merge(paths ...string) (Summary, []loadgen.Record, error) {
+	files := make([]loadgen.RecordFile, 0, len(paths))
 	for _, p := range paths {
 		f, err := readRecordsFile(p)
 		if err != nil {
@@ -112,15 +114,15 @@ func Merge(paths ...string) (Summary, []Record, error) {
 	return s, m.Result.Records, nil
 }
 
-func readRecordsFile(path string) (RecordFile, error) {
+func readRecordsFile(path string) (loadgen.RecordFile, error) {
 	fh, err := os.Open(path)
 	if err != nil {
-		return RecordFile{}, err
+		return loadgen.RecordFile{}, err
 	}
 	defer fh.Close()
-	f, err := ReadRecords(fh)
+	f, err := loadgen.ReadRecords(fh)
 	if err != nil {
-		return RecordFile{}, fmt.Errorf("%s: %w", path, err)
+		return loadgen.RecordFile{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return f, nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/profile"
 )
 
@@ -22,9 +23,9 @@ import (
 // and the report says so.
 func TestShardedBurstMergesIntoOne(t *testing.T) {
 	c := startCheckout(t, 100, 1)
-	target := blast.Target{SaleID: c.sale.ID, ItemID: "hot"}
+	target := loadgen.Target{SaleID: c.sale.ID, ItemID: "hot"}
 	ctx := context.Background()
-	limits, err := blast.FetchLimits(ctx, http.DefaultClient, c.base, profile.Default(), []blast.Target{target})
+	limits, err := blast.FetchLimits(ctx, http.DefaultClient, c.base, profile.Default(), []loadgen.Target{target})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,15 +36,15 @@ func TestShardedBurstMergesIntoOne(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 2 {
 		wg.Go(func() {
-			p := plan(c.base, []blast.Target{target}, 1000)
-			p.At, p.Conns, p.Shard = at, 16, blast.Shard{Index: i, Count: 2}
-			res, err := blast.Run(ctx, p)
+			p := plan(c.base, []loadgen.Target{target}, 1000)
+			p.At, p.Conns, p.Shard = at, 16, loadgen.Shard{Index: i, Count: 2}
+			res, err := loadgen.Run(ctx, p)
 			if err != nil {
 				errs[i] = err
 				return
 			}
 			var buf bytes.Buffer
-			if err := blast.WriteRecords(&buf, blast.HeaderOf(p, res, limits), res.Records); err != nil {
+			if err := loadgen.WriteRecords(&buf, loadgen.HeaderOf(p, res, limits), res.Records); err != nil {
 				errs[i] = err
 				return
 			}

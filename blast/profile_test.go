@@ -21,6 +21,7 @@ import (
 
 	"github.com/fsctl/fsctl/blast"
 	"github.com/fsctl/fsctl/examples/articleshop/articletest"
+	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/stack"
@@ -47,14 +48,14 @@ func TestCheckStateOnTheBundledCheckout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tg.Close()
-	target := blast.Target{SaleID: c.Sale.ID, ItemID: "hot"}
-	limits, err := blast.LimitsFromDB(ctx, tg.DB, []blast.Target{target})
-	if err != nil || limits[target] != (blast.ItemLimit{Stock: 50, PerUser: 1}) {
+	target := loadgen.Target{SaleID: c.Sale.ID, ItemID: "hot"}
+	limits, err := blast.LimitsFromDB(ctx, tg.DB, []loadgen.Target{target})
+	if err != nil || limits[target] != (loadgen.ItemLimit{Stock: 50, PerUser: 1}) {
 		t.Fatalf("limits from the profile's SQL: %+v, %v", limits, err)
 	}
-	p := plan(c.Base, []blast.Target{target}, 200)
+	p := plan(c.Base, []loadgen.Target{target}, 200)
 	p.Profile = prof
-	res, err := blast.Run(ctx, p)
+	res, err := loadgen.Run(ctx, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestCheckStateOnTheBundledCheckout(t *testing.T) {
 	}
 }
 
-func count(recs []blast.Record, c outcome.Code) int {
+func count(recs []loadgen.Record, c outcome.Code) int {
 	n := 0
 	for _, r := range recs {
 		if r.Outcome == c {
@@ -187,17 +188,17 @@ func jsonShop() *profile.Profile {
 // TestProfilePurchaseTemplate: both engines send the rendered method, URL, headers and body, and
 // a retry of a key resends the same body.
 func TestProfilePurchaseTemplate(t *testing.T) {
-	for _, engine := range []string{blast.EngineHTTP, blast.EngineRaw} {
+	for _, engine := range []string{loadgen.EngineHTTP, loadgen.EngineRaw} {
 		t.Run(engine, func(t *testing.T) {
-			rc := &recorder{tries: map[string]int{}, fail: engine == blast.EngineHTTP}
+			rc := &recorder{tries: map[string]int{}, fail: engine == loadgen.EngineHTTP}
 			hs := httptest.NewServer(rc)
 			defer hs.Close()
-			p := plan(hs.URL, []blast.Target{{SaleID: "s1", ItemID: "i1"}}, 4)
+			p := plan(hs.URL, []loadgen.Target{{SaleID: "s1", ItemID: "i1"}}, 4)
 			p.Profile, p.Secret, p.Engine, p.Conns = jsonShop(), nil, engine, 2
-			if engine == blast.EngineHTTP {
+			if engine == loadgen.EngineHTTP {
 				p.Retries = 1
 			}
-			res, err := blast.Run(context.Background(), p)
+			res, err := loadgen.Run(context.Background(), p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -205,7 +206,7 @@ func TestProfilePurchaseTemplate(t *testing.T) {
 				t.Fatalf("%d RESERVED, want 4: %+v", n, res.Records)
 			}
 			want := 4
-			if engine == blast.EngineHTTP {
+			if engine == loadgen.EngineHTTP {
 				want = 8 // the 503 and its retry
 			}
 			if len(rc.reqs) != want {
@@ -238,9 +239,9 @@ func TestProfileTokenFile(t *testing.T) {
 	prof := jsonShop()
 	prof.Token = profile.Token{Type: profile.TokenFile, File: file}
 	prof.Purchase.Headers["Authorization"] = "Bearer ${token}"
-	p := plan(hs.URL, []blast.Target{{SaleID: "s1", ItemID: "i1"}}, 3)
+	p := plan(hs.URL, []loadgen.Target{{SaleID: "s1", ItemID: "i1"}}, 3)
 	p.Profile, p.Secret = prof, nil
-	if _, err := blast.Run(context.Background(), p); err != nil {
+	if _, err := loadgen.Run(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
@@ -271,9 +272,9 @@ func TestProfileRS256(t *testing.T) {
 	prof := jsonShop()
 	prof.Token = profile.Token{Type: profile.TokenRS256, KeyFile: keyFile, Claims: map[string]any{"userId": "${user}", "aud": "shop-${sale}"}}
 	prof.Purchase.Headers["Authorization"] = "Bearer ${token}"
-	p := plan(hs.URL, []blast.Target{{SaleID: "s1", ItemID: "i1"}}, 2)
+	p := plan(hs.URL, []loadgen.Target{{SaleID: "s1", ItemID: "i1"}}, 2)
 	p.Profile, p.Secret = prof, nil
-	if _, err := blast.Run(context.Background(), p); err != nil {
+	if _, err := loadgen.Run(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
 	if len(rc.reqs) != 2 {
@@ -295,10 +296,10 @@ func TestProfileRS256(t *testing.T) {
 func TestBlastTheArticleShop(t *testing.T) {
 	s := articletest.Start(t, 50, 50)
 	ctx := context.Background()
-	targets := []blast.Target{{SaleID: s.Sale, ItemID: s.Items[0]}, {SaleID: s.Sale, ItemID: s.Items[1]}}
+	targets := []loadgen.Target{{SaleID: s.Sale, ItemID: s.Items[0]}, {SaleID: s.Sale, ItemID: s.Items[1]}}
 	p := plan(s.Base, targets, 300)
 	p.Profile, p.Secret = s.Profile, nil
-	res, err := blast.Run(ctx, p)
+	res, err := loadgen.Run(ctx, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +312,7 @@ func TestBlastTheArticleShop(t *testing.T) {
 	}
 	defer tg.Close()
 	limits, err := blast.LimitsFromDB(ctx, tg.DB, targets)
-	if err != nil || limits[targets[1]] != (blast.ItemLimit{Stock: 50, PerUser: 1}) {
+	if err != nil || limits[targets[1]] != (loadgen.ItemLimit{Stock: 50, PerUser: 1}) {
 		t.Fatalf("limits %+v, %v", limits, err)
 	}
 	vs, err := blast.CheckState(ctx, tg, s.Sale, res.Records, limits, 30*time.Second)

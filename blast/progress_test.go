@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/loadgen"
 )
 
 // TestAnsweredCountsEveryClickOnce: the progress counter ends at the number of clicks on both
@@ -26,15 +26,15 @@ func TestAnsweredCountsEveryClickOnce(t *testing.T) {
 		w.Write([]byte(`{"error":"SOLD_OUT"}`)) //nolint:errcheck
 	}))
 	defer hs.Close()
-	for _, engine := range []string{blast.EngineHTTP, blast.EngineRaw} {
+	for _, engine := range []string{loadgen.EngineHTTP, loadgen.EngineRaw} {
 		t.Run(engine, func(t *testing.T) {
 			p := rawPlan(hs.URL, 300, 8)
 			p.Engine, p.Clicks = engine, 2
-			if engine == blast.EngineHTTP {
+			if engine == loadgen.EngineHTTP {
 				p.Retries = 1
 			}
 			p.Answered = new(atomic.Int64)
-			res, err := blast.Run(context.Background(), p)
+			res, err := loadgen.Run(context.Background(), p)
 			if err != nil {
 				t.Fatal(err)
 			}

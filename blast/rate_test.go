@@ -5,18 +5,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 )
 
 func TestParseRate(t *testing.T) {
 	for in, want := range map[string]float64{"500/s": 500, "600/m": 10, "2.5": 2.5} {
-		if got, err := blast.ParseRate(in); err != nil || got != want {
+		if got, err := loadgen.ParseRate(in); err != nil || got != want {
 			t.Errorf("ParseRate(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"", "0/s", "-5/s", "fast", "5/h", "Inf/s"} {
-		if _, err := blast.ParseRate(in); err == nil {
+		if _, err := loadgen.ParseRate(in); err == nil {
 			t.Errorf("ParseRate(%q) accepted", in)
 		}
 	}
@@ -25,13 +25,13 @@ func TestParseRate(t *testing.T) {
 // TestScheduleOffsets checks the arithmetic of the ramp and the steady rate, and that Count and
 // Offset agree: exactly Count(d) buyers are meant to go before d.
 func TestScheduleOffsets(t *testing.T) {
-	s := blast.Schedule{Rate: 100, Ramp: 2 * time.Second} // the ramp releases 100 buyers
+	s := loadgen.Schedule{Rate: 100, Ramp: 2 * time.Second} // the ramp releases 100 buyers
 	for k, want := range map[int]time.Duration{0: 0, 25: time.Second, 100: 2 * time.Second, 150: 2500 * time.Millisecond} {
 		if got := s.Offset(k); (got - want).Abs() > time.Microsecond {
 			t.Errorf("Offset(%d) = %s, want %s", k, got, want)
 		}
 	}
-	for _, s := range []blast.Schedule{s, {Rate: 7}, {Rate: 1000, Ramp: 30 * time.Second}} {
+	for _, s := range []loadgen.Schedule{s, {Rate: 7}, {Rate: 1000, Ramp: 30 * time.Second}} {
 		for _, d := range []time.Duration{time.Second, 1500 * time.Millisecond, 3 * time.Second, time.Minute} {
 			n := s.Count(d)
 			if s.Offset(n-1) >= d || s.Offset(n) < d {
@@ -44,7 +44,7 @@ func TestScheduleOffsets(t *testing.T) {
 			}
 		}
 	}
-	for _, bad := range []blast.Schedule{{}, {Rate: -1}, {Rate: 5, Ramp: -time.Second}} {
+	for _, bad := range []loadgen.Schedule{{}, {Rate: -1}, {Rate: 5, Ramp: -time.Second}} {
 		if bad.Validate() == nil {
 			t.Errorf("%+v accepted", bad)
 		}
@@ -56,10 +56,10 @@ func TestScheduleOffsets(t *testing.T) {
 // written before it.
 func TestOpenModelFollowsTheSchedule(t *testing.T) {
 	c := startCheckout(t, 50, 1)
-	p := plan(c.base, []blast.Target{{SaleID: c.sale.ID, ItemID: "hot"}}, 200)
-	s := blast.Schedule{Rate: 400, Ramp: 250 * time.Millisecond}
+	p := plan(c.base, []loadgen.Target{{SaleID: c.sale.ID, ItemID: "hot"}}, 200)
+	s := loadgen.Schedule{Rate: 400, Ramp: 250 * time.Millisecond}
 	p.Schedule = &s
-	res, err := blast.Run(context.Background(), p)
+	res, err := loadgen.Run(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}

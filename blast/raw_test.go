@@ -10,14 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 )
 
 // rawPlan is a burst of buyers over conns raw connections to base.
-func rawPlan(base string, buyers, conns int) blast.Plan {
-	p := plan(base, []blast.Target{hot}, buyers)
-	p.Engine, p.Conns, p.Timeout, p.At = blast.EngineRaw, conns, 10*time.Second, time.Now().Add(300*time.Millisecond)
+func rawPlan(base string, buyers, conns int) loadgen.Plan {
+	p := plan(base, []loadgen.Target{hot}, buyers)
+	p.Engine, p.Conns, p.Timeout, p.At = loadgen.EngineRaw, conns, 10*time.Second, time.Now().Add(300*time.Millisecond)
 	return p
 }
 
@@ -49,7 +49,7 @@ func echoSeller(t *testing.T, stock int64, hook func(w http.ResponseWriter, n in
 }
 
 // oneEach fails unless every buyer of the plan has exactly one record, and counts the outcomes.
-func oneEach(t *testing.T, res *blast.Result, buyers int) map[outcome.Code]int {
+func oneEach(t *testing.T, res *loadgen.Result, buyers int) map[outcome.Code]int {
 	t.Helper()
 	per := map[int]int{}
 	counts := map[outcome.Code]int{}
@@ -66,7 +66,7 @@ func oneEach(t *testing.T, res *blast.Result, buyers int) map[outcome.Code]int {
 
 func TestRawEngineCountsAndPairsEveryAnswer(t *testing.T) {
 	base := echoSeller(t, 300, nil)
-	res, err := blast.Run(context.Background(), rawPlan(base, 2000, 8))
+	res, err := loadgen.Run(context.Background(), rawPlan(base, 2000, 8))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,12 +101,12 @@ func TestRawEngineSurvivesClosedConnections(t *testing.T) {
 		}
 		return false
 	})
-	res, err := blast.Run(context.Background(), rawPlan(closer, 2000, 8))
+	res, err := loadgen.Run(context.Background(), rawPlan(closer, 2000, 8))
 	if err != nil {
 		t.Fatal(err)
 	}
 	counts := oneEach(t, res, 2000)
-	if counts[outcome.Reserved]+counts[blast.TransportError] != 2000 || counts[outcome.Reserved] < 150 {
+	if counts[outcome.Reserved]+counts[loadgen.TransportError] != 2000 || counts[outcome.Reserved] < 150 {
 		t.Fatalf("outcomes %v, want RESERVED or TRANSPORT_ERROR for each of 2000", counts)
 	}
 	for _, r := range res.Records {
@@ -134,16 +134,16 @@ func TestRawEngineRecordsGarbageAndHangups(t *testing.T) {
 	}
 	for name, reply := range map[string]string{"garbage": "\x00\xffnot http at all\r\n\r\n", "hangup": ""} {
 		t.Run(name, func(t *testing.T) {
-			res, err := blast.Run(context.Background(), rawPlan(echoSeller(t, 1<<30, hijack(reply)), 400, 4))
+			res, err := loadgen.Run(context.Background(), rawPlan(echoSeller(t, 1<<30, hijack(reply)), 400, 4))
 			if err != nil {
 				t.Fatal(err)
 			}
 			counts := oneEach(t, res, 400)
-			if counts[blast.TransportError] == 0 || counts[outcome.Reserved]+counts[blast.TransportError] != 400 {
+			if counts[loadgen.TransportError] == 0 || counts[outcome.Reserved]+counts[loadgen.TransportError] != 400 {
 				t.Fatalf("outcomes %v, want some TRANSPORT_ERROR and the rest RESERVED", counts)
 			}
 			for _, r := range res.Records {
-				if r.Outcome == blast.TransportError && r.Error == "" {
+				if r.Outcome == loadgen.TransportError && r.Error == "" {
 					t.Fatalf("transport error without a reason: %+v", r)
 				}
 			}
@@ -155,12 +155,12 @@ func TestRawEngineTimesOut(t *testing.T) {
 	slow := echoSeller(t, 1<<30, func(http.ResponseWriter, int64) bool { time.Sleep(300 * time.Millisecond); return false })
 	p := rawPlan(slow, 20, 4)
 	p.Timeout = 50 * time.Millisecond
-	res, err := blast.Run(context.Background(), p)
+	res, err := loadgen.Run(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	counts := oneEach(t, res, 20)
-	if counts[blast.Timeout] == 0 || counts[blast.Timeout]+counts[blast.TransportError] != 20 {
+	if counts[loadgen.Timeout] == 0 || counts[loadgen.Timeout]+counts[loadgen.TransportError] != 20 {
 		t.Fatalf("outcomes %v, want TIMEOUT (then TRANSPORT_ERROR for what the dead connections held)", counts)
 	}
 }
@@ -168,17 +168,17 @@ func TestRawEngineTimesOut(t *testing.T) {
 func TestRawEngineRefusesWhatItCannotDo(t *testing.T) {
 	tls := httptest.NewTLSServer(http.NotFoundHandler())
 	t.Cleanup(tls.Close)
-	for name, mod := range map[string]func(*blast.Plan){
-		"https":   func(p *blast.Plan) { p.BaseURL = tls.URL },
-		"retries": func(p *blast.Plan) { p.Retries = 1 },
-		"replays": func(p *blast.Plan) { p.Replays = 1 },
-		"after":   func(p *blast.Plan) { p.After = &blast.AfterPurchase{} },
-		"engine":  func(p *blast.Plan) { p.Engine = "turbo" },
+	for name, mod := range map[string]func(*loadgen.Plan){
+		"https":   func(p *loadgen.Plan) { p.BaseURL = tls.URL },
+		"retries": func(p *loadgen.Plan) { p.Retries = 1 },
+		"replays": func(p *loadgen.Plan) { p.Replays = 1 },
+		"after":   func(p *loadgen.Plan) { p.After = &loadgen.AfterPurchase{} },
+		"engine":  func(p *loadgen.Plan) { p.Engine = "turbo" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := rawPlan("http://127.0.0.1:1", 10, 2)
 			mod(&p)
-			_, err := blast.Run(context.Background(), p)
+			_, err := loadgen.Run(context.Background(), p)
 			if err == nil || name != "engine" && !strings.Contains(err.Error(), "--engine http") {
 				t.Fatalf("got %v, want a refusal naming --engine http", err)
 			}

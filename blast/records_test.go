@@ -10,16 +10,17 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 )
 
 // shardRecords is shard i of n of a burst of buyers at hot: the first sold buyers (by index)
 // are told RESERVED, the others SOLD_OUT; buyer k is written k ms after the release.
-func shardRecords(at time.Time, i, n, buyers, sold int) []blast.Record {
-	var recs []blast.Record
+func shardRecords(at time.Time, i, n, buyers, sold int) []loadgen.Record {
+	var recs []loadgen.Record
 	for k := i; k < buyers; k += n {
 		w := at.Add(time.Duration(k+1) * time.Millisecond)
-		r := blast.Record{Buyer: k, User: fmt.Sprint("u", k), Target: hot, Key: fmt.Sprint("k", k), Click: 1, Attempt: 1,
+		r := loadgen.Record{Buyer: k, User: fmt.Sprint("u", k), Target: hot, Key: fmt.Sprint("k", k), Click: 1, Attempt: 1,
 			Intended: at, Started: at, Written: w, FirstByte: w.Add(time.Millisecond), Done: w.Add(2 * time.Millisecond),
 			Method: "POST", URL: "http://x/buy", Status: 410, Proto: "HTTP/1.1", Outcome: outcome.SoldOut,
 			Conn: fmt.Sprint("127.0.0.1:", 40000+k%5)}
@@ -33,13 +34,13 @@ func shardRecords(at time.Time, i, n, buyers, sold int) []blast.Record {
 
 func writeShard(t *testing.T, dir string, at time.Time, i, n, buyers, sold int, stock int64) string {
 	t.Helper()
-	p := blast.Plan{Buyers: buyers, Shard: blast.Shard{Index: i, Count: n}}
+	p := loadgen.Plan{Buyers: buyers, Shard: loadgen.Shard{Index: i, Count: n}}
 	recs := shardRecords(at, i, n, buyers, sold)
-	res := &blast.Result{At: at, Released: at.Add(time.Duration(i) * time.Microsecond), Buyers: len(recs), Conns: 5,
+	res := &loadgen.Result{At: at, Released: at.Add(time.Duration(i) * time.Microsecond), Buyers: len(recs), Conns: 5,
 		Prepared: time.Second, Records: recs}
 	path := filepath.Join(dir, fmt.Sprintf("shard-%d.jsonl", i))
 	var buf bytes.Buffer
-	if err := blast.WriteRecords(&buf, blast.HeaderOf(p, res, map[blast.Target]blast.ItemLimit{hot: {Stock: stock, PerUser: 1}}), res.Records); err != nil {
+	if err := loadgen.WriteRecords(&buf, loadgen.HeaderOf(p, res, map[loadgen.Target]loadgen.ItemLimit{hot: {Stock: stock, PerUser: 1}}), res.Records); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
@@ -51,22 +52,22 @@ func writeShard(t *testing.T, dir string, at time.Time, i, n, buyers, sold int, 
 func TestRecordsRoundTrip(t *testing.T) {
 	at := time.Date(2026, 11, 27, 9, 0, 0, 123456789, time.UTC)
 	recs := shardRecords(at, 0, 1, 4, 1)
-	recs[3].Error, recs[3].Outcome, recs[3].Done, recs[3].Written = "dial tcp: refused", blast.TransportError, time.Time{}, time.Time{}
-	h := blast.HeaderOf(blast.Plan{Buyers: 8, Shard: blast.Shard{Index: 1, Count: 2}}, &blast.Result{At: at, Buyers: 4, Conns: 2},
-		map[blast.Target]blast.ItemLimit{hot: {Stock: 5, PerUser: 2}})
+	recs[3].Error, recs[3].Outcome, recs[3].Done, recs[3].Written = "dial tcp: refused", loadgen.TransportError, time.Time{}, time.Time{}
+	h := loadgen.HeaderOf(loadgen.Plan{Buyers: 8, Shard: loadgen.Shard{Index: 1, Count: 2}}, &loadgen.Result{At: at, Buyers: 4, Conns: 2},
+		map[loadgen.Target]loadgen.ItemLimit{hot: {Stock: 5, PerUser: 2}})
 	var buf bytes.Buffer
-	if err := blast.WriteRecords(&buf, h, recs); err != nil {
+	if err := loadgen.WriteRecords(&buf, h, recs); err != nil {
 		t.Fatal(err)
 	}
 	if lines := strings.Count(buf.String(), "\n"); lines != 5 {
 		t.Fatalf("%d lines, want a header and 4 records:\n%s", lines, buf.String())
 	}
-	f, err := blast.ReadRecords(&buf)
+	f, err := loadgen.ReadRecords(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !f.Header.At.Equal(at) || f.Header.Buyers != 8 || f.Header.ShardBuyers != 4 || f.Header.Shard != (blast.Shard{Index: 1, Count: 2}) ||
-		f.Header.LimitMap()[hot] != (blast.ItemLimit{Stock: 5, PerUser: 2}) || f.Header.Version != blast.RecordsVersion {
+	if !f.Header.At.Equal(at) || f.Header.Buyers != 8 || f.Header.ShardBuyers != 4 || f.Header.Shard != (loadgen.Shard{Index: 1, Count: 2}) ||
+		f.Header.LimitMap()[hot] != (loadgen.ItemLimit{Stock: 5, PerUser: 2}) || f.Header.Version != loadgen.RecordsVersion {
 		t.Errorf("header %+v", f.Header)
 	}
 	if len(f.Records) != len(recs) {
@@ -85,7 +86,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 	}
 
 	for _, bad := range []string{"", "{\"buyer\":1}\n", `{"format":"fsctl-blast-records","version":99}` + "\n"} {
-		if _, err := blast.ReadRecords(strings.NewReader(bad)); err == nil {
+		if _, err := loadgen.ReadRecords(strings.NewReader(bad)); err == nil {
 			t.Errorf("read %q: no error", bad)
 		}
 	}
@@ -140,8 +141,8 @@ func TestMergeChecksTheUnion(t *testing.T) {
 
 func TestFairness(t *testing.T) {
 	at := time.Unix(1000, 0)
-	click := func(user string, writtenMs int, won bool, intendedMs int) blast.Record {
-		r := blast.Record{User: user, Key: user, Target: hot, Attempt: 1, Intended: at.Add(time.Duration(intendedMs) * time.Millisecond),
+	click := func(user string, writtenMs int, won bool, intendedMs int) loadgen.Record {
+		r := loadgen.Record{User: user, Key: user, Target: hot, Attempt: 1, Intended: at.Add(time.Duration(intendedMs) * time.Millisecond),
 			Written: at.Add(time.Duration(writtenMs) * time.Millisecond), Outcome: outcome.SoldOut}
 		if won {
 			r.Outcome, r.OrderID = outcome.Reserved, "o-"+user
@@ -150,16 +151,16 @@ func TestFairness(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name       string
-		recs       []blast.Record
+		recs       []loadgen.Record
 		by         string
 		won, first int
 		rho        float64
 	}{
-		{"first come first served", []blast.Record{click("a", 1, true, 0), click("b", 2, true, 0), click("c", 3, false, 0), click("d", 4, false, 0)}, "written", 2, 2, 0.894},
-		{"last come first served", []blast.Record{click("a", 1, false, 0), click("b", 2, false, 0), click("c", 3, true, 0), click("d", 4, true, 0)}, "written", 2, 0, -0.894},
-		{"order did not matter", []blast.Record{click("a", 1, true, 0), click("b", 2, false, 0), click("c", 3, false, 0), click("d", 4, true, 0)}, "written", 2, 1, 0},
+		{"first come first served", []loadgen.Record{click("a", 1, true, 0), click("b", 2, true, 0), click("c", 3, false, 0), click("d", 4, false, 0)}, "written", 2, 2, 0.894},
+		{"last come first served", []loadgen.Record{click("a", 1, false, 0), click("b", 2, false, 0), click("c", 3, true, 0), click("d", 4, true, 0)}, "written", 2, 0, -0.894},
+		{"order did not matter", []loadgen.Record{click("a", 1, true, 0), click("b", 2, false, 0), click("c", 3, false, 0), click("d", 4, true, 0)}, "written", 2, 1, 0},
 		// open model: intended time ranks, even though c happened to be written first
-		{"intended order", []blast.Record{click("a", 9, true, 1), click("b", 9, false, 2), click("c", 0, false, 3)}, "intended", 1, 1, 0.866},
+		{"intended order", []loadgen.Record{click("a", 9, true, 1), click("b", 9, false, 2), click("c", 0, false, 3)}, "intended", 1, 1, 0.866},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rows := blast.Fairness(tc.recs)
@@ -178,16 +179,16 @@ func TestFairness(t *testing.T) {
 	}
 	// A retry that wins makes the click a winner; a click never written does not rank.
 	retry := click("a", 5, false, 0)
-	retry.Outcome, retry.Attempt = blast.Timeout, 1
+	retry.Outcome, retry.Attempt = loadgen.Timeout, 1
 	won := click("a", 8, true, 0)
 	won.Attempt = 2
 	lost := click("z", 0, false, 0)
 	lost.Written = time.Time{}
-	rows := blast.Fairness([]blast.Record{retry, won, click("b", 1, false, 0), lost})
+	rows := blast.Fairness([]loadgen.Record{retry, won, click("b", 1, false, 0), lost})
 	if r := rows[0]; r.Clicks != 2 || r.Won != 1 || r.FirstKWon != 0 || r.FirstKShare != 0 {
 		t.Errorf("got %+v", r)
 	}
-	if rows := blast.Fairness([]blast.Record{click("a", 1, false, 0)}); rows[0].Spearman != nil {
+	if rows := blast.Fairness([]loadgen.Record{click("a", 1, false, 0)}); rows[0].Spearman != nil {
 		t.Errorf("nobody won, but rho %v", *rows[0].Spearman)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/olekukonko/tablewriter"
 
+	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 )
 
@@ -89,7 +90,7 @@ func (h hist) dist() Dist {
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // Summarize builds the report of a burst and its verdicts.
-func Summarize(res *Result, verdicts []Verdict) Summary {
+func Summarize(res *loadgen.Result, verdicts []Verdict) Summary {
 	s := Summary{At: res.At, Buyers: res.Buyers, Requests: len(res.Records), Conns: res.Conns, Verdicts: verdicts,
 		PreparedMs: millis(res.Prepared), ReleaseLateMs: millis(res.Released.Sub(res.At)),
 		Engine: res.Resolved.Engine, EngineAuto: res.Resolved.EngineAuto, EngineFallback: res.Resolved.Fallback,
@@ -151,7 +152,7 @@ func Summarize(res *Result, verdicts []Verdict) Summary {
 		s.DurationMs = millis(d)
 		s.Throughput = float64(len(res.Records)) / d.Seconds()
 	}
-	for _, c := range Outcomes() {
+	for _, c := range loadgen.Outcomes() {
 		if counts[c] > 0 {
 			s.Outcomes = append(s.Outcomes, OutcomeRow{Outcome: c, Count: counts[c], Latency: per[c].dist()})
 			delete(counts, c)
@@ -261,7 +262,7 @@ func (s Summary) Render(w io.Writer) error {
 
 // Settings says which engine and request timeout produced the numbers, and why when auto chose.
 func (s Summary) Settings() string {
-	return Resolution{Engine: s.Engine, EngineAuto: s.EngineAuto, Fallback: s.EngineFallback,
+	return loadgen.Resolution{Engine: s.Engine, EngineAuto: s.EngineAuto, Fallback: s.EngineFallback,
 		Timeout: time.Duration(s.TimeoutMs * float64(time.Millisecond)), TimeoutAuto: s.TimeoutAuto}.String()
 }
 

@@ -9,21 +9,22 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 )
 
 func TestSummaryAndThresholds(t *testing.T) {
 	at := time.Unix(1000, 0)
-	rec := func(o outcome.Code, ms int, conn string) blast.Record {
+	rec := func(o outcome.Code, ms int, conn string) loadgen.Record {
 		d := time.Duration(ms) * time.Millisecond
-		r := blast.Record{User: conn, Key: fmt.Sprint("k", ms), Outcome: o, Intended: at, Attempt: 1,
+		r := loadgen.Record{User: conn, Key: fmt.Sprint("k", ms), Outcome: o, Intended: at, Attempt: 1,
 			Started: at, Written: at.Add(d / 2), Done: at.Add(d), Conn: conn, Proto: "HTTP/1.1"}
 		if o == outcome.Reserved {
 			r.OrderID = fmt.Sprint("order-", ms)
 		}
 		return r
 	}
-	res := &blast.Result{At: at, Released: at, Buyers: 4, Conns: 2, Records: []blast.Record{
+	res := &loadgen.Result{At: at, Released: at, Buyers: 4, Conns: 2, Records: []loadgen.Record{
 		rec(outcome.Reserved, 10, "c1"), rec(outcome.Reserved, 20, "c2"), rec(outcome.SoldOut, 15, "c1"),
 		rec(outcome.SoldOut, 30, "c1"), rec(outcome.SoldOut, 40, "c2"),
 	}}

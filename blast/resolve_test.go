@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 )
 
 // directPlan is a valid direct purchase to an http:// target, engine and timeout left to auto.
-func directPlan() blast.Plan {
-	p := plan("http://127.0.0.1:1", []blast.Target{hot}, 100)
+func directPlan() loadgen.Plan {
+	p := plan("http://127.0.0.1:1", []loadgen.Target{hot}, 100)
 	p.Engine, p.Timeout = "", 0
 	return p
 }
@@ -27,21 +28,21 @@ func directPlan() blast.Plan {
 func TestAutoEngine(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		mod      func(*blast.Plan)
+		mod      func(*loadgen.Plan)
 		engine   string
 		auto     bool
 		fallback string // a word the reason must contain; "" means no fallback
 	}{
-		{"default direct purchase", func(*blast.Plan) {}, blast.EngineRaw, true, ""},
-		{"auto direct purchase", func(p *blast.Plan) { p.Engine = blast.EngineAuto }, blast.EngineRaw, true, ""},
-		{"open model", func(p *blast.Plan) { p.Schedule = &blast.Schedule{Rate: 100} }, blast.EngineRaw, true, ""},
-		{"retries", func(p *blast.Plan) { p.Retries = 2 }, blast.EngineHTTP, true, "retries"},
-		{"replays", func(p *blast.Plan) { p.Replays = 1 }, blast.EngineHTTP, true, "replays"},
-		{"pay step", func(p *blast.Plan) { p.After = &blast.AfterPurchase{Pay: 1} }, blast.EngineHTTP, true, "pay"},
-		{"https target", func(p *blast.Plan) { p.BaseURL = "https://shop.example" }, blast.EngineHTTP, true, "http://"},
-		{"waiting room", func(p *blast.Plan) { p.Journey = &blast.Room{MaxPoll: time.Second, Wait: time.Minute} }, blast.EngineHTTP, true, "journey"},
-		{"explicit http", func(p *blast.Plan) { p.Engine = blast.EngineHTTP }, blast.EngineHTTP, false, ""},
-		{"explicit raw", func(p *blast.Plan) { p.Engine = blast.EngineRaw }, blast.EngineRaw, false, ""},
+		{"default direct purchase", func(*loadgen.Plan) {}, loadgen.EngineRaw, true, ""},
+		{"auto direct purchase", func(p *loadgen.Plan) { p.Engine = loadgen.EngineAuto }, loadgen.EngineRaw, true, ""},
+		{"open model", func(p *loadgen.Plan) { p.Schedule = &loadgen.Schedule{Rate: 100} }, loadgen.EngineRaw, true, ""},
+		{"retries", func(p *loadgen.Plan) { p.Retries = 2 }, loadgen.EngineHTTP, true, "retries"},
+		{"replays", func(p *loadgen.Plan) { p.Replays = 1 }, loadgen.EngineHTTP, true, "replays"},
+		{"pay step", func(p *loadgen.Plan) { p.After = &loadgen.AfterPurchase{Pay: 1} }, loadgen.EngineHTTP, true, "pay"},
+		{"https target", func(p *loadgen.Plan) { p.BaseURL = "https://shop.example" }, loadgen.EngineHTTP, true, "http://"},
+		{"waiting room", func(p *loadgen.Plan) { p.Journey = &loadgen.Room{MaxPoll: time.Second, Wait: time.Minute} }, loadgen.EngineHTTP, true, "journey"},
+		{"explicit http", func(p *loadgen.Plan) { p.Engine = loadgen.EngineHTTP }, loadgen.EngineHTTP, false, ""},
+		{"explicit raw", func(p *loadgen.Plan) { p.Engine = loadgen.EngineRaw }, loadgen.EngineRaw, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := directPlan()
@@ -58,7 +59,7 @@ func TestAutoEngine(t *testing.T) {
 				return
 			}
 			// The reason is exactly what an explicit --engine raw is refused with.
-			p.Engine = blast.EngineRaw
+			p.Engine = loadgen.EngineRaw
 			if err := p.Validate(); err == nil || err.Error() != r.Fallback {
 				t.Errorf("explicit raw refused with %v, auto's reason %q", err, r.Fallback)
 			}
@@ -71,15 +72,15 @@ func TestAutoEngine(t *testing.T) {
 func TestAutoTimeout(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		mod    func(*blast.Plan)
+		mod    func(*loadgen.Plan)
 		want   time.Duration
 		isAuto bool
 	}{
-		{"50,000 buyers", func(p *blast.Plan) { p.Buyers = 50000 }, 35 * time.Second, true},
-		{"one buyer", func(p *blast.Plan) { p.Buyers = 1 }, 10*time.Second + 500*time.Microsecond, true},
-		{"clicks count", func(p *blast.Plan) { p.Buyers, p.Clicks = 10000, 3 }, 25 * time.Second, true},
-		{"whole burst, not the shard", func(p *blast.Plan) { p.Buyers, p.Shard = 50000, blast.Shard{Index: 1, Count: 4} }, 35 * time.Second, true},
-		{"explicit", func(p *blast.Plan) { p.Buyers, p.Timeout = 50000, 3*time.Second }, 3 * time.Second, false},
+		{"50,000 buyers", func(p *loadgen.Plan) { p.Buyers = 50000 }, 35 * time.Second, true},
+		{"one buyer", func(p *loadgen.Plan) { p.Buyers = 1 }, 10*time.Second + 500*time.Microsecond, true},
+		{"clicks count", func(p *loadgen.Plan) { p.Buyers, p.Clicks = 10000, 3 }, 25 * time.Second, true},
+		{"whole burst, not the shard", func(p *loadgen.Plan) { p.Buyers, p.Shard = 50000, loadgen.Shard{Index: 1, Count: 4} }, 35 * time.Second, true},
+		{"explicit", func(p *loadgen.Plan) { p.Buyers, p.Timeout = 50000, 3*time.Second }, 3 * time.Second, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := directPlan()
@@ -109,13 +110,13 @@ func TestRunUsesTheResolution(t *testing.T) {
 		w.Write([]byte(`{"error":"SOLD_OUT"}`))
 	}))
 	t.Cleanup(hs.Close)
-	p := plan(hs.URL, []blast.Target{hot}, 20)
+	p := plan(hs.URL, []loadgen.Target{hot}, 20)
 	p.Engine, p.Timeout, p.Conns, p.At = "", 0, 4, time.Now().Add(300*time.Millisecond)
-	res, err := blast.Run(context.Background(), p)
+	res, err := loadgen.Run(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := blast.Resolution{Engine: blast.EngineRaw, EngineAuto: true, Timeout: p.AutoTimeout(), TimeoutAuto: true}
+	want := loadgen.Resolution{Engine: loadgen.EngineRaw, EngineAuto: true, Timeout: p.AutoTimeout(), TimeoutAuto: true}
 	if res.Resolved != want || viaHTTP.Load() != 0 {
 		t.Fatalf("resolved %+v, %d purchases through net/http; want %+v, none", res.Resolved, viaHTTP.Load(), want)
 	}
@@ -123,15 +124,15 @@ func TestRunUsesTheResolution(t *testing.T) {
 		t.Fatalf("outcomes %v, want every buyer answered SOLD_OUT within the auto timeout", counts)
 	}
 	p.Retries = 1 // raw cannot retry: auto falls back to net/http
-	if res, err = blast.Run(context.Background(), withRelease(p)); err != nil {
+	if res, err = loadgen.Run(context.Background(), withRelease(p)); err != nil {
 		t.Fatal(err)
 	}
-	if res.Resolved.Engine != blast.EngineHTTP || res.Resolved.Fallback == "" || viaHTTP.Load() == 0 {
+	if res.Resolved.Engine != loadgen.EngineHTTP || res.Resolved.Fallback == "" || viaHTTP.Load() == 0 {
 		t.Errorf("with retries: resolved %+v, %d purchases through net/http", res.Resolved, viaHTTP.Load())
 	}
 }
 
-func withRelease(p blast.Plan) blast.Plan {
+func withRelease(p loadgen.Plan) loadgen.Plan {
 	p.At = time.Now().Add(300 * time.Millisecond)
 	return p
 }
@@ -141,7 +142,7 @@ func withRelease(p blast.Plan) blast.Plan {
 func TestReportNamesEngineAndTimeout(t *testing.T) {
 	p := directPlan()
 	p.Buyers, p.Retries = 50000, 1
-	res := &blast.Result{At: time.Unix(1000, 0), Released: time.Unix(1000, 0), Resolved: p.Resolve()}
+	res := &loadgen.Result{At: time.Unix(1000, 0), Released: time.Unix(1000, 0), Resolved: p.Resolve()}
 	s := blast.Summarize(res, nil)
 	var out bytes.Buffer
 	if err := s.Render(&out); err != nil {
@@ -173,26 +174,26 @@ func TestReportNamesEngineAndTimeout(t *testing.T) {
 // the merged report names them; shards that ran differently name both engines.
 func TestMergedReportKeepsTheResolution(t *testing.T) {
 	at := time.Unix(2000, 0)
-	shard := func(i int, r blast.Resolution) blast.RecordFile {
-		p := blast.Plan{Buyers: 4, Shard: blast.Shard{Index: i, Count: 2}}
-		res := &blast.Result{At: at, Buyers: 2, Conns: 1, Resolved: r}
+	shard := func(i int, r loadgen.Resolution) loadgen.RecordFile {
+		p := loadgen.Plan{Buyers: 4, Shard: loadgen.Shard{Index: i, Count: 2}}
+		res := &loadgen.Result{At: at, Buyers: 2, Conns: 1, Resolved: r}
 		var buf bytes.Buffer
-		if err := blast.WriteRecords(&buf, blast.HeaderOf(p, res, nil), nil); err != nil {
+		if err := loadgen.WriteRecords(&buf, loadgen.HeaderOf(p, res, nil), nil); err != nil {
 			t.Fatal(err)
 		}
-		f, err := blast.ReadRecords(&buf)
+		f, err := loadgen.ReadRecords(&buf)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return f
 	}
-	raw := blast.Resolution{Engine: blast.EngineRaw, EngineAuto: true, Timeout: 35 * time.Second, TimeoutAuto: true}
-	m, err := blast.Combine([]blast.RecordFile{shard(0, raw), shard(1, raw)})
+	raw := loadgen.Resolution{Engine: loadgen.EngineRaw, EngineAuto: true, Timeout: 35 * time.Second, TimeoutAuto: true}
+	m, err := blast.Combine([]loadgen.RecordFile{shard(0, raw), shard(1, raw)})
 	if err != nil || m.Result.Resolved != raw {
 		t.Fatalf("merged %+v, %v; want %+v", m.Result.Resolved, err, raw)
 	}
-	explicit := blast.Resolution{Engine: blast.EngineHTTP, Timeout: time.Minute}
-	m, err = blast.Combine([]blast.RecordFile{shard(0, raw), shard(1, explicit)})
+	explicit := loadgen.Resolution{Engine: loadgen.EngineHTTP, Timeout: time.Minute}
+	m, err = blast.Combine([]loadgen.RecordFile{shard(0, raw), shard(1, explicit)})
 	if err != nil || m.Result.Resolved.Engine != "raw+http" || m.Result.Resolved.Timeout != time.Minute {
 		t.Fatalf("mixed shards merged as %+v, %v", m.Result.Resolved, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/profile"
 )
 
@@ -22,11 +23,11 @@ type saleInfo struct {
 // FetchLimits reads each target's stock and per-user limit from the sale page the profile
 // declares (fsctl serve's) before the burst. An unreachable target or an item the sale does not
 // have is an error, before anything is released.
-func FetchLimits(ctx context.Context, client *http.Client, base string, prof *profile.Profile, targets []Target) (map[Target]ItemLimit, error) {
+func FetchLimits(ctx context.Context, client *http.Client, base string, prof *profile.Profile, targets []loadgen.Target) (map[loadgen.Target]loadgen.ItemLimit, error) {
 	if prof.HTTP.SalePage == "" {
 		return nil, fmt.Errorf("profile %s declares no http.salePage: give --stock and --limit, or --postgres-url to read them with its SQL", prof.Name)
 	}
-	out := map[Target]ItemLimit{}
+	out := map[loadgen.Target]loadgen.ItemLimit{}
 	pages := map[string]saleInfo{}
 	for _, t := range targets {
 		info, ok := pages[t.SaleID]
@@ -40,7 +41,7 @@ func FetchLimits(ctx context.Context, client *http.Client, base string, prof *pr
 		found := false
 		for _, it := range info.Items {
 			if it.ID == t.ItemID {
-				out[t] = ItemLimit{Stock: it.Quantity, PerUser: info.PerUserLimit}
+				out[t] = loadgen.ItemLimit{Stock: it.Quantity, PerUser: info.PerUserLimit}
 				found = true
 			}
 		}
@@ -72,29 +73,11 @@ func fetchSale(ctx context.Context, client *http.Client, url string) (saleInfo, 
 	return info, nil
 }
 
-// HealthPath is what the probe and the warm-up GET: the profile's health path, else "/". Any
-// status will do: only the connection matters.
-func HealthPath(prof *profile.Profile, sale string) string {
-	if prof.HTTP.Health != "" {
-		return profile.Render(prof.HTTP.Health, profile.Vars{"sale": sale})
-	}
-	return "/"
-}
-
-// healthPath is HealthPath of the plan's profile and first sale.
-func (p Plan) healthPath() string {
-	var sale string
-	if len(p.Targets) > 0 {
-		sale = p.Targets[0].SaleID
-	}
-	return HealthPath(p.target(), sale)
-}
-
 // LimitsFromDB reads each target's stock (sql.item's quantity) and per-user limit
 // (sql.perUserLimit, else limits.perUser) through the profile's queries, for a target without a
 // sale page.
-func LimitsFromDB(ctx context.Context, db *profile.DB, targets []Target) (map[Target]ItemLimit, error) {
-	out := map[Target]ItemLimit{}
+func LimitsFromDB(ctx context.Context, db *profile.DB, targets []loadgen.Target) (map[loadgen.Target]loadgen.ItemLimit, error) {
+	out := map[loadgen.Target]loadgen.ItemLimit{}
 	perUser := map[string]int{}
 	for _, t := range targets {
 		row, err := db.Item(ctx, t.SaleID, t.ItemID)
@@ -108,7 +91,7 @@ func LimitsFromDB(ctx context.Context, db *profile.DB, targets []Target) (map[Ta
 			}
 			perUser[t.SaleID] = lim
 		}
-		out[t] = ItemLimit{Stock: row.Quantity, PerUser: lim}
+		out[t] = loadgen.ItemLimit{Stock: row.Quantity, PerUser: lim}
 	}
 	return out, nil
 }
@@ -119,7 +102,7 @@ func SkewURL(prof *profile.Profile, base, sale string) string {
 	if prof.HTTP.SalePage != "" {
 		return prof.Endpoint(base, prof.HTTP.SalePage, sale)
 	}
-	return base + HealthPath(prof, sale)
+	return base + loadgen.HealthPath(prof, sale)
 }
 
 // Probe checks the target answers HTTP at all (any status) at base+path before buyers are prepared.

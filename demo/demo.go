@@ -37,7 +37,8 @@ type Config struct {
 
 // Report is what the demo saw and checked.
 type Report struct {
-	Burst    loadgen.Result
+	// Outcomes counts the buyers by what they were told (one click each, no retries).
+	Outcomes map[outcome.Code]int
 	Quantity int64
 	Stock    int64 // Redis counter after the burst
 	Holds    int64 // live holds in Redis
@@ -81,11 +82,12 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) (Repo
 	if err != nil {
 		return Report{}, err
 	}
-	res, err := loadgen.Burst(ctx, loadgen.BurstConfig{
-		BaseURL: "http://" + addr.String(), SaleID: sl.ID, ItemID: item.ID, Buyers: cfg.Buyers,
-		UserPrefix: "demo-buyer-", Secret: cfg.App.JWTSecret, Conns: cfg.Conns, Room: cfg.Room != nil,
-		MaxPoll: 200 * time.Millisecond,
-	})
+	plan := loadgen.Plan{BaseURL: "http://" + addr.String(), Targets: []loadgen.Target{{SaleID: sl.ID, ItemID: item.ID}},
+		Buyers: cfg.Buyers, UserPrefix: "demo-buyer-", Secret: cfg.App.JWTSecret, Clicks: 1, Conns: cfg.Conns, At: time.Now()}
+	if cfg.Room != nil {
+		plan.Journey = &loadgen.Room{MaxPoll: 200 * time.Millisecond}
+	}
+	res, err := loadgen.Run(ctx, plan)
 	if err != nil {
 		return Report{}, err
 	}
@@ -93,9 +95,12 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) (Repo
 		fmt.Fprintf(out, "waiting room: %g admissions/s, at most %d active, proof of work %d bits\n",
 			sl.Room.AdmissionRate, sl.Room.MaxActive, sl.Room.PowDifficulty)
 	}
-	fmt.Fprintf(out, "burst: %d buyers answered in %s\n", cfg.Buyers, res.Elapsed.Round(time.Millisecond))
-	rep := Report{Burst: res, Quantity: item.Quantity}
-	reserved := int64(res.Counts[outcome.Reserved])
+	fmt.Fprintf(out, "burst: %d buyers answered in %s; %s\n", cfg.Buyers, answeredIn(res).Round(time.Millisecond), res.Resolved)
+	rep := Report{Outcomes: map[outcome.Code]int{}, Quantity: item.Quantity}
+	for _, r := range res.Records {
+		rep.Outcomes[r.Outcome]++
+	}
+	reserved := int64(rep.Outcomes[outcome.Reserved])
 	start := time.Now()
 	if rep.Counts, err = WaitPersisted(ctx, app.Orders, sl.ID, item.ID, reserved, cfg.Settle); err != nil {
 		return rep, err
@@ -125,6 +130,17 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) (Repo
 	return rep, nil
 }
 
+// answeredIn is how long the burst took from the barrier's release to its last answer.
+func answeredIn(res *loadgen.Result) time.Duration {
+	var last time.Time
+	for _, r := range res.Records {
+		if r.Done.After(last) {
+			last = r.Done
+		}
+	}
+	return max(0, last.Sub(res.Released))
+}
+
 // WaitPersisted polls PostgreSQL until the item's live orders reach want or timeout passes.
 func WaitPersisted(ctx context.Context, db *orders.Store, saleID, itemID string, want int64, timeout time.Duration) (orders.ItemCounts, error) {
 	var c orders.ItemCounts
@@ -152,5 +168,5 @@ func Check(r Report) []string {
 	c := r.Counts
 	return verify.Strings(verify.Check(verify.Item{ID: c.ItemID, Quantity: r.Quantity, Stock: r.Stock, Holds: verify.Of(r.Holds),
 		Sold: verify.Of(c.Sold), Live: c.Pending + c.Paid, Paid: verify.Of(c.Paid),
-		Reserved: verify.Of(int64(r.Burst.Counts[outcome.Reserved]))}), false)
+		Reserved: verify.Of(int64(r.Outcomes[outcome.Reserved]))}), false)
 }

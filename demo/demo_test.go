@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/demo"
-	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/sale"
@@ -49,8 +48,8 @@ func testRun(t *testing.T, rm *sale.Room) {
 	if len(rep.Problems) != 0 {
 		t.Fatalf("invariants broken: %v", rep.Problems)
 	}
-	if rep.Burst.Counts[outcome.Reserved] != 20 || rep.Burst.Counts[outcome.SoldOut] != 280 {
-		t.Fatalf("outcomes %v, want 20 reserved and 280 sold out", rep.Burst.Counts)
+	if rep.Outcomes[outcome.Reserved] != 20 || rep.Outcomes[outcome.SoldOut] != 280 {
+		t.Fatalf("outcomes %v, want 20 reserved and 280 sold out", rep.Outcomes)
 	}
 	if rep.Counts.Pending != 20 || rep.Counts.Sold != 20 || rep.Stock != 0 || rep.Holds != 20 {
 		t.Fatalf("report %+v", rep)
@@ -67,7 +66,7 @@ func testRun(t *testing.T, rm *sale.Room) {
 // report that keeps them all passes.
 func TestCheck(t *testing.T) {
 	ok := demo.Report{
-		Burst:    loadgen.Result{Counts: map[outcome.Code]int{outcome.Reserved: 10, outcome.SoldOut: 5}},
+		Outcomes: map[outcome.Code]int{outcome.Reserved: 10, outcome.SoldOut: 5},
 		Quantity: 10, Stock: 0, Holds: 10,
 		Counts: orders.ItemCounts{Quantity: 10, Sold: 10, Pending: 10},
 	}
@@ -81,7 +80,7 @@ func TestCheck(t *testing.T) {
 		// 11 buyers told RESERVED for 10 units, and PostgreSQL and Redis recorded all 11: the
 		// stock went below zero to give the 11th.
 		{func(r *demo.Report) {
-			r.Burst.Counts[outcome.Reserved] = 11
+			r.Outcomes[outcome.Reserved] = 11
 			r.Counts.Pending, r.Counts.Sold, r.Holds, r.Stock = 11, 11, 11, -1
 		}, []string{"oversold", "negative shard"}},
 		{func(r *demo.Report) { r.Counts.Pending, r.Counts.Sold, r.Holds, r.Stock = 9, 9, 9, 1 }, []string{"durability"}},
@@ -92,7 +91,7 @@ func TestCheck(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.want[0], func(t *testing.T) {
 			r := ok
-			r.Burst.Counts = map[outcome.Code]int{outcome.Reserved: 10}
+			r.Outcomes = map[outcome.Code]int{outcome.Reserved: 10}
 			tc.plant(&r)
 			p := demo.Check(r)
 			if len(p) != len(tc.want) {

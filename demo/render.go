@@ -16,8 +16,8 @@ import (
 func (r Report) Render(w io.Writer) error {
 	t := tablewriter.NewWriter(w)
 	t.Header("outcome", "buyers")
-	for _, c := range slices.Sorted(maps.Keys(r.Burst.Counts)) {
-		if err := t.Append(string(c), strconv.Itoa(r.Burst.Counts[c])); err != nil {
+	for _, c := range slices.Sorted(maps.Keys(r.Outcomes)) {
+		if err := t.Append(string(c), strconv.Itoa(r.Outcomes[c])); err != nil {
 			return err
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/demo"
-	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/reconcile"
@@ -16,7 +15,7 @@ import (
 // invariants, OK or each one broken.
 func TestRender(t *testing.T) {
 	ok := demo.Report{
-		Burst:    loadgen.Result{Counts: map[outcome.Code]int{outcome.SoldOut: 1990, outcome.Reserved: 10, outcome.RateLimited: 3}},
+		Outcomes: map[outcome.Code]int{outcome.SoldOut: 1990, outcome.Reserved: 10, outcome.RateLimited: 3},
 		Quantity: 10, Holds: 10, Counts: orders.ItemCounts{Pending: 10, Sold: 10},
 		Settled: 1234567 * time.Microsecond, Reconcile: reconcile.Report{SaleID: "black-friday"},
 	}

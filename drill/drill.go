@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/profile"
 )
@@ -78,9 +79,9 @@ type drill struct {
 	p       *profile.Profile
 	t       *profile.Target
 	rep     *Report
-	targets []blast.Target
-	limits  map[blast.Target]blast.ItemLimit
-	records []blast.Record
+	targets []loadgen.Target
+	limits  map[loadgen.Target]loadgen.ItemLimit
+	records []loadgen.Record
 }
 
 // Run drills the checkout: it reads the target through its profile, releases the burst, waits
@@ -141,10 +142,10 @@ func (d *drill) connect(ctx context.Context) step {
 			return "", false, fmt.Errorf("items of sale %s: %w", d.cfg.Sale, err)
 		}
 		for _, it := range items {
-			d.targets = append(d.targets, blast.Target{SaleID: d.cfg.Sale, ItemID: it})
+			d.targets = append(d.targets, loadgen.Target{SaleID: d.cfg.Sale, ItemID: it})
 		}
 		if d.limits, err = blast.LimitsFromDB(ctx, d.t.DB, d.targets); err == nil {
-			err = blast.Probe(ctx, &http.Client{Timeout: 5 * time.Second}, d.cfg.Target, blast.HealthPath(d.p, d.cfg.Sale))
+			err = blast.Probe(ctx, &http.Client{Timeout: 5 * time.Second}, d.cfg.Target, loadgen.HealthPath(d.p, d.cfg.Sale))
 		}
 		if err != nil {
 			d.t.Close()
@@ -170,16 +171,16 @@ func (d *drill) burst(ctx context.Context) step {
 	return func() (string, bool, error) {
 		// A fresh prefix per drill: buyers of an earlier drill on the same sale already bought.
 		prefix := "drill-" + strconv.FormatInt(d.cfg.Now().UnixNano()%1e9, 36) + "-"
-		plan := blast.Plan{BaseURL: d.cfg.Target, Targets: d.targets, Buyers: d.cfg.Buyers, UserPrefix: prefix,
+		plan := loadgen.Plan{BaseURL: d.cfg.Target, Targets: d.targets, Buyers: d.cfg.Buyers, UserPrefix: prefix,
 			Profile: d.p, Clicks: d.cfg.Clicks, Conns: d.cfg.Conns, Timeout: requestTimeout,
 			At: d.cfg.Now().Add(releaseLead(d.p, d.cfg.Buyers)), Now: d.cfg.Now}
 		if d.cfg.Secret != "" {
 			plan.Secret = []byte(d.cfg.Secret)
 		}
 		if d.cfg.Rate > 0 {
-			plan.Schedule = &blast.Schedule{Rate: d.cfg.Rate}
+			plan.Schedule = &loadgen.Schedule{Rate: d.cfg.Rate}
 		}
-		res, err := blast.Run(ctx, plan)
+		res, err := loadgen.Run(ctx, plan)
 		if err != nil {
 			return "", false, err
 		}
@@ -201,7 +202,7 @@ func (d *drill) burst(ctx context.Context) step {
 
 // reservedPerItem counts the distinct reservations of each item: one per order id, else one per
 // buyer and key (a retried key is one reservation).
-func reservedPerItem(recs []blast.Record) map[string]int64 {
+func reservedPerItem(recs []loadgen.Record) map[string]int64 {
 	seen := map[string]bool{}
 	out := map[string]int64{}
 	for _, r := range recs {

@@ -12,6 +12,7 @@ import (
 	"github.com/olekukonko/tablewriter"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/reconcile"
 )
 
@@ -43,7 +44,7 @@ type Report struct {
 	Passed bool     `json:"passed"`
 	Error  string   `json:"error,omitempty"`
 
-	records []blast.Record
+	records []loadgen.Record
 }
 
 // Phase is one stage of the run and how long it took.

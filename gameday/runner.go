@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/payment/fake"
 	"github.com/fsctl/fsctl/preflight"
@@ -80,8 +82,8 @@ type run struct {
 	db          *orders.Store
 	st          *stock.Store
 	sale        sale.Sale
-	records     []blast.Record
-	followUps   []blast.FollowUp
+	records     []loadgen.Record
+	followUps   []loadgen.FollowUp
 	closeStores func()
 	stopPayment func()
 	timelineOn  bool
@@ -313,7 +315,7 @@ func (r *run) preflight(ctx context.Context) (string, error) {
 		var b strings.Builder
 		_ = rep.Render(&b, false)
 		r.rep.Preflight = b.String()
-		summary := fmt.Sprintf("%d passed, %d warnings, %d failed", rep.Count(preflight.Pass), rep.Count(preflight.Warn), rep.Count(preflight.Fail))
+		summary := fmt.Sprintf("%d passed, %d warnings, %d failed", rep.Count(finding.Pass), rep.Count(finding.Warn), rep.Count(finding.Fail))
 		if rep.Ready(false) {
 			group, err := r.waitConsumers(ctx, len(r.env.Fleet.Live()), 60*time.Second)
 			if err != nil {
@@ -334,22 +336,22 @@ func (r *run) preflight(ctx context.Context) (string, error) {
 // blast fires the buyers while the steps inject their faults at their moments.
 func (r *run) blast(ctx context.Context) (string, error) {
 	sc := r.cfg.Scenario
-	var targets []blast.Target
+	var targets []loadgen.Target
 	for _, it := range sc.Sale.Items {
-		targets = append(targets, blast.Target{SaleID: sc.Sale.ID, ItemID: it.ID})
+		targets = append(targets, loadgen.Target{SaleID: sc.Sale.ID, ItemID: it.ID})
 	}
 	at := r.cfg.Now().Add(2 * time.Second).Round(time.Millisecond)
 	r.rep.ReleasedAt = at.Sub(r.t0)
-	plan := blast.Plan{
+	plan := loadgen.Plan{
 		BaseURL: r.env.Fleet.URL(), Targets: targets, Buyers: sc.Buyers, Secret: r.cfg.JWTSecret,
 		UserPrefix: fmt.Sprintf("gd-%d-", at.UnixMilli()), Clicks: 1, Retries: sc.Retries, At: at, Conns: 64,
 		Timeout:  10 * time.Second,
-		Schedule: &blast.Schedule{Rate: sc.Rate, Ramp: sc.Ramp},
-		After:    &blast.AfterPurchase{Pay: sc.Pay, Cancel: sc.Cancel, Seed: sc.Seed, PaymentToken: "tok_gameday"}, // not tok_ok, which the fake always accepts
+		Schedule: &loadgen.Schedule{Rate: sc.Rate, Ramp: sc.Ramp},
+		After:    &loadgen.AfterPurchase{Pay: sc.Pay, Cancel: sc.Cancel, Seed: sc.Seed, PaymentToken: "tok_gameday"}, // not tok_ok, which the fake always accepts
 		Now:      r.cfg.Now,
 	}
 	if sc.Sale.Room != nil {
-		plan.Journey = &blast.Room{MaxPoll: 250 * time.Millisecond, Wait: 30 * time.Second}
+		plan.Journey = &loadgen.Room{MaxPoll: 250 * time.Millisecond, Wait: 30 * time.Second}
 	}
 	if err := plan.Validate(); err != nil {
 		return "", err
@@ -368,7 +370,7 @@ func (r *run) blast(ctx context.Context) (string, error) {
 			results[i] = r.step(stepCtx, st, when)
 		}()
 	}
-	res, berr := blast.Run(ctx, plan)
+	res, berr := loadgen.Run(ctx, plan)
 	close(buyersDone)
 	r.note("last buyer answered; waiting for %d step(s) to finish", len(sc.Steps))
 	wg.Wait()

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/provision"
@@ -275,7 +276,7 @@ func checkEndings(ids []uuid.UUID, statuses map[uuid.UUID]string) Check {
 }
 
 // checkFollowUps: a buyer told PAID or CANCELLED finds that in PostgreSQL.
-func checkFollowUps(fs []blast.FollowUp, statuses map[uuid.UUID]string) Check {
+func checkFollowUps(fs []loadgen.FollowUp, statuses map[uuid.UUID]string) Check {
 	var p []string
 	n := 0
 	for _, f := range fs {

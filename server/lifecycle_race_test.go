@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 )
 
@@ -92,24 +91,21 @@ func TestShardedItemAcrossInstances(t *testing.T) {
 	t.Parallel()
 	e := newEnvWith(t, envOptions{Quantity: 200, Limit: 1, Shards: 4})
 	_, base2 := e.start(true)
-	results := make([]loadgen.Result, 2)
+	results := make([]map[outcome.Code]int, 2)
 	var wg sync.WaitGroup
 	for i, base := range []string{e.base, base2} {
 		wg.Go(func() {
-			res, err := loadgen.Burst(context.Background(), loadgen.BurstConfig{
-				BaseURL: base, SaleID: e.sale.ID, ItemID: "hot", Buyers: 1000,
-				UserPrefix: "shard-buyer-" + string(rune('a'+i)) + "-", Secret: testSecret, Conns: 32,
-			})
+			res, err := burst(base, e.sale.ID, "shard-buyer-"+string(rune('a'+i))+"-", 1000, 32, nil)
 			if err != nil {
 				t.Error(err)
 			}
-			results[i] = res
+			results[i] = outcomes(res)
 		})
 	}
 	wg.Wait()
 	reserved, soldOut := 0, 0
 	for _, r := range results {
-		for code, n := range r.Counts {
+		for code, n := range r {
 			switch code {
 			case outcome.Reserved:
 				reserved += n

@@ -26,22 +26,22 @@ func TestContention(t *testing.T) {
 	t.Parallel()
 	// The script's own answers, without the local sold-out flag (TestLocalSoldOutFlag covers it).
 	e := newEnvWith(t, envOptions{Quantity: 100, Limit: 1, SoldOut: server.SoldOutOff})
-	res, err := loadgen.Burst(context.Background(), loadgen.BurstConfig{
-		BaseURL: e.base, SaleID: e.sale.ID, ItemID: "hot", Buyers: 1000, UserPrefix: "buyer-",
-		Secret: testSecret, Conns: 128,
-	})
+	res, err := burst(e.base, e.sale.ID, "buyer-", 1000, 128, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := res.Counts[outcome.Reserved]; got != 100 {
-		t.Fatalf("reserved %d, want exactly 100 (all outcomes %v)", got, res.Counts)
+	counts := outcomes(res)
+	if got := counts[outcome.Reserved]; got != 100 {
+		t.Fatalf("reserved %d, want exactly 100 (all outcomes %v)", got, counts)
 	}
-	if got := res.Counts[outcome.SoldOut]; got != 900 {
-		t.Fatalf("sold out %d, want 900 (all outcomes %v)", got, res.Counts)
+	if got := counts[outcome.SoldOut]; got != 900 {
+		t.Fatalf("sold out %d, want 900 (all outcomes %v)", got, counts)
 	}
 	ids := map[string]bool{}
-	for _, id := range res.Reserved() {
-		ids[id] = true
+	for _, r := range res.Records {
+		if r.Outcome == outcome.Reserved {
+			ids[r.OrderID] = true
+		}
 	}
 	if len(ids) != 100 {
 		t.Fatalf("%d distinct order ids, want 100", len(ids))
@@ -50,13 +50,13 @@ func TestContention(t *testing.T) {
 		t.Fatalf("redis stock %d holds %d, want 0 and 100", st, holds)
 	}
 
-	var winner, loser loadgen.Answer
-	for _, a := range res.Answers {
-		if a.Outcome == outcome.Reserved && winner.User == "" {
-			winner = a
+	var winner, loser loadgen.Record
+	for _, r := range res.Records {
+		if r.Outcome == outcome.Reserved && winner.User == "" {
+			winner = r
 		}
-		if a.Outcome == outcome.SoldOut && loser.User == "" {
-			loser = a
+		if r.Outcome == outcome.SoldOut && loser.User == "" {
+			loser = r
 		}
 	}
 	// The same buyer again with a new key: already purchased.
@@ -64,11 +64,11 @@ func TestContention(t *testing.T) {
 		t.Fatalf("winner buying again: %d %s, want 409 ALREADY_PURCHASED", code, body)
 	}
 	// The same Idempotency-Key replayed: the first answer, for winner and loser alike.
-	code, body := e.buy(winner.User, winner.User+"-k1")
+	code, body := e.buy(winner.User, winner.Key)
 	if code != http.StatusAccepted || orderIDOf(t, body).String() != winner.OrderID {
 		t.Fatalf("winner replay: %d %s, want 202 with order %s", code, body, winner.OrderID)
 	}
-	if code, body := e.buy(loser.User, loser.User+"-k1"); code != http.StatusGone || !strings.Contains(body, "SOLD_OUT") {
+	if code, body := e.buy(loser.User, loser.Key); code != http.StatusGone || !strings.Contains(body, "SOLD_OUT") {
 		t.Fatalf("loser replay: %d %s, want 410 SOLD_OUT", code, body)
 	}
 
@@ -83,6 +83,24 @@ func TestContention(t *testing.T) {
 	if st, holds := e.redisState(); st+holds != 100 {
 		t.Fatalf("after drain redis stock %d + holds %d != 100", st, holds)
 	}
+}
+
+// burst releases buyers (<prefix><k>) at the sale's item "hot" through the load generator, each
+// with one click, directly or through journey.
+func burst(base, saleID, prefix string, buyers, conns int, journey loadgen.Journey) (*loadgen.Result, error) {
+	return loadgen.Run(context.Background(), loadgen.Plan{BaseURL: base, Targets: []loadgen.Target{{SaleID: saleID, ItemID: "hot"}},
+		Buyers: buyers, UserPrefix: prefix, Secret: testSecret, Clicks: 1, Conns: conns, At: time.Now(), Journey: journey})
+}
+
+// outcomes counts a burst's answers by outcome.
+func outcomes(res *loadgen.Result) map[outcome.Code]int {
+	counts := map[outcome.Code]int{}
+	if res != nil {
+		for _, r := range res.Records {
+			counts[r.Outcome]++
+		}
+	}
+	return counts
 }
 
 // TestRedeliveryChangesNothing publishes every recorded order's event a second time, as Kafka

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -64,23 +63,20 @@ func TestRoomGatesPurchases(t *testing.T) {
 	}
 
 	var wg sync.WaitGroup
-	results := make([]loadgen.Result, 2)
+	results := make([]map[outcome.Code]int, 2)
 	for i, base := range []string{e.base, base2} {
 		wg.Go(func() {
-			res, err := loadgen.Burst(context.Background(), loadgen.BurstConfig{
-				BaseURL: base, SaleID: e.sale.ID, ItemID: "hot", Buyers: 30, Room: true, MaxPoll: 50 * time.Millisecond,
-				UserPrefix: "roomer-" + string(rune('a'+i)) + "-", Secret: testSecret, Conns: 16,
-			})
+			res, err := burst(base, e.sale.ID, "roomer-"+string(rune('a'+i))+"-", 30, 16, &loadgen.Room{MaxPoll: 50 * time.Millisecond})
 			if err != nil {
 				t.Error(err)
 			}
-			results[i] = res
+			results[i] = outcomes(res)
 		})
 	}
 	wg.Wait()
 	counts := map[outcome.Code]int{}
 	for _, r := range results {
-		for c, n := range r.Counts {
+		for c, n := range r {
 			counts[c] += n
 		}
 	}

@@ -5,18 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/profile"
-	"github.com/fsctl/fsctl/skew"
 )
 
 type blastOptions struct {
@@ -177,7 +173,7 @@ error, 2 an invariant broken or a bad flag.`,
 	f.DurationVar(&o.duration, "duration", 0, "with --rate, run this long: the buyers are as many as the schedule releases in it (instead of --buyers)")
 	f.DurationVar(&o.maxSkew, "max-skew", time.Second, "refuse to run when this machine's clock is further than this from the server's (0: do not check)")
 	f.StringVar(&o.tokens, "tokens", "", "buyers' tokens minted ahead (fsctl profile tokens), replacing the profile's token section: its users are the buyers")
-	f.StringVar(&o.engine, "engine", blast.EngineAuto, "how requests are sent: auto (raw wherever the burst allows, else http; the report names the engine used and why), "+
+	f.StringVar(&o.engine, "engine", loadgen.EngineAuto, "how requests are sent: auto (raw wherever the burst allows, else http; the report names the engine used and why), "+
 		"http (net/http: every journey, --retries, --replays, --room, --pay/--cancel, https://) or raw (pre-built HTTP/1.1 bytes pipelined over raw connections: "+
 		"the direct purchase to an http:// target only, fastest release; refused where it cannot run)")
 	return cmd
@@ -187,12 +183,12 @@ error, 2 an invariant broken or a bad flag.`,
 func usageError(err error) error { return &exitError{code: 2, err: err} }
 
 // plan turns the flags into a burst plan against the target the profile describes, or a usage error.
-func (o blastOptions) plan(now time.Time) (blast.Plan, map[blast.Target]blast.ItemLimit, error) {
+func (o blastOptions) plan(now time.Time) (loadgen.Plan, map[loadgen.Target]loadgen.ItemLimit, error) {
 	prof := o.prof
 	if prof == nil {
 		prof = profile.Default()
 	}
-	p := blast.Plan{BaseURL: strings.TrimRight(o.target, "/"), Buyers: o.buyers, UserPrefix: o.prefix, Profile: prof,
+	p := loadgen.Plan{BaseURL: strings.TrimRight(o.target, "/"), Buyers: o.buyers, UserPrefix: o.prefix, Profile: prof,
 		Clicks: o.clicks, Retries: o.retries, Replays: o.replays, Conns: o.conns, Timeout: o.timeout,
 		Engine: o.engine}
 	p.Secret = []byte(o.secret.forProfile(prof))
@@ -210,10 +206,10 @@ func (o blastOptions) plan(now time.Time) (blast.Plan, map[blast.Target]blast.It
 		if saleID == "" || itemID == "" {
 			return p, nil, fmt.Errorf("--item %q: give --sale, or the item as SALE:ITEM", it)
 		}
-		p.Targets = append(p.Targets, blast.Target{SaleID: saleID, ItemID: itemID})
+		p.Targets = append(p.Targets, loadgen.Target{SaleID: saleID, ItemID: itemID})
 	}
 	var err error
-	if p.Shard, err = blast.ParseShard(o.shard); err != nil {
+	if p.Shard, err = loadgen.ParseShard(o.shard); err != nil {
 		return p, nil, fmt.Errorf("--shard: %w", err)
 	}
 	p.At = now.Add(o.in)
@@ -233,10 +229,10 @@ func (o blastOptions) plan(now time.Time) (blast.Plan, map[blast.Target]blast.It
 		return p, nil, err
 	}
 	if o.pay != 0 || o.cancel != 0 {
-		p.After = &blast.AfterPurchase{Pay: o.pay, Cancel: o.cancel, Seed: o.seed}
+		p.After = &loadgen.AfterPurchase{Pay: o.pay, Cancel: o.cancel, Seed: o.seed}
 	}
 	if o.room {
-		p.Journey = &blast.Room{MaxPoll: o.maxPoll, Wait: o.roomWait}
+		p.Journey = &loadgen.Room{MaxPoll: o.maxPoll, Wait: o.roomWait}
 	}
 	if o.maxPoll <= 0 || o.roomWait <= 0 || o.maxSkew < 0 {
 		return p, nil, errors.New("--max-poll and --room-wait must be positive, --max-skew not negative")
@@ -250,17 +246,14 @@ func (o blastOptions) plan(now time.Time) (blast.Plan, map[blast.Target]blast.It
 	if o.stock < 0 {
 		return p, nil, nil
 	}
-	limits := map[blast.Target]blast.ItemLimit{}
+	limits := map[loadgen.Target]loadgen.ItemLimit{}
 	for _, t := range p.Targets {
-		limits[t] = blast.ItemLimit{Stock: o.stock, PerUser: o.limit}
+		limits[t] = loadgen.ItemLimit{Stock: o.stock, PerUser: o.limit}
 	}
 	return p, limits, nil
 }
 
 func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) error {
-	// Buyers are prepared on every CPU and the burst's ticker starts at the release instant, so
-	// both may write progress at once when preparing runs late (slow RS256 signatures).
-	progress = &lockedWriter{w: progress}
 	prof, err := o.profile.load()
 	if err != nil {
 		return err
@@ -283,143 +276,32 @@ func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) erro
 		return usageError(err)
 	}
 	if o.classify != "" {
-		p.Classifier, err = blast.LoadClassifier(o.classify)
+		p.Classifier, err = loadgen.LoadClassifier(o.classify)
 	} else {
-		p.Classifier, err = blast.ClassifierFor(prof)
+		p.Classifier, err = loadgen.ClassifierFor(prof)
 	}
 	if err != nil {
 		return usageError(err)
 	}
-	sale := p.Targets[0].SaleID
-	probe := &http.Client{Timeout: 5 * time.Second}
-	if err := blast.Probe(ctx, probe, p.BaseURL, blast.HealthPath(prof, sale)); err != nil {
-		return err
-	}
-	if limits == nil {
-		if limits, err = fetchLimits(ctx, probe, o, p); err != nil {
-			return err
-		}
-	}
-	if o.maxSkew > 0 {
-		clock, err := skew.Measure(ctx, probe, blast.SkewURL(prof, p.BaseURL, sale), time.Now)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(progress, clock)
-		if err := clock.Check(o.maxSkew); err != nil {
-			return err
-		}
-	}
-	p.Progress = func(done, total int) {
-		fmt.Fprintf(progress, "preparing buyers: %d/%d (%d%%)\n", done, total, done*100/total)
-	}
-	fmt.Fprintln(progress, p.Resolve())
-	fmt.Fprintf(progress, "release at %s (in %s)\n", p.At.Format(time.RFC3339Nano), time.Until(p.At).Round(time.Millisecond))
-	p.Answered = new(atomic.Int64)
-	stop := showBurstProgress(progress, p.At, p.Answered)
-	res, err := blast.Run(ctx, p)
-	stop()
+	rep, err := blast.Fire(ctx, blast.Burst{Plan: p, Limits: limits, RedisURL: o.endpoints.redisURL, PostgresURL: o.endpoints.postgresURL,
+		CheckState: o.checkState, Settle: o.settle, MaxSkew: o.maxSkew,
+		Thresholds: blast.Thresholds{MaxP99: o.maxP99, MinThroughput: o.minThroughput, ExpectSold: o.expectSold},
+		Results:    o.results, Records: o.records, HTML: o.html}, progress)
 	if err != nil {
 		return err
 	}
-	if late := res.Released.Sub(res.At); late > 100*time.Millisecond {
-		fmt.Fprintf(progress, "warning: the release opened %s late: preparing the buyers took %s; give --in (or --at) more time, "+
-			"or mint the tokens ahead with `fsctl profile tokens` (an RS256 token costs about a millisecond)\n",
-			late.Round(time.Millisecond), res.Prepared.Round(time.Millisecond))
-	}
-	if err := writeRequestFiles(o, p, res, limits); err != nil {
-		return err
-	}
-	verdicts := blast.CheckResponses(res.Records, limits)
-	if o.checkState {
-		state, err := checkState(ctx, o, prof, limits, res.Records)
-		if err != nil {
-			return err
-		}
-		verdicts = append(verdicts, state...)
-	}
-	sum := blast.Summarize(res, verdicts)
-	sum.Profile = profileLabel(prof)
-	missed := sum.Check(blast.Thresholds{MaxP99: o.maxP99, MinThroughput: o.minThroughput, ExpectSold: o.expectSold})
-	if o.html != "" {
-		if err := writeHTML(o.html, sum, res.Records); err != nil {
-			return err
-		}
-	}
-	err = writeReport(out, o.output, sum)
+	err = writeReport(out, o.output, rep.Summary)
 	if err == nil {
-		err = renderJourney(out, progress, o, p, res)
+		// Under --output json the journey goes to stderr, so stdout stays JSON.
+		err = rep.RenderJourney(o.output.beside(out, progress))
 	}
 	switch {
 	case err != nil:
 		return err
-	case blast.Failed(verdicts):
+	case rep.Broken():
 		return &exitError{code: 2, err: errors.New("invariant broken: see the report")}
-	case missed:
-		return &exitError{code: 1, err: fmt.Errorf("threshold missed: %s", strings.Join(sum.Failures, "; "))}
+	case rep.Missed():
+		return &exitError{code: 1, err: fmt.Errorf("threshold missed: %s", strings.Join(rep.Summary.Failures, "; "))}
 	}
 	return nil
-}
-
-// profileLabel names the target in the report: the profile's name and where it came from.
-func profileLabel(prof *profile.Profile) string {
-	if prof.Source() == "" {
-		return prof.Name
-	}
-	return prof.Name + " (" + prof.Source() + ")"
-}
-
-// fetchLimits reads the stock and per-user limit the flags did not give: from the profile's
-// sale page when it has one, else through its SQL.
-func fetchLimits(ctx context.Context, client *http.Client, o blastOptions, p blast.Plan) (map[blast.Target]blast.ItemLimit, error) {
-	if p.Profile.HTTP.SalePage != "" {
-		return blast.FetchLimits(ctx, client, p.BaseURL, p.Profile, p.Targets)
-	}
-	pool, err := pgxpool.New(ctx, o.endpoints.postgresURL)
-	if err != nil {
-		return nil, fmt.Errorf("postgres url (to read the stock and limit with profile %s's SQL; or give --stock and --limit): %w", p.Profile.Name, err)
-	}
-	defer pool.Close()
-	return blast.LimitsFromDB(ctx, profile.NewDB(p.Profile, pool), p.Targets)
-}
-
-// checkState compares the target's Redis and PostgreSQL with what buyers were told, through its
-// profile, sale by sale.
-func checkState(ctx context.Context, o blastOptions, prof *profile.Profile, limits map[blast.Target]blast.ItemLimit, recs []blast.Record) ([]blast.Verdict, error) {
-	t, err := profile.Connect(ctx, prof, o.endpoints.redisURL, o.endpoints.postgresURL)
-	if err != nil {
-		return nil, err
-	}
-	defer t.Close()
-	var sales []string
-	for _, tg := range o.targets(recs, limits) {
-		if !slices.Contains(sales, tg.SaleID) {
-			sales = append(sales, tg.SaleID)
-		}
-	}
-	var out []blast.Verdict
-	for _, sale := range sales {
-		vs, err := blast.CheckState(ctx, t, sale, recs, limits, o.settle)
-		if err != nil {
-			return nil, fmt.Errorf("check sale %s through profile %s: %w", sale, prof.Name, err)
-		}
-		out = append(out, vs...)
-	}
-	return out, nil
-}
-
-// targets are the items of the burst: those the records name, then those of the limits.
-func (o blastOptions) targets(recs []blast.Record, limits map[blast.Target]blast.ItemLimit) []blast.Target {
-	var out []blast.Target
-	for _, r := range recs {
-		if !slices.Contains(out, r.Target) {
-			out = append(out, r.Target)
-		}
-	}
-	for tg := range limits {
-		if !slices.Contains(out, tg) {
-			out = append(out, tg)
-		}
-	}
-	return out
 }

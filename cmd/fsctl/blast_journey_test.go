@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/loadgen"
 )
 
 func TestBlastJourneyFlagErrors(t *testing.T) {
@@ -38,14 +38,14 @@ func TestBlastJourneyFlagsMakeThePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, ok := p.Journey.(*blast.Room); !ok || r.MaxPoll != 200*time.Millisecond || r.Wait != time.Minute {
+	if r, ok := p.Journey.(*loadgen.Room); !ok || r.MaxPoll != 200*time.Millisecond || r.Wait != time.Minute {
 		t.Errorf("journey %#v", p.Journey)
 	}
-	if p.After == nil || *p.After != (blast.AfterPurchase{Pay: 0.5, Cancel: 0.25, Seed: 9}) {
+	if p.After == nil || *p.After != (loadgen.AfterPurchase{Pay: 0.5, Cancel: 0.25, Seed: 9}) {
 		t.Errorf("after %+v", p.After)
 	}
 	// 100 buyers on the 2 s ramp, then 3 s at 100/s: --duration overrides --buyers.
-	if p.Schedule == nil || *p.Schedule != (blast.Schedule{Rate: 100, Ramp: 2 * time.Second}) || p.Buyers != 400 {
+	if p.Schedule == nil || *p.Schedule != (loadgen.Schedule{Rate: 100, Ramp: 2 * time.Second}) || p.Buyers != 400 {
 		t.Errorf("schedule %+v, buyers %d", p.Schedule, p.Buyers)
 	}
 }

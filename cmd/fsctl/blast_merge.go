@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -64,7 +63,7 @@ func runBlastMerge(out io.Writer, o blastMergeOptions, files []string) error {
 	}
 	missed := sum.Check(blast.Thresholds{MaxP99: o.maxP99, MinThroughput: o.minThroughput, ExpectSold: o.expectSold})
 	if o.html != "" {
-		if err := writeHTML(o.html, sum, recs); err != nil {
+		if err := blast.SaveHTML(o.html, sum, recs); err != nil {
 			return err
 		}
 	}
@@ -78,9 +77,4 @@ func runBlastMerge(out io.Writer, o blastMergeOptions, files []string) error {
 		return &exitError{code: 1, err: fmt.Errorf("threshold missed: %s", strings.Join(sum.Failures, "; "))}
 	}
 	return nil
-}
-
-// writeHTML writes the HTML report of a burst to path; blast's --html calls it too.
-func writeHTML(path string, sum blast.Summary, recs []blast.Record) error {
-	return writeFile(path, func(f *os.File) error { return blast.WriteHTML(f, sum, recs) })
 }

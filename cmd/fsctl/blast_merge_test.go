@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 )
 
@@ -19,14 +20,14 @@ import (
 func writeShardFiles(t *testing.T, n, buyers, sold int, stock int64) []string {
 	t.Helper()
 	at := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
-	item := blast.Target{SaleID: "bf", ItemID: "console"}
+	item := loadgen.Target{SaleID: "bf", ItemID: "console"}
 	dir := t.TempDir()
 	var paths []string
 	for i := range n {
-		res := &blast.Result{At: at, Released: at, Conns: 2}
+		res := &loadgen.Result{At: at, Released: at, Conns: 2}
 		for k := i; k < buyers; k += n {
 			done := at.Add(time.Duration(k+1) * time.Millisecond)
-			r := blast.Record{Buyer: k, User: fmt.Sprint("u", k), Key: fmt.Sprint("k", k), Target: item, Attempt: 1,
+			r := loadgen.Record{Buyer: k, User: fmt.Sprint("u", k), Key: fmt.Sprint("k", k), Target: item, Attempt: 1,
 				Intended: at, Started: at, Written: at.Add(time.Duration(k) * time.Microsecond), Done: done, Outcome: outcome.SoldOut}
 			if k < sold {
 				r.Outcome, r.OrderID = outcome.Reserved, fmt.Sprint("o", k)
@@ -34,9 +35,9 @@ func writeShardFiles(t *testing.T, n, buyers, sold int, stock int64) []string {
 			res.Records = append(res.Records, r)
 		}
 		res.Buyers = len(res.Records)
-		h := blast.HeaderOf(blast.Plan{Buyers: buyers, Shard: blast.Shard{Index: i, Count: n}}, res, map[blast.Target]blast.ItemLimit{item: {Stock: stock, PerUser: 1}})
+		h := loadgen.HeaderOf(loadgen.Plan{Buyers: buyers, Shard: loadgen.Shard{Index: i, Count: n}}, res, map[loadgen.Target]loadgen.ItemLimit{item: {Stock: stock, PerUser: 1}})
 		var buf bytes.Buffer
-		if err := blast.WriteRecords(&buf, h, res.Records); err != nil {
+		if err := loadgen.WriteRecords(&buf, h, res.Records); err != nil {
 			t.Fatal(err)
 		}
 		p := filepath.Join(dir, fmt.Sprintf("shard-%d.jsonl", i))

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fsctl/fsctl/blast"
 	"github.com/fsctl/fsctl/drill"
+	"github.com/fsctl/fsctl/loadgen"
 )
 
 type gamedayDrillOptions struct {
@@ -78,7 +78,7 @@ func runGamedayDrill(cmd *cobra.Command, o gamedayDrillOptions) error {
 		RedisURL: o.endpoints.redisURL, PostgresURL: o.endpoints.postgresURL, Brokers: o.endpoints.brokers,
 		Buyers: o.buyers, Conns: o.conns, Settle: o.settle, Secret: o.secret.forProfile(prof), Progress: cmd.ErrOrStderr()}
 	if o.rate != "" {
-		if cfg.Rate, err = blast.ParseRate(o.rate); err != nil {
+		if cfg.Rate, err = loadgen.ParseRate(o.rate); err != nil {
 			return usageError(err)
 		}
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/profile"
 )
 
@@ -27,7 +27,7 @@ func (p profileFlag) load() (*profile.Profile, error) {
 	if err != nil {
 		return nil, usageError(err)
 	}
-	if _, err := blast.ClassifierFor(prof); err != nil {
+	if _, err := loadgen.ClassifierFor(prof); err != nil {
 		return nil, usageError(err)
 	}
 	return prof, nil

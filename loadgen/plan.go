@@ -1,7 +1,10 @@
-// Package blast fires a synchronized flash-sale burst: every virtual buyer is prepared before the
-// start (token, idempotency key, request), parked on a barrier and released at one wall-clock
-// instant; every request is recorded, classified and checked against the sale's invariants.
-package blast
+// Package loadgen is fsctl's load generator: every virtual buyer is prepared before the start
+// (token, idempotency key, request), parked on a barrier and released at one wall-clock instant
+// (or on an open-model schedule), sent by the raw or the net/http engine through a journey
+// (purchase, waiting room, pay or cancel after), and every request is recorded and classified by
+// the target profile's rules. fsctl blast, the demo, the drill, the game day and the tests drive
+// it; judging what the buyers were told is package blast's.
+package loadgen
 
 import (
 	"errors"
@@ -77,7 +80,7 @@ type Plan struct {
 	Timeout time.Duration
 	// Shard picks this process's buyers.
 	Shard Shard
-	// Classifier maps answers to outcomes; nil means Default().
+	// Classifier maps answers to outcomes; nil means the Profile's rules (its classify section).
 	Classifier *Classifier
 	// Journey is what one click does; nil means Purchase (the direct buy).
 	Journey Journey
@@ -190,6 +193,15 @@ func (p Plan) target() *profile.Profile {
 	return profile.Default()
 }
 
+// classifier is the plan's Classifier, else the one its profile's classify section compiles to:
+// the target's rules are written once, in its profile.
+func (p Plan) classifier() (*Classifier, error) {
+	if p.Classifier != nil {
+		return p.Classifier, nil
+	}
+	return ClassifierFor(p.target())
+}
+
 // enoughUsers refuses more buyers than a token file has users; it can tell only once the
 // Minter is known (Run makes it).
 func (p Plan) enoughUsers() error {
@@ -234,4 +246,22 @@ func (p Plan) now() time.Time {
 		return p.Now()
 	}
 	return time.Now()
+}
+
+// HealthPath is what the probe and the warm-up GET: the profile's health path, else "/". Any
+// status will do: only the connection matters.
+func HealthPath(prof *profile.Profile, sale string) string {
+	if prof.HTTP.Health != "" {
+		return profile.Render(prof.HTTP.Health, profile.Vars{"sale": sale})
+	}
+	return "/"
+}
+
+// healthPath is HealthPath of the plan's profile and first sale.
+func (p Plan) healthPath() string {
+	var sale string
+	if len(p.Targets) > 0 {
+		sale = p.Targets[0].SaleID
+	}
+	return HealthPath(p.target(), sale)
 }

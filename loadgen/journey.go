@@ -1,4 +1,4 @@
-package blast
+package loadgen
 
 import (
 	"context"
@@ -37,9 +37,9 @@ func (Purchase) Prepare(p Plan, b Buyer, key, token string) (Attempt, error) {
 	if err != nil {
 		return nil, err
 	}
-	cls := p.Classifier
-	if cls == nil {
-		cls = Default() // Run sets it once; this serves a caller preparing by hand
+	cls, err := p.classifier() // Run sets it once; this serves a caller preparing by hand
+	if err != nil {
+		return nil, err
 	}
 	now := p.now
 	return func(ctx context.Context, c *http.Client, rec *Record) {

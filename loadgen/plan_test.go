@@ -1,4 +1,4 @@
-package blast_test
+package loadgen_test
 
 import (
 	"context"
@@ -9,17 +9,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/profile"
 )
 
 func TestShardsCoverEveryBuyerOnce(t *testing.T) {
-	base := blast.Plan{Buyers: 1001, UserPrefix: "u", Targets: []blast.Target{{SaleID: "s", ItemID: "a"}, {SaleID: "s", ItemID: "b"}}}
+	base := loadgen.Plan{Buyers: 1001, UserPrefix: "u", Targets: []loadgen.Target{{SaleID: "s", ItemID: "a"}, {SaleID: "s", ItemID: "b"}}}
 	for _, n := range []int{1, 2, 3, 7} {
 		seen := map[int]int{}
 		for i := range n {
 			p := base
-			p.Shard = blast.Shard{Index: i, Count: n}
+			p.Shard = loadgen.Shard{Index: i, Count: n}
 			again := p.Roster()
 			for j, b := range p.Roster() {
 				if again[j] != b {
@@ -43,40 +43,40 @@ func TestShardsCoverEveryBuyerOnce(t *testing.T) {
 }
 
 func TestParseShard(t *testing.T) {
-	if s, err := blast.ParseShard("2/5"); err != nil || s != (blast.Shard{Index: 2, Count: 5}) {
+	if s, err := loadgen.ParseShard("2/5"); err != nil || s != (loadgen.Shard{Index: 2, Count: 5}) {
 		t.Errorf("2/5: %+v %v", s, err)
 	}
 	for _, bad := range []string{"", "1", "5/5", "-1/2", "a/b", "0/0", "1/2/3"} {
-		if _, err := blast.ParseShard(bad); err == nil {
+		if _, err := loadgen.ParseShard(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
 }
 
 func TestPlanValidation(t *testing.T) {
-	good := blast.Plan{BaseURL: "http://x", Targets: []blast.Target{{SaleID: "s", ItemID: "i"}}, Buyers: 1, Secret: []byte("0123456789abcdef"),
+	good := loadgen.Plan{BaseURL: "http://x", Targets: []loadgen.Target{{SaleID: "s", ItemID: "i"}}, Buyers: 1, Secret: []byte("0123456789abcdef"),
 		Clicks: 1, Conns: 1, Timeout: time.Second, At: time.Unix(1, 0)}
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	auto := good
-	auto.Timeout, auto.Engine = 0, blast.EngineAuto // both mean "work it out", not "missing"
+	auto.Timeout, auto.Engine = 0, loadgen.EngineAuto // both mean "work it out", not "missing"
 	if err := auto.Validate(); err != nil {
 		t.Fatalf("auto engine and timeout refused: %v", err)
 	}
-	for name, mod := range map[string]func(*blast.Plan){
-		"no url":      func(p *blast.Plan) { p.BaseURL = "" },
-		"no target":   func(p *blast.Plan) { p.Targets = nil },
-		"no item":     func(p *blast.Plan) { p.Targets = []blast.Target{{SaleID: "s"}} },
-		"no buyers":   func(p *blast.Plan) { p.Buyers = 0 },
-		"no clicks":   func(p *blast.Plan) { p.Clicks = 0 },
-		"retries < 0": func(p *blast.Plan) { p.Retries = -1 },
-		"no conns":    func(p *blast.Plan) { p.Conns = 0 },
-		"timeout < 0": func(p *blast.Plan) { p.Timeout = -time.Second },
-		"engine":      func(p *blast.Plan) { p.Engine = "turbo" },
-		"no time":     func(p *blast.Plan) { p.At = time.Time{} },
+	for name, mod := range map[string]func(*loadgen.Plan){
+		"no url":      func(p *loadgen.Plan) { p.BaseURL = "" },
+		"no target":   func(p *loadgen.Plan) { p.Targets = nil },
+		"no item":     func(p *loadgen.Plan) { p.Targets = []loadgen.Target{{SaleID: "s"}} },
+		"no buyers":   func(p *loadgen.Plan) { p.Buyers = 0 },
+		"no clicks":   func(p *loadgen.Plan) { p.Clicks = 0 },
+		"retries < 0": func(p *loadgen.Plan) { p.Retries = -1 },
+		"no conns":    func(p *loadgen.Plan) { p.Conns = 0 },
+		"timeout < 0": func(p *loadgen.Plan) { p.Timeout = -time.Second },
+		"engine":      func(p *loadgen.Plan) { p.Engine = "turbo" },
+		"no time":     func(p *loadgen.Plan) { p.At = time.Time{} },
 
-		"bad shard": func(p *blast.Plan) { p.Shard = blast.Shard{Index: 3, Count: 2} },
+		"bad shard": func(p *loadgen.Plan) { p.Shard = loadgen.Shard{Index: 3, Count: 2} },
 	} {
 		p := good
 		mod(&p)
@@ -89,7 +89,7 @@ func TestPlanValidation(t *testing.T) {
 // TestRunRefusesBuyersWithoutTokens: a plan whose tokens cannot be made, or with more buyers
 // than its token file has users, is refused before anything is sent.
 func TestRunRefusesBuyersWithoutTokens(t *testing.T) {
-	good := blast.Plan{BaseURL: "http://127.0.0.1:1", Targets: []blast.Target{{SaleID: "s", ItemID: "i"}}, Buyers: 3,
+	good := loadgen.Plan{BaseURL: "http://127.0.0.1:1", Targets: []loadgen.Target{{SaleID: "s", ItemID: "i"}}, Buyers: 3,
 		Clicks: 1, Conns: 1, Timeout: time.Second, At: time.Now().Add(time.Minute)}
 	unset := *profile.Default()
 	unset.Token.SecretEnv = "FSCTL_TEST_NO_SUCH_SECRET"
@@ -99,14 +99,14 @@ func TestRunRefusesBuyersWithoutTokens(t *testing.T) {
 	}
 	fromFile := *profile.Default()
 	fromFile.Token = profile.Token{Type: profile.TokenFile, File: file}
-	for name, mod := range map[string]func(*blast.Plan){
-		"no secret":          func(p *blast.Plan) { p.Profile = &unset },
-		"short secret":       func(p *blast.Plan) { p.Secret = []byte("k") },
-		"3 buyers, 2 tokens": func(p *blast.Plan) { p.Profile = &fromFile },
+	for name, mod := range map[string]func(*loadgen.Plan){
+		"no secret":          func(p *loadgen.Plan) { p.Profile = &unset },
+		"short secret":       func(p *loadgen.Plan) { p.Secret = []byte("k") },
+		"3 buyers, 2 tokens": func(p *loadgen.Plan) { p.Profile = &fromFile },
 	} {
 		p := good
 		mod(&p)
-		_, err := blast.Run(context.Background(), p)
+		_, err := loadgen.Run(context.Background(), p)
 		if err == nil || !strings.Contains(err.Error(), "token") {
 			t.Errorf("%s: got %v, want a refusal about the tokens", name, err)
 		}
@@ -114,8 +114,8 @@ func TestRunRefusesBuyersWithoutTokens(t *testing.T) {
 }
 
 func TestKeysAreDistinctPerClickAndRun(t *testing.T) {
-	p := blast.Plan{At: time.Unix(100, 0)}
-	b := blast.Buyer{User: "u1"}
+	p := loadgen.Plan{At: time.Unix(100, 0)}
+	b := loadgen.Buyer{User: "u1"}
 	q := p
 	q.At = time.Unix(101, 0)
 	if p.Key(b, 1) == p.Key(b, 2) || p.Key(b, 1) == q.Key(b, 1) || p.Key(b, 1) != p.Key(b, 1) {
@@ -124,10 +124,10 @@ func TestKeysAreDistinctPerClickAndRun(t *testing.T) {
 }
 
 func TestCheckFilesRefusesAPoolTooLarge(t *testing.T) {
-	if err := blast.CheckFiles(1000, 20000); err != nil {
+	if err := loadgen.CheckFiles(1000, 20000); err != nil {
 		t.Error(err)
 	}
-	err := blast.CheckFiles(20000, 20000)
+	err := loadgen.CheckFiles(20000, 20000)
 	if err == nil || !strings.Contains(err.Error(), "--shard") {
 		t.Errorf("got %v, want a refusal that points at --shard", err)
 	}

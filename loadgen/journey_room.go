@@ -1,4 +1,4 @@
-package blast
+package loadgen
 
 import (
 	"cmp"
@@ -56,7 +56,10 @@ func (j *Room) Prepare(p Plan, b Buyer, key, token string) (Attempt, error) {
 	}
 	queue := fmt.Sprintf("%s/api/v1/sales/%s/queue", p.BaseURL, b.Target.SaleID)
 	bearer := "Bearer " + token
-	cls := cmp.Or(p.Classifier, Default())
+	cls, err := p.classifier()
+	if err != nil {
+		return nil, err
+	}
 	now := p.now
 	maxPoll, wait := cmp.Or(j.MaxPoll, time.Second), cmp.Or(j.Wait, 2*time.Minute)
 	var admission string // kept across retries of the click: one admission buys once
@@ -154,26 +157,6 @@ func (j *Room) Admissions() []Admission {
 	out := slices.Clone(j.waits)
 	slices.SortFunc(out, func(a, b Admission) int { return cmp.Or(cmp.Compare(a.Buyer, b.Buyer), cmp.Compare(a.Click, b.Click)) })
 	return out
-}
-
-// RenderRoom prints how many clicks the room admitted and how long they waited for it.
-func RenderRoom(w io.Writer, as []Admission) error {
-	var waits []time.Duration
-	polls := 0
-	for _, a := range as {
-		polls += a.Polls
-		if a.Admitted {
-			waits = append(waits, a.Waited)
-		}
-	}
-	slices.Sort(waits)
-	line := fmt.Sprintf("waiting room: %d of %d clicks admitted, %d polls", len(waits), len(as), polls)
-	if n := len(waits); n > 0 {
-		at := func(q float64) string { return waits[min(n-1, int(q*float64(n)))].Round(time.Millisecond).String() }
-		line += fmt.Sprintf("; admitted after (from the intended time) p50 %s p90 %s max %s", at(0.5), at(0.9), waits[n-1].Round(time.Millisecond))
-	}
-	_, err := fmt.Fprintln(w, line)
-	return err
 }
 
 // roomCall sends one queue call with the buyer's token.

@@ -1,4 +1,4 @@
-package blast
+package loadgen
 
 import (
 	"bufio"
@@ -19,6 +19,12 @@ const RecordsFormat = "fsctl-blast-records"
 // RecordsVersion is the records file format this build writes and the only one it reads; it
 // changes whenever a field changes meaning, so an old file is refused rather than misread.
 const RecordsVersion = 1
+
+// ItemLimit is what one item may give out: its stock and the per-user limit.
+type ItemLimit struct {
+	Stock   int64 `json:"stock"`
+	PerUser int   `json:"perUser"`
+}
 
 // TargetLimit is one item's limits as a records file carries them (a map keyed by Target does
 // not encode as JSON).
@@ -75,8 +81,8 @@ func HeaderOf(p Plan, res *Result, limits map[Target]ItemLimit) Header {
 	return h
 }
 
-// resolution is the shard's Resolution as the header carries it.
-func (h Header) resolution() Resolution {
+// Resolution is the shard's Resolution as the header carries it.
+func (h Header) Resolution() Resolution {
 	return Resolution{Engine: h.Engine, EngineAuto: h.EngineAuto, Fallback: h.EngineFallback,
 		Timeout: time.Duration(h.TimeoutNs), TimeoutAuto: h.TimeoutAuto}
 }

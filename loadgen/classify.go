@@ -1,8 +1,7 @@
-package blast
+package loadgen
 
 import (
 	"bytes"
-	_ "embed"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,20 +12,20 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/profile"
 )
 
-// Outcomes a buyer can end with besides the server's own codes.
+// Outcomes a buyer can end with besides the server's own codes: the rules' fallbacks for an
+// answer they do not name, and what the client saw when no answer came.
 const (
 	ClientError    outcome.Code = "CLIENT_ERROR"
-	ServerError                 = loadgen.ServerError
-	Timeout                     = loadgen.Timeout
-	TransportError              = loadgen.TransportError
+	ServerError    outcome.Code = "SERVER_ERROR"
+	Timeout        outcome.Code = "TIMEOUT"
+	TransportError outcome.Code = "TRANSPORT_ERROR"
 )
 
-// Outcomes returns every outcome blast classifies into, in report order; the first nine are the
+// Outcomes returns every outcome a burst is classified into, in report order; the first nine are the
 // ones a rule may name, the last two come from the client.
 func Outcomes() []outcome.Code {
 	return []outcome.Code{
@@ -39,13 +38,6 @@ func Outcomes() []outcome.Code {
 // answer never came or the server failed.
 func Retryable(c outcome.Code) bool {
 	return c == Timeout || c == TransportError || c == ServerError
-}
-
-// answered reports whether an outcome is the idempotency layer's answer to a key, which every
-// try of the key must repeat. Failures, admission refusals, a paused or unopened sale and bad
-// requests are answered before the key is looked at, so they may change from try to try.
-func answered(c outcome.Code) bool {
-	return c == outcome.Reserved || c == outcome.SoldOut || c == outcome.AlreadyPurchased
 }
 
 // Rule maps answers to an outcome; every condition given must hold.
@@ -69,18 +61,6 @@ type Classifier struct {
 	orderField []string
 	rules      []Rule
 	needJSON   bool
-}
-
-//go:embed classify.yaml
-var defaultRules []byte
-
-// Default returns the bundled server's classification (classify.yaml, also examples/classify.yaml).
-func Default() *Classifier {
-	c, err := ParseClassifier(defaultRules)
-	if err != nil {
-		panic("blast: bundled classify.yaml: " + err.Error()) // a build defect, caught by the tests
-	}
-	return c
 }
 
 // LoadClassifier reads a classification file.

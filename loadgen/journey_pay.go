@@ -1,4 +1,4 @@
-package blast
+package loadgen
 
 import (
 	"cmp"
@@ -125,42 +125,4 @@ func orderCall(ctx context.Context, c *http.Client, method, url, token, body str
 		return resp.StatusCode, fmt.Sprintf("HTTP_%d", resp.StatusCode), "unreadable answer"
 	}
 	return resp.StatusCode, cmp.Or(ans.Error, ans.Status), ""
-}
-
-// FollowUpRow counts one (action, answer) pair.
-type FollowUpRow struct {
-	Action Action `json:"action"`
-	Answer string `json:"answer"`
-	Count  int    `json:"count"`
-}
-
-// TallyFollowUps counts the follow-ups by action and answer, in a stable order.
-func TallyFollowUps(fs []FollowUp) []FollowUpRow {
-	counts := map[FollowUpRow]int{}
-	for _, f := range fs {
-		counts[FollowUpRow{Action: f.Action, Answer: f.Answer}]++
-	}
-	rows := make([]FollowUpRow, 0, len(counts))
-	for r, n := range counts {
-		r.Count = n
-		rows = append(rows, r)
-	}
-	slices.SortFunc(rows, func(a, b FollowUpRow) int {
-		return cmp.Or(cmp.Compare(a.Action, b.Action), cmp.Compare(a.Answer, b.Answer))
-	})
-	return rows
-}
-
-// RenderFollowUps prints what reserved buyers did after the purchase and what they were told.
-func RenderFollowUps(w io.Writer, fs []FollowUp) error {
-	if len(fs) == 0 {
-		_, err := fmt.Fprintln(w, "after the purchase: no reservation to follow up")
-		return err
-	}
-	parts := []string{}
-	for _, r := range TallyFollowUps(fs) {
-		parts = append(parts, fmt.Sprintf("%s→%s %d", r.Action, r.Answer, r.Count))
-	}
-	_, err := fmt.Fprintf(w, "after the purchase (%d reservations): %s\n", len(fs), strings.Join(parts, ", "))
-	return err
 }

@@ -1,10 +1,11 @@
-package blast
+package loadgen
 
 import (
 	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"runtime"
 	"sync"
@@ -12,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 )
 
@@ -81,10 +81,8 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 	if err := p.enoughUsers(); err != nil {
 		return nil, err
 	}
-	if p.Classifier == nil {
-		if p.Classifier, err = ClassifierFor(p.Profile); err != nil {
-			return nil, err
-		}
+	if p.Classifier, err = p.classifier(); err != nil {
+		return nil, err
 	}
 	begin := p.now()
 	clicks, err := p.prepare()
@@ -98,9 +96,7 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 		}
 		return res, err
 	}
-	// loadgen's transport keeps at most Conns HTTP/1.1 connections to the one host and queues
-	// requests beyond them; its Timeout bounds a request including that wait, as a buyer sees it.
-	client := loadgen.NewClient(p.Conns, p.Timeout)
+	client := newClient(p.Conns, p.Timeout)
 	defer client.CloseIdleConnections()
 	if err := warm(ctx, client, p.BaseURL, p.healthPath(), p.Conns); err != nil {
 		return nil, err
@@ -127,6 +123,19 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// newClient keeps at most conns HTTP/1.1 connections to the one host and queues requests beyond
+// them; its timeout bounds a request including that wait, as a buyer sees it.
+func newClient(conns int, timeout time.Duration) *http.Client {
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxConnsPerHost:     conns,
+		MaxIdleConns:        conns,
+		MaxIdleConnsPerHost: conns,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return &http.Client{Transport: tr, Timeout: timeout}
 }
 
 // burst parks one goroutine per click and releases them all at p.At.

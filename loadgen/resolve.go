@@ -1,4 +1,4 @@
-package blast
+package loadgen
 
 import (
 	"fmt"
