@@ -27,9 +27,13 @@ func TestArticleShop(t *testing.T) {
 	if !rep.Ready(false) || rep.Profile != "spring-article" {
 		t.Fatalf("profile %q, failures %v", rep.Profile, failures(rep))
 	}
-	expect(t, rep, "templates", finding.Pass, "POST /api/flash-sales/items/")
-	expect(t, rep, "templates", finding.Pass, "rs256 token minted")
-	expect(t, rep, "queries "+hot, finding.Pass, "quantity 5, sold 1, live 1, paid 0, 1 shard(s), 0 order(s) of the probe user, 1 live buyer(s)")
+	expectField(t, rep, "purchase", finding.Pass, "POST /api/flash-sales/items/")
+	expectField(t, rep, "token", finding.Pass, "rs256 token for fsctl-profile-check")
+	expectField(t, rep, "sql.item", finding.Pass, "item "+hot+": quantity 5, sold 1")
+	expectField(t, rep, "sql.live", finding.Pass, "item "+hot+": 1 live orders")
+	expectField(t, rep, "sql.paid", finding.Pass, "item "+hot+": 0 paid orders")
+	expectField(t, rep, "sql.userOrders", finding.Pass, "item "+hot+": 0 orders of fsctl-profile-check")
+	expectField(t, rep, "sql.liveBuyers", finding.Pass, "item "+hot+": 1 live buyers")
 	expect(t, rep, "stock "+hot, finding.Pass, "redis 4 on 1 shard(s), expected 4 = quantity 5 − live orders 1; buyers 1")
 	expect(t, rep, "stock "+other, finding.Pass, "redis 3 on 1 shard(s), expected 3")
 	expect(t, rep, "sale", finding.Skip, "the profile has no sale definition")

@@ -2,10 +2,13 @@ package preflight_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/preflight"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/testenv"
@@ -34,15 +37,20 @@ func TestBundledProfileIsVerified(t *testing.T) {
 	if !rep.Ready(false) || rep.Profile != "fsctl" {
 		t.Fatalf("profile %q, failures %v", rep.Profile, failures(rep))
 	}
-	expect(t, rep, "templates", finding.Pass, "POST /api/v1/sales/"+tg.c.Sale.ID+"/items/hot/purchase")
-	expect(t, rep, "templates", finding.Pass, "hs256 token minted")
-	expect(t, rep, "sql.items", finding.Pass, "1 item(s): hot")
-	expect(t, rep, "per-user limit", finding.Pass, "1 per user")
-	expect(t, rep, "queries hot", finding.Pass, "quantity 10, sold 1, live 1, paid 0, 2 shard(s), 0 order(s) of the probe user, 1 live buyer(s)")
+	expectField(t, rep, "purchase", finding.Pass, "POST /api/v1/sales/"+tg.c.Sale.ID+"/items/hot/purchase")
+	expectField(t, rep, "token", finding.Pass, "hs256 token for fsctl-profile-check")
+	expectField(t, rep, "sql.items", finding.Pass, "1 item(s): hot")
+	expectField(t, rep, "sql.perUserLimit", finding.Pass, "per-user limit 1")
+	expectField(t, rep, "sql.item", finding.Pass, "item hot: quantity 10, sold 1")
+	expectField(t, rep, "sql.live", finding.Pass, "item hot: 1 live orders")
+	expectField(t, rep, "sql.paid", finding.Pass, "item hot: 0 paid orders")
+	expectField(t, rep, "sql.shards", finding.Pass, "item hot: 2 shard(s)")
+	expectField(t, rep, "sql.userOrders", finding.Pass, "item hot: 0 orders of fsctl-profile-check")
+	expectField(t, rep, "sql.liveBuyers", finding.Pass, "item hot: 1 live buyers")
 	// Without the secret a token cannot be minted: a warning naming the variable to set.
 	tg.cfg.TokenSecret = ""
 	t.Setenv("FSCTL_JWT_SECRET", "")
-	r := expect(t, tg.run(t), "templates", finding.Warn, "no token")
+	r := expectField(t, tg.run(t), "token", finding.Warn, "no token")
 	if !strings.Contains(r.Fix, "$FSCTL_JWT_SECRET") {
 		t.Fatalf("fix %q does not name the variable", r.Fix)
 	}
@@ -144,8 +152,61 @@ func TestProfileQueryTypo(t *testing.T) {
 	p.SQL.Live = "SELECT count(*) FROM orderz WHERE sale_id = @sale AND item_id = @item"
 	tg.cfg.Profile = p
 	rep := tg.run(t)
-	r := expect(t, rep, "queries hot", finding.Fail, `query sql.live: ERROR: relation "orderz" does not exist`)
+	r := expectField(t, rep, "sql.live", finding.Fail, `item hot: query sql.live: ERROR: relation "orderz" does not exist`)
 	if !strings.Contains(r.Fix, "correct sql.live in the profile") || rep.Ready(false) {
 		t.Fatalf("fix %q", r.Fix)
+	}
+}
+
+// expectField asserts the profile group's line of one field (an exact check: sql.item is not
+// sql.items) whose detail has detail, with its status; a failure must say how to fix it.
+func expectField(t *testing.T, rep preflight.Report, field string, want finding.Status, detail string) finding.Finding {
+	t.Helper()
+	for _, r := range rep.Results {
+		if r.Group != "profile" || r.Check != field || !strings.Contains(r.Detail, detail) {
+			continue
+		}
+		if r.Status != want || (want == finding.Fail && r.Fix == "") {
+			t.Fatalf("%s: got %+v, want %s", field, r, want)
+		}
+		return r
+	}
+	t.Fatalf("no profile line %s with %q in %+v", field, detail, rep.Results)
+	return finding.Finding{}
+}
+
+// TestProfileGroupIsProfileCheck: preflight's profile group asks what `fsctl profile check` asks,
+// through the same pieces: its lines are the check's own (less the endpoints, keys and order log,
+// which are preflight's other groups), line for line, a planted query error included.
+func TestProfileGroupIsProfileCheck(t *testing.T) {
+	tg := newTarget(t, checkouttest.Options{Quantity: 3, Shards: 2})
+	p := foreignCopy(tg.c)
+	p.SQL.Live = "SELECT count(*) FROM orderz WHERE sale_id = @sale AND item_id = @item"
+	tg.cfg.Profile, tg.cfg.TokenSecret = p, string(checkouttest.Secret)
+	var group []string
+	for _, r := range tg.run(t).Results {
+		if r.Group == "profile" {
+			group = append(group, fmt.Sprintf("%s %s %q %q", r.Check, r.Status, r.Detail, r.Fix))
+		}
+	}
+	ctx := context.Background()
+	target, err := profile.Connect(ctx, p, tg.cfg.RedisURL, tg.cfg.PostgresURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	var check []string
+	for _, l := range target.Check(ctx, profile.CheckConfig{Sale: tg.c.Sale.ID, Base: tg.c.Base, Secret: tg.cfg.TokenSecret}).Lines {
+		if !strings.HasPrefix(l.Check, "http.") && !strings.HasPrefix(l.Check, "redis.") && !strings.HasPrefix(l.Check, "kafka.") {
+			check = append(check, fmt.Sprintf("%s %s %q %q", l.Check, l.Status, l.Detail, l.Fix))
+		}
+	}
+	if !slices.Equal(group, check) {
+		t.Fatalf("preflight's profile group:\n%s\nprofile check:\n%s", strings.Join(group, "\n"), strings.Join(check, "\n"))
+	}
+	if !slices.ContainsFunc(group, func(l string) bool {
+		return strings.HasPrefix(l, `sql.live fail "item hot: query sql.live: ERROR: relation \"orderz\"`)
+	}) {
+		t.Fatalf("no failed sql.live line in\n%s", strings.Join(group, "\n"))
 	}
 }

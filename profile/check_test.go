@@ -43,7 +43,7 @@ func TestCheckArticleTarget(t *testing.T) {
 		t.Fatalf("the shipped profile does not fit its shop: %v", lines(rep, finding.Fail))
 	}
 	for _, want := range []string{"token: rs256 token", "purchase: POST /api/flash-sales/items/", "http.health: GET",
-		"sql.items: 2 items", "sql.item: item " + s.Items[0] + ": quantity 3, sold 1", "sql.live: item " + s.Items[0] + ": 1 live orders",
+		"sql.items: 2 item(s)", "sql.item: item " + s.Items[0] + ": quantity 3, sold 1", "sql.live: item " + s.Items[0] + ": 1 live orders",
 		"redis.stock: {item:" + s.Items[1] + "}:stock = 2", "redis.buyers: {item:" + s.Items[0] + "}:buyers is a set", "kafka.group: " + s.Group} {
 		if !strings.Contains(strings.Join(lines(rep, finding.Pass), "\n"), want) {
 			t.Errorf("no ok line %q in\n%s", want, strings.Join(lines(rep, finding.Pass), "\n"))
@@ -58,11 +58,15 @@ func TestCheckArticleTarget(t *testing.T) {
 	bad.HTTP.Health = "/health"
 	rep = connect(t, &bad, s.RedisURL, s.PostgresURL).Check(context.Background(), profile.CheckConfig{Sale: s.Sale, Base: s.Base})
 	failed := strings.Join(lines(rep, finding.Fail), "\n")
-	for _, want := range []string{`sql.live: query sql.live: ERROR: relation "flash_sale_orderz" does not exist (SQLSTATE 42P01)`,
+	for _, want := range []string{`sql.live: item ` + s.Items[0] + `: query sql.live: ERROR: relation "flash_sale_orderz" does not exist (SQLSTATE 42P01)`,
 		"redis.stock: item " + s.Items[0] + " shard 0: {item:" + s.Items[0] + "}:stok does not exist", "http.health: GET " + s.Base + "/health answered 404"} {
 		if !strings.Contains(failed, want) {
 			t.Errorf("no failed line %q in\n%s", want, failed)
 		}
+	}
+	// The live buyers are not judged against a count the failed sql.live never returned.
+	if warned := strings.Join(lines(rep, finding.Warn), "\n"); strings.Contains(warned, "sql.liveBuyers") {
+		t.Errorf("a failed sql.live makes sql.liveBuyers look wrong:\n%s", warned)
 	}
 }
 
@@ -80,9 +84,17 @@ func TestCheckBundledTarget(t *testing.T) {
 		t.Fatalf("the bundled profile does not fit the bundled server: %v", lines(rep, finding.Fail))
 	}
 	ok := strings.Join(lines(rep, finding.Pass), "\n")
-	for _, want := range []string{"sql.shards: item hot: 3 shards", "{fs:" + c.Sale.ID + ":hot:2}:stock", "http.metrics: GET", "sql.perUserLimit: per-user limit 1"} {
+	for _, want := range []string{"sql.shards: item hot: 3 shard(s)", "{fs:" + c.Sale.ID + ":hot:2}:stock", "http.metrics: GET", "sql.perUserLimit: per-user limit 1"} {
 		if !strings.Contains(ok, want) {
 			t.Errorf("no ok line %q in\n%s", want, ok)
 		}
+	}
+
+	// A sale whose limit lets nobody buy does not fit, whatever the rest says.
+	p.SQL.PerUserLimit = "SELECT 0 WHERE @sale::text <> ''"
+	rep = connect(t, p, stack.EndpointsFromEnv().RedisURL, c.PostgresURL).Check(context.Background(),
+		profile.CheckConfig{Sale: c.Sale.ID, Secret: string(checkouttest.Secret)})
+	if failed := lines(rep, finding.Fail); len(failed) != 1 || failed[0] != "sql.perUserLimit: sql.perUserLimit returned 0: want at least 1" {
+		t.Fatalf("a limit of 0: %v", failed)
 	}
 }

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/fsctl/fsctl/examples/articleshop/articletest"
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/profile"
 )
 
@@ -65,8 +67,31 @@ func TestProfileCheckCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, code, _ = runCLI(t, append([]string{"profile", "check", "-f", broken, "--sale", s.Sale}, ends...)...)
-	if code != 1 || !strings.Contains(out, `query sql.live: ERROR: relation "flash_sale_ordr" does not exist`) {
+	if code != 1 || !strings.Contains(out, "query sql.live: ERROR: relation") || !strings.Contains(out, `"flash_sale_ordr" does not exist`) {
 		t.Fatalf("broken query: exit %d\n%s", code, out)
+	}
+	// preflight's profile group asks through the same pieces: the same line for the same error.
+	sqlLive := func(args ...string) string {
+		t.Helper()
+		out, _, _ := runCLI(t, append(append(args, ends...), "-o", "json")...)
+		var rep struct {
+			Lines   []finding.Finding `json:"lines"`
+			Results []finding.Finding `json:"results"`
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("%v:\n%s", err, out)
+		}
+		for _, l := range append(rep.Lines, rep.Results...) {
+			if l.Check == "sql.live" {
+				return fmt.Sprintf("%s %q %q", l.Status, l.Detail, l.Fix)
+			}
+		}
+		t.Fatalf("no sql.live line:\n%s", out)
+		return ""
+	}
+	check, preflight := sqlLive("profile", "check", "-f", broken, "--sale", s.Sale), sqlLive("preflight", "--profile", broken, "--sale", s.Sale, "--server", s.Base, "--timeout", "3s")
+	if check != preflight || !strings.HasPrefix(check, "fail") {
+		t.Fatalf("the commands disagree on the broken query:\nprofile check: %s\npreflight:     %s", check, preflight)
 	}
 
 	// A malformed profile: exit 2, the line and the field.
