@@ -12,6 +12,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/profile"
@@ -63,7 +64,7 @@ func TestBurstSellsExactlyTheStock(t *testing.T) {
 	}
 	verdicts = append(verdicts, server...)
 	sum := blast.Summarize(res, verdicts)
-	if blast.Failed(verdicts) || sum.Check(blast.Thresholds{ExpectSold: 500}) {
+	if !finding.OK(verdicts, false) || sum.Check(blast.Thresholds{ExpectSold: 500}) {
 		var out bytes.Buffer
 		_ = sum.Render(&out)
 		t.Fatalf("a healthy sale failed its checks:\n%s", out.String())
@@ -119,7 +120,7 @@ func TestBurstCatchesAnOversell(t *testing.T) {
 		t.Fatal(err)
 	}
 	vs := blast.CheckResponses(res.Records, limits)
-	if !blast.Failed(vs) || vs[0].OK {
+	if finding.OK(vs, false) || vs[0].Passed() {
 		t.Fatalf("the oversell went unnoticed: %+v", vs)
 	}
 	if want := "200 reservations for 20 units"; len(vs[0].Problems) != 1 || !bytes.Contains([]byte(vs[0].Problems[0]), []byte(want)) {
@@ -130,7 +131,7 @@ func TestBurstCatchesAnOversell(t *testing.T) {
 		t.Fatal(err)
 	}
 	// No order reached PostgreSQL, and Redis holds 20 units for orders PostgreSQL never heard of.
-	if len(state) != 3 || state[0].OK || !state[1].OK || state[2].OK {
+	if len(state) != 3 || state[0].Passed() || !state[1].Passed() || state[2].Passed() {
 		t.Errorf("the server's state looks fine to blast: %+v", state)
 	}
 }

@@ -5,31 +5,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 )
-
-// Verdict is one invariant's result; a run with any failed verdict failed.
-type Verdict struct {
-	Name     string   `json:"name"`
-	OK       bool     `json:"ok"`
-	Problems []string `json:"problems,omitempty"`
-}
-
-// maxProblems keeps a verdict readable when thousands of buyers break the same rule.
-const maxProblems = 10
-
-func verdict(name string, problems []string) Verdict {
-	if n := len(problems); n > maxProblems {
-		problems = append(problems[:maxProblems:maxProblems], fmt.Sprintf("... and %d more", n-maxProblems))
-	}
-	return Verdict{Name: name, OK: len(problems) == 0, Problems: problems}
-}
-
-// Failed reports whether any verdict failed.
-func Failed(vs []Verdict) bool {
-	return slices.ContainsFunc(vs, func(v Verdict) bool { return !v.OK })
-}
 
 // answered reports whether an outcome is the idempotency layer's answer to a key, which every
 // try of the key must repeat. Failures, admission refusals, a paused or unopened sale and bad
@@ -50,7 +29,7 @@ func grant(r loadgen.Record) string {
 // CheckResponses checks what buyers were told: per item no more reservations than stock, no
 // buyer with more than the per-user limit, and every try of one key answered alike. An item
 // missing from limits is not checked for the first two.
-func CheckResponses(recs []loadgen.Record, limits map[loadgen.Target]loadgen.ItemLimit) []Verdict {
+func CheckResponses(recs []loadgen.Record, limits map[loadgen.Target]loadgen.ItemLimit) []finding.Finding {
 	perItem := map[loadgen.Target]map[string]bool{}
 	perUser := map[loadgen.Target]map[string]map[string]bool{}
 	type keyID struct{ user, key string }
@@ -107,9 +86,9 @@ func CheckResponses(recs []loadgen.Record, limits map[loadgen.Target]loadgen.Ite
 		slices.Sort(users)
 		overLimit = append(overLimit, users...)
 	}
-	return []Verdict{
-		verdict("no oversell (responses)", oversell),
-		verdict("per-user limit (responses)", overLimit),
-		verdict("same key, same answer", mismatch),
+	return []finding.Finding{
+		finding.Verdict("no oversell (responses)", oversell),
+		finding.Verdict("per-user limit (responses)", overLimit),
+		finding.Verdict("same key, same answer", mismatch),
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/profile"
@@ -18,7 +19,7 @@ import (
 // was told about is a live order in PostgreSQL, and each item keeps package verify's rules. It
 // waits up to wait for the sale to settle (the consumer writes orders after the answers) and
 // judges the last read. The items are those of sale that the records or limits name.
-func CheckState(ctx context.Context, t *profile.Target, sale string, recs []loadgen.Record, limits map[loadgen.Target]loadgen.ItemLimit, wait time.Duration) ([]Verdict, error) {
+func CheckState(ctx context.Context, t *profile.Target, sale string, recs []loadgen.Record, limits map[loadgen.Target]loadgen.ItemLimit, wait time.Duration) ([]finding.Finding, error) {
 	told := reservations(sale, recs)
 	items := saleItems(sale, recs, limits)
 	var lost, oversell, drift []string
@@ -57,10 +58,10 @@ func CheckState(ctx context.Context, t *profile.Target, sale string, recs []load
 	if err != nil {
 		return nil, err
 	}
-	return []Verdict{
-		verdict("every RESERVED order reached PostgreSQL", lost),
-		verdict("no oversell (PostgreSQL)", oversell),
-		verdict("Redis agrees with PostgreSQL", drift),
+	return []finding.Finding{
+		finding.Verdict("every RESERVED order reached PostgreSQL", lost),
+		finding.Verdict("no oversell (PostgreSQL)", oversell),
+		finding.Verdict("Redis agrees with PostgreSQL", drift),
 	}, nil
 }
 

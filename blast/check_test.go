@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 )
@@ -60,10 +61,10 @@ func TestSameKeySameAnswerCatchesAFlakyServer(t *testing.T) {
 		t.Fatalf("%d records, want 20 buyers x 2 tries", len(res.Records))
 	}
 	vs := blast.CheckResponses(res.Records, map[loadgen.Target]loadgen.ItemLimit{hot: {Stock: 100, PerUser: 1}})
-	if vs[2].OK || !strings.Contains(vs[2].Problems[0], "try 1 got RESERVED") {
+	if vs[2].Passed() || !strings.Contains(vs[2].Problems[0], "try 1 got RESERVED") {
 		t.Errorf("same-key verdict %+v", vs[2])
 	}
-	if vs[0].OK != true || vs[1].OK {
+	if !vs[0].Passed() || vs[1].Passed() {
 		t.Errorf("stock verdict %+v, per-user verdict %+v: each buyer got two different orders", vs[0], vs[1])
 	}
 
@@ -84,7 +85,7 @@ func TestSameKeySameAnswerCatchesAFlakyServer(t *testing.T) {
 	if counts[loadgen.ServerError] != 20 || counts[outcome.Reserved] != 40 {
 		t.Errorf("outcomes %v, want one 5xx, one retry and one replay per buyer", counts)
 	}
-	if vs := blast.CheckResponses(res.Records, map[loadgen.Target]loadgen.ItemLimit{hot: {Stock: 20, PerUser: 1}}); blast.Failed(vs) {
+	if vs := blast.CheckResponses(res.Records, map[loadgen.Target]loadgen.ItemLimit{hot: {Stock: 20, PerUser: 1}}); !finding.OK(vs, false) {
 		t.Errorf("a consistent server failed: %+v", vs)
 	}
 }
@@ -138,16 +139,16 @@ func TestResponseInvariants(t *testing.T) {
 		rec("c", "c1", outcome.SoldOut, "", 1),
 	}
 	vs := blast.CheckResponses(recs, map[loadgen.Target]loadgen.ItemLimit{hot: {Stock: 2, PerUser: 1}})
-	if vs[0].OK || vs[0].Problems[0] != "s:hot: 3 reservations for 2 units" {
+	if vs[0].Passed() || vs[0].Problems[0] != "s:hot: 3 reservations for 2 units" {
 		t.Errorf("stock: %+v", vs[0])
 	}
-	if vs[1].OK || vs[1].Problems[0] != "s:hot: a reserved 2, limit 1" {
+	if vs[1].Passed() || vs[1].Problems[0] != "s:hot: a reserved 2, limit 1" {
 		t.Errorf("per-user: %+v", vs[1])
 	}
-	if !vs[2].OK {
+	if !vs[2].Passed() {
 		t.Errorf("same key: %+v", vs[2])
 	}
-	if vs := blast.CheckResponses(recs, map[loadgen.Target]loadgen.ItemLimit{hot: {Stock: 3, PerUser: 2}}); blast.Failed(vs) {
+	if vs := blast.CheckResponses(recs, map[loadgen.Target]loadgen.ItemLimit{hot: {Stock: 3, PerUser: 2}}); !finding.OK(vs, false) {
 		t.Errorf("within the limits: %+v", vs)
 	}
 }

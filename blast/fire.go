@@ -18,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/skew"
@@ -53,7 +54,7 @@ type Report struct {
 }
 
 // Broken reports whether an invariant was broken.
-func (r Report) Broken() bool { return Failed(r.Summary.Verdicts) }
+func (r Report) Broken() bool { return !finding.OK(r.Summary.Verdicts, false) }
 
 // Missed reports whether a threshold was missed.
 func (r Report) Missed() bool { return len(r.Summary.Failures) > 0 }
@@ -178,7 +179,7 @@ func (b Burst) fetchLimits(ctx context.Context, client *http.Client) (map[loadge
 
 // checkState compares the target's Redis and PostgreSQL with what buyers were told, through its
 // profile, sale by sale.
-func (b Burst) checkState(ctx context.Context, limits map[loadgen.Target]loadgen.ItemLimit, recs []loadgen.Record) ([]Verdict, error) {
+func (b Burst) checkState(ctx context.Context, limits map[loadgen.Target]loadgen.ItemLimit, recs []loadgen.Record) ([]finding.Finding, error) {
 	prof := b.Plan.Profile
 	t, err := profile.Connect(ctx, prof, b.RedisURL, b.PostgresURL)
 	if err != nil {
@@ -191,7 +192,7 @@ func (b Burst) checkState(ctx context.Context, limits map[loadgen.Target]loadgen
 			sales = append(sales, tg.SaleID)
 		}
 	}
-	var out []Verdict
+	var out []finding.Finding
 	for _, sale := range sales {
 		vs, err := CheckState(ctx, t, sale, recs, limits, b.Settle)
 		if err != nil {

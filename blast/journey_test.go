@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/profile"
@@ -59,7 +60,7 @@ func TestRoomJourneySellsTheStock(t *testing.T) {
 	if n[outcome.Reserved] != 30 || n[outcome.SoldOut] != 270 {
 		t.Fatalf("outcomes %v, want 30 RESERVED and 270 SOLD_OUT", n)
 	}
-	if vs := blast.CheckResponses(res.Records, limits); blast.Failed(vs) {
+	if vs := blast.CheckResponses(res.Records, limits); !finding.OK(vs, false) {
 		t.Fatalf("invariants: %+v", vs)
 	}
 	as := room.Admissions()

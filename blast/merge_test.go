@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/profile"
 )
@@ -64,7 +65,7 @@ func TestShardedBurstMergesIntoOne(t *testing.T) {
 	}
 	var out bytes.Buffer
 	_ = s.Render(&out)
-	if s.Sold != 100 || s.Requests != 1000 || s.Buyers != 1000 || s.Conns != 32 || blast.Failed(s.Verdicts) || len(s.Verdicts) != 3 {
+	if s.Sold != 100 || s.Requests != 1000 || s.Buyers != 1000 || s.Conns != 32 || !finding.OK(s.Verdicts, false) || len(s.Verdicts) != 3 {
 		t.Fatalf("merged report:\n%s", out.String())
 	}
 	seen := map[int]bool{}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/fsctl/fsctl/blast"
 	"github.com/fsctl/fsctl/examples/articleshop/articletest"
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/profile"
@@ -63,15 +64,15 @@ func TestCheckStateOnTheBundledCheckout(t *testing.T) {
 		t.Fatalf("%d RESERVED, want 50", n)
 	}
 	for _, v := range blast.CheckResponses(res.Records, limits) {
-		if !v.OK {
-			t.Errorf("%s: %v", v.Name, v.Problems)
+		if !v.Passed() {
+			t.Errorf("%s: %v", v.Check, v.Problems)
 		}
 	}
 	vs, err := blast.CheckState(ctx, tg, c.Sale.ID, res.Records, limits, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(vs) != 3 || blast.Failed(vs) {
+	if len(vs) != 3 || !finding.OK(vs, false) {
 		t.Fatalf("verdicts on a clean burst: %+v", vs)
 	}
 
@@ -83,7 +84,7 @@ func TestCheckStateOnTheBundledCheckout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := find(t, vs, "Redis agrees with PostgreSQL"); v.OK || !strings.Contains(strings.Join(v.Problems, "\n"), "hot: units lost or doubled: redis stock 1 + holds 50 + paid 0 = 51, quantity 50") {
+	if v := find(t, vs, "Redis agrees with PostgreSQL"); v.Passed() || !strings.Contains(strings.Join(v.Problems, "\n"), "hot: units lost or doubled: redis stock 1 + holds 50 + paid 0 = 51, quantity 50") {
 		t.Errorf("planted drift: %+v", v)
 	}
 	if err := tg.Redis().Decr(ctx, stockKey).Err(); err != nil {
@@ -98,10 +99,10 @@ func TestCheckStateOnTheBundledCheckout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := find(t, vs, "every RESERVED order reached PostgreSQL"); v.OK || len(v.Problems) != 1 || !strings.Contains(v.Problems[0], "hot: "+lostUser) {
+	if v := find(t, vs, "every RESERVED order reached PostgreSQL"); v.Passed() || len(v.Problems) != 1 || !strings.Contains(v.Problems[0], "hot: "+lostUser) {
 		t.Errorf("a lost order of %s: %+v", lostUser, v)
 	}
-	if v := find(t, vs, "Redis agrees with PostgreSQL"); v.OK {
+	if v := find(t, vs, "Redis agrees with PostgreSQL"); v.Passed() {
 		t.Errorf("a lost order leaves Redis one unit short, yet %+v", v)
 	}
 
@@ -113,7 +114,7 @@ func TestCheckStateOnTheBundledCheckout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := find(t, vs, "every RESERVED order reached PostgreSQL"); v.OK || len(v.Problems) != 1 || !strings.Contains(v.Problems[0], "hot: "+lostUser) {
+	if v := find(t, vs, "every RESERVED order reached PostgreSQL"); v.Passed() || len(v.Problems) != 1 || !strings.Contains(v.Problems[0], "hot: "+lostUser) {
 		t.Errorf("a lost order of %s, read buyer by buyer: %+v", lostUser, v)
 	}
 }
@@ -128,15 +129,15 @@ func count(recs []loadgen.Record, c outcome.Code) int {
 	return n
 }
 
-func find(t *testing.T, vs []blast.Verdict, name string) blast.Verdict {
+func find(t *testing.T, vs []finding.Finding, name string) finding.Finding {
 	t.Helper()
 	for _, v := range vs {
-		if v.Name == name {
+		if v.Check == name {
 			return v
 		}
 	}
 	t.Fatalf("no verdict %q in %+v", name, vs)
-	return blast.Verdict{}
+	return finding.Finding{}
 }
 
 // seen is one purchase request as the recording shop got it.
@@ -320,7 +321,7 @@ func TestBlastTheArticleShop(t *testing.T) {
 		t.Fatal(err)
 	}
 	vs = append(vs, blast.CheckResponses(res.Records, limits)...)
-	if len(vs) != 6 || blast.Failed(vs) {
+	if len(vs) != 6 || !finding.OK(vs, false) {
 		t.Errorf("verdicts %+v", vs)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 )
@@ -105,7 +106,7 @@ func TestMergeChecksTheUnion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Requests != 30 || len(recs) != 30 || s.Sold != 9 || s.Buyers != 30 || s.Conns != 15 || s.ConnsUsed != 15 || blast.Failed(s.Verdicts) {
+	if s.Requests != 30 || len(recs) != 30 || s.Sold != 9 || s.Buyers != 30 || s.Conns != 15 || s.ConnsUsed != 15 || !finding.OK(s.Verdicts, false) {
 		t.Errorf("merged summary %+v", s)
 	}
 	if s.ReleaseLateMs != 0.002 {
@@ -121,7 +122,7 @@ func TestMergeChecksTheUnion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Verdicts[0].OK || s.Verdicts[0].Problems[0] != "s:hot: 9 reservations for 4 units" {
+	if s.Verdicts[0].Passed() || s.Verdicts[0].Problems[0] != "s:hot: 9 reservations for 4 units" {
 		t.Errorf("oversell over shards not caught: %+v", s.Verdicts)
 	}
 

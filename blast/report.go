@@ -10,6 +10,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/olekukonko/tablewriter"
 
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 )
@@ -61,13 +62,13 @@ type Summary struct {
 	// SoldOutMs is the first SOLD_OUT answer after the last RESERVED one, from the release.
 	SoldOutMs *float64 `json:"timeToSoldOutMs,omitempty"`
 	// Fairness is, per item, how well the order of release predicts who won.
-	Fairness    []FairnessRow `json:"fairness"`
-	Protocol    string        `json:"protocol"`
-	Conns       int           `json:"conns"`
-	ConnsUsed   int           `json:"connsUsed"`
-	PerConnMax  int           `json:"requestsPerConnMax"`
-	PerConnMean float64       `json:"requestsPerConnMean"`
-	Verdicts    []Verdict     `json:"verdicts"`
+	Fairness    []FairnessRow     `json:"fairness"`
+	Protocol    string            `json:"protocol"`
+	Conns       int               `json:"conns"`
+	ConnsUsed   int               `json:"connsUsed"`
+	PerConnMax  int               `json:"requestsPerConnMax"`
+	PerConnMean float64           `json:"requestsPerConnMean"`
+	Verdicts    []finding.Finding `json:"verdicts"`
 	// Failures are the thresholds the run missed.
 	Failures []string `json:"thresholdFailures,omitempty"`
 }
@@ -90,7 +91,7 @@ func (h hist) dist() Dist {
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // Summarize builds the report of a burst and its verdicts.
-func Summarize(res *loadgen.Result, verdicts []Verdict) Summary {
+func Summarize(res *loadgen.Result, verdicts []finding.Finding) Summary {
 	s := Summary{At: res.At, Buyers: res.Buyers, Requests: len(res.Records), Conns: res.Conns, Verdicts: verdicts,
 		PreparedMs: millis(res.Prepared), ReleaseLateMs: millis(res.Released.Sub(res.At)),
 		Engine: res.Resolved.Engine, EngineAuto: res.Resolved.EngineAuto, EngineFallback: res.Resolved.Fallback,
@@ -244,15 +245,8 @@ func (s Summary) Render(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "connections: pool of %d %s connections, %d used, %.1f requests per connection (max %d) - not one socket per buyer\n",
 		s.Conns, s.Protocol, s.ConnsUsed, s.PerConnMean, s.PerConnMax)
-	for _, v := range s.Verdicts {
-		if v.OK {
-			fmt.Fprintf(w, "invariant OK      %s\n", v.Name)
-			continue
-		}
-		fmt.Fprintf(w, "invariant BROKEN  %s\n", v.Name)
-		for _, p := range v.Problems {
-			fmt.Fprintf(w, "    %s\n", p)
-		}
+	if err := finding.Invariants(w, s.Verdicts); err != nil {
+		return err
 	}
 	for _, msg := range s.Failures {
 		fmt.Fprintf(w, "threshold FAILED  %s\n", msg)

@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/steps"
 )
 
 // Config says which checkout to drill and how hard.
@@ -82,6 +84,7 @@ type drill struct {
 	targets []loadgen.Target
 	limits  map[loadgen.Target]loadgen.ItemLimit
 	records []loadgen.Record
+	steps   *steps.Runner
 }
 
 // Run drills the checkout: it reads the target through its profile, releases the burst, waits
@@ -93,111 +96,90 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Target == "" || cfg.Sale == "" {
 		return nil, errors.New("drill: a target URL and a sale are needed")
 	}
-	d := &drill{cfg: cfg, p: cfg.Profile, rep: &Report{Profile: cfg.Profile.Name, Target: cfg.Target, Sale: cfg.Sale}}
-	if err := d.phase("target", d.connect(ctx)); err != nil {
-		return nil, err
+	d := &drill{cfg: cfg, p: cfg.Profile, rep: &Report{Profile: cfg.Profile.Name, Target: cfg.Target, Sale: cfg.Sale},
+		steps: &steps.Runner{Now: cfg.Now, Print: func(line string) { fmt.Fprintln(cfg.Progress, "drill: "+line) }}}
+	if err := d.steps.Run(ctx, "target", d.connect); err != nil {
+		return nil, fmt.Errorf("drill %w", err)
 	}
 	defer d.t.Close()
-	if err := d.phase("burst", d.burst(ctx)); err != nil {
-		return nil, err
+	for _, s := range []struct {
+		name string
+		run  steps.Func
+	}{{"burst", d.burst}, {"settle", d.settle}, {"reconcile", d.reconcile}, {"invariants", d.invariants}} {
+		if err := d.steps.Run(ctx, s.name, s.run); err != nil {
+			return nil, fmt.Errorf("drill %w", err)
+		}
 	}
-	if err := d.phase("settle", d.settle(ctx)); err != nil {
-		return nil, err
-	}
-	if err := d.phase("reconcile", d.reconcile(ctx)); err != nil {
-		return nil, err
-	}
-	d.phase("invariants", d.invariants)
+	d.rep.Phases = d.steps.Steps()
 	return d.rep, nil
-}
-
-// step is one phase's work: a detail line, whether the phase held, or an error that stops the drill.
-type step func() (detail string, ok bool, err error)
-
-// phase runs one step, times it, records it and prints it as it ends.
-func (d *drill) phase(name string, run step) error {
-	start := d.cfg.Now()
-	detail, ok, err := run()
-	took := d.cfg.Now().Sub(start)
-	if err != nil {
-		fmt.Fprintf(d.cfg.Progress, "drill: %-10s ERROR after %s: %v\n", name, took.Round(time.Millisecond), err)
-		return fmt.Errorf("drill %s: %w", name, err)
-	}
-	d.rep.Phases = append(d.rep.Phases, Phase{Name: name, Took: took, Detail: detail, OK: ok})
-	fmt.Fprintf(d.cfg.Progress, "drill: %-10s %-4s %8s  %s\n", name, okWord(ok), took.Round(time.Millisecond), detail)
-	return nil
 }
 
 // connect reads the items, their stock and per-user limit through the profile's SQL and checks
 // the target answers HTTP.
-func (d *drill) connect(ctx context.Context) step {
-	return func() (string, bool, error) {
-		var err error
-		if d.t, err = profile.Connect(ctx, d.p, d.cfg.RedisURL, d.cfg.PostgresURL); err != nil {
-			return "", false, fmt.Errorf("connect through profile %s: %w", d.p.Name, err)
-		}
-		items, err := d.t.Items(ctx, d.cfg.Sale, d.cfg.Items)
-		if err != nil {
-			d.t.Close()
-			return "", false, fmt.Errorf("items of sale %s: %w", d.cfg.Sale, err)
-		}
-		for _, it := range items {
-			d.targets = append(d.targets, loadgen.Target{SaleID: d.cfg.Sale, ItemID: it})
-		}
-		if d.limits, err = blast.LimitsFromDB(ctx, d.t.DB, d.targets); err == nil {
-			err = blast.Probe(ctx, &http.Client{Timeout: 5 * time.Second}, d.cfg.Target, loadgen.HealthPath(d.p, d.cfg.Sale))
-		}
-		if err != nil {
-			d.t.Close()
-			return "", false, err
-		}
-		var stock []string
-		for _, tg := range d.targets {
-			st, err := d.t.State(ctx, d.cfg.Sale, tg.ItemID)
-			if err != nil {
-				d.t.Close()
-				return "", false, fmt.Errorf("read item %s: %w", tg.ItemID, err)
-			}
-			d.rep.Items = append(d.rep.Items, ItemResult{Item: tg.ItemID, Stock: d.limits[tg].Stock, RedisBefore: st.Stock, LiveBefore: st.Live})
-			stock = append(stock, fmt.Sprintf("%s %d/%d in Redis", tg.ItemID, st.Stock, d.limits[tg].Stock))
-		}
-		return fmt.Sprintf("%s answers; items %s; per-user limit %d", d.cfg.Target, strings.Join(stock, ", "),
-			d.limits[d.targets[0]].PerUser), true, nil
+func (d *drill) connect(ctx context.Context) (string, bool, error) {
+	var err error
+	if d.t, err = profile.Connect(ctx, d.p, d.cfg.RedisURL, d.cfg.PostgresURL); err != nil {
+		return "", false, fmt.Errorf("connect through profile %s: %w", d.p.Name, err)
 	}
+	items, err := d.t.Items(ctx, d.cfg.Sale, d.cfg.Items)
+	if err != nil {
+		d.t.Close()
+		return "", false, fmt.Errorf("items of sale %s: %w", d.cfg.Sale, err)
+	}
+	for _, it := range items {
+		d.targets = append(d.targets, loadgen.Target{SaleID: d.cfg.Sale, ItemID: it})
+	}
+	if d.limits, err = blast.LimitsFromDB(ctx, d.t.DB, d.targets); err == nil {
+		err = blast.Probe(ctx, &http.Client{Timeout: 5 * time.Second}, d.cfg.Target, loadgen.HealthPath(d.p, d.cfg.Sale))
+	}
+	if err != nil {
+		d.t.Close()
+		return "", false, err
+	}
+	var stock []string
+	for _, tg := range d.targets {
+		st, err := d.t.State(ctx, d.cfg.Sale, tg.ItemID)
+		if err != nil {
+			d.t.Close()
+			return "", false, fmt.Errorf("read item %s: %w", tg.ItemID, err)
+		}
+		d.rep.Items = append(d.rep.Items, ItemResult{Item: tg.ItemID, Stock: d.limits[tg].Stock, RedisBefore: st.Stock, LiveBefore: st.Live})
+		stock = append(stock, fmt.Sprintf("%s %d/%d in Redis", tg.ItemID, st.Stock, d.limits[tg].Stock))
+	}
+	return fmt.Sprintf("%s answers; items %s; per-user limit %d", d.cfg.Target, strings.Join(stock, ", "),
+		d.limits[d.targets[0]].PerUser), true, nil
 }
 
 // burst releases the buyers through the profile and checks their answers.
-func (d *drill) burst(ctx context.Context) step {
-	return func() (string, bool, error) {
-		// A fresh prefix per drill: buyers of an earlier drill on the same sale already bought.
-		prefix := "drill-" + strconv.FormatInt(d.cfg.Now().UnixNano()%1e9, 36) + "-"
-		plan := loadgen.Plan{BaseURL: d.cfg.Target, Targets: d.targets, Buyers: d.cfg.Buyers, UserPrefix: prefix,
-			Profile: d.p, Clicks: d.cfg.Clicks, Conns: d.cfg.Conns, Timeout: requestTimeout,
-			At: d.cfg.Now().Add(releaseLead(d.p, d.cfg.Buyers)), Now: d.cfg.Now}
-		if d.cfg.Secret != "" {
-			plan.Secret = []byte(d.cfg.Secret)
-		}
-		if d.cfg.Rate > 0 {
-			plan.Schedule = &loadgen.Schedule{Rate: d.cfg.Rate}
-		}
-		res, err := loadgen.Run(ctx, plan)
-		if err != nil {
-			return "", false, err
-		}
-		d.records = res.Records
-		d.rep.Verdicts = blast.CheckResponses(res.Records, d.limits)
-		d.rep.Blast = blast.Summarize(res, d.rep.Verdicts)
-		reserved := reservedPerItem(res.Records)
-		for i := range d.rep.Items {
-			d.rep.Items[i].Reserved = reserved[d.rep.Items[i].Item]
-		}
-		var outs []string
-		for _, o := range d.rep.Blast.Outcomes {
-			outs = append(outs, fmt.Sprintf("%s %d", o.Outcome, o.Count))
-		}
-		return fmt.Sprintf("%d buyers, %d requests: %s; p99 %.1fms", res.Buyers, len(res.Records),
-			strings.Join(outs, ", "), d.rep.Blast.Latency.P99), !blast.Failed(d.rep.Verdicts), nil
+func (d *drill) burst(ctx context.Context) (string, bool, error) {
+	// A fresh prefix per drill: buyers of an earlier drill on the same sale already bought.
+	prefix := "drill-" + strconv.FormatInt(d.cfg.Now().UnixNano()%1e9, 36) + "-"
+	plan := loadgen.Plan{BaseURL: d.cfg.Target, Targets: d.targets, Buyers: d.cfg.Buyers, UserPrefix: prefix,
+		Profile: d.p, Clicks: d.cfg.Clicks, Conns: d.cfg.Conns, Timeout: requestTimeout,
+		At: d.cfg.Now().Add(releaseLead(d.p, d.cfg.Buyers)), Now: d.cfg.Now}
+	if d.cfg.Secret != "" {
+		plan.Secret = []byte(d.cfg.Secret)
 	}
+	if d.cfg.Rate > 0 {
+		plan.Schedule = &loadgen.Schedule{Rate: d.cfg.Rate}
+	}
+	res, err := loadgen.Run(ctx, plan)
+	if err != nil {
+		return "", false, err
+	}
+	d.records = res.Records
+	d.rep.Verdicts = blast.CheckResponses(res.Records, d.limits)
+	d.rep.Blast = blast.Summarize(res, d.rep.Verdicts)
+	reserved := reservedPerItem(res.Records)
+	for i := range d.rep.Items {
+		d.rep.Items[i].Reserved = reserved[d.rep.Items[i].Item]
+	}
+	var outs []string
+	for _, o := range d.rep.Blast.Outcomes {
+		outs = append(outs, fmt.Sprintf("%s %d", o.Outcome, o.Count))
+	}
+	return fmt.Sprintf("%d buyers, %d requests: %s; p99 %.1fms", res.Buyers, len(res.Records),
+		strings.Join(outs, ", "), d.rep.Blast.Latency.P99), finding.OK(d.rep.Verdicts, false), nil
 }
 
 // reservedPerItem counts the distinct reservations of each item: one per order id, else one per

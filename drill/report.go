@@ -10,7 +10,9 @@ import (
 	"github.com/olekukonko/tablewriter"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/reconcile"
+	"github.com/fsctl/fsctl/steps"
 )
 
 // Report is what one drill did and whether the checkout held.
@@ -22,11 +24,11 @@ type Report struct {
 	// Items are the items buyers went for, read before the burst and after the settle.
 	Items []ItemResult `json:"items"`
 	// Phases are target, burst, settle, reconcile and invariants, in order.
-	Phases []Phase `json:"phases"`
+	Phases []steps.Step `json:"phases"`
 	// Blast is the burst's summary.
 	Blast blast.Summary `json:"blast"`
 	// Verdicts are the burst's response checks, then the state checks after the settle.
-	Verdicts []blast.Verdict `json:"verdicts"`
+	Verdicts []finding.Finding `json:"verdicts"`
 	// Settled says the sale settled within the bound; SettleWait is what it still waited for.
 	Settled    bool   `json:"settled"`
 	SettleWait string `json:"settleWait,omitempty"`
@@ -52,21 +54,13 @@ type ItemResult struct {
 	RedisLeft int64 `json:"redisLeft"`
 }
 
-// Phase is one timed step of the drill.
-type Phase struct {
-	Name   string        `json:"name"`
-	Took   time.Duration `json:"tookNs"`
-	Detail string        `json:"detail"`
-	OK     bool          `json:"ok"`
-}
-
 // Render writes the report as text: the phases, the items, the verdicts and the outcome.
 func (r *Report) Render(w io.Writer) error {
 	fmt.Fprintf(w, "drill of sale %s at %s through profile %s\n", r.Sale, r.Target, r.Profile)
 	t := tablewriter.NewWriter(w)
 	t.Header("phase", "result", "took", "detail")
 	for _, p := range r.Phases {
-		if err := t.Append(p.Name, okWord(p.OK), p.Took.Round(time.Millisecond).String(), p.Detail); err != nil {
+		if err := t.Append(p.Name, p.Word(), p.Took.Round(time.Millisecond).String(), p.Detail); err != nil {
 			return err
 		}
 	}
@@ -83,11 +77,8 @@ func (r *Report) Render(w io.Writer) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
-	for _, v := range r.Verdicts {
-		fmt.Fprintf(w, "invariant %-4s %s\n", okWord(v.OK), v.Name)
-		for _, p := range v.Problems {
-			fmt.Fprintf(w, "    %s\n", p)
-		}
+	if err := finding.Invariants(w, r.Verdicts); err != nil {
+		return err
 	}
 	if r.Reconcile != nil {
 		fmt.Fprintf(w, "reconcile %-4s %d items%s\n", okWord(r.Reconcile.OK()), len(r.Reconcile.Items), kafkaLine(r.Reconcile))

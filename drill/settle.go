@@ -10,6 +10,7 @@ import (
 
 	"github.com/fsctl/fsctl/blast"
 	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/verify"
 )
@@ -17,41 +18,39 @@ import (
 // settle waits, up to the Settle bound, until the consumer has nothing left to write and every
 // item has as many live orders as buyers were told RESERVED, then checks the stores against
 // the answers.
-func (d *drill) settle(ctx context.Context) step {
-	return func() (string, bool, error) {
-		deadline := d.cfg.Now().Add(d.cfg.Settle)
-		var client *kafka.Client
-		if len(d.cfg.Brokers) > 0 && d.p.Kafka.Topic != "" && d.p.Kafka.Group != "" {
-			// Its own transport: the shared default caches metadata for seconds and calls a
-			// topic created moments ago unknown.
-			tr := &kafka.Transport{DialTimeout: 5 * time.Second, MetadataTTL: time.Second}
-			defer tr.CloseIdleConnections()
-			client = &kafka.Client{Addr: kafka.TCP(d.cfg.Brokers...), Timeout: 5 * time.Second, Transport: tr}
-		}
-		start := d.cfg.Now()
-		waiting, err := verify.Settle(ctx, d.cfg.Settle, 0, func(ctx context.Context) ([]string, error) {
-			return d.unsettled(ctx, client)
-		})
-		if err != nil {
-			return "", false, err
-		}
-		d.rep.Settled = len(waiting) == 0
-		settledIn := d.cfg.Now().Sub(start)
-		state, err := blast.CheckState(ctx, d.t, d.cfg.Sale, d.records, d.limits, max(deadline.Sub(d.cfg.Now()), time.Second))
-		if err != nil {
-			return "", false, err
-		}
-		d.rep.Verdicts = append(d.rep.Verdicts, state...)
-		if err := d.readItems(ctx); err != nil {
-			return "", false, err
-		}
-		if !d.rep.Settled {
-			d.rep.SettleWait = strings.Join(waiting, "; ")
-			return fmt.Sprintf("not settled within %s: %s", d.cfg.Settle, d.rep.SettleWait), false, nil
-		}
-		return fmt.Sprintf("settled after %s: %s; state checked", settledIn.Round(time.Millisecond), d.settledHow(client)),
-			!blast.Failed(state), nil
+func (d *drill) settle(ctx context.Context) (string, bool, error) {
+	deadline := d.cfg.Now().Add(d.cfg.Settle)
+	var client *kafka.Client
+	if len(d.cfg.Brokers) > 0 && d.p.Kafka.Topic != "" && d.p.Kafka.Group != "" {
+		// Its own transport: the shared default caches metadata for seconds and calls a
+		// topic created moments ago unknown.
+		tr := &kafka.Transport{DialTimeout: 5 * time.Second, MetadataTTL: time.Second}
+		defer tr.CloseIdleConnections()
+		client = &kafka.Client{Addr: kafka.TCP(d.cfg.Brokers...), Timeout: 5 * time.Second, Transport: tr}
 	}
+	start := d.cfg.Now()
+	waiting, err := verify.Settle(ctx, d.cfg.Settle, 0, func(ctx context.Context) ([]string, error) {
+		return d.unsettled(ctx, client)
+	})
+	if err != nil {
+		return "", false, err
+	}
+	d.rep.Settled = len(waiting) == 0
+	settledIn := d.cfg.Now().Sub(start)
+	state, err := blast.CheckState(ctx, d.t, d.cfg.Sale, d.records, d.limits, max(deadline.Sub(d.cfg.Now()), time.Second))
+	if err != nil {
+		return "", false, err
+	}
+	d.rep.Verdicts = append(d.rep.Verdicts, state...)
+	if err := d.readItems(ctx); err != nil {
+		return "", false, err
+	}
+	if !d.rep.Settled {
+		d.rep.SettleWait = strings.Join(waiting, "; ")
+		return fmt.Sprintf("not settled within %s: %s", d.cfg.Settle, d.rep.SettleWait), false, nil
+	}
+	return fmt.Sprintf("settled after %s: %s; state checked", settledIn.Round(time.Millisecond), d.settledHow(client)),
+		finding.OK(state, false), nil
 }
 
 // settledHow says what settling was judged on.
@@ -101,23 +100,21 @@ func (d *drill) readItems(ctx context.Context) error {
 
 // reconcile runs reconcile on the settled sale through the target's profile (order by order for
 // fsctl serve). It repairs nothing: the drill reports.
-func (d *drill) reconcile(ctx context.Context) step {
-	return func() (string, bool, error) {
-		items := make([]string, len(d.rep.Items))
-		for i, it := range d.rep.Items {
-			items[i] = it.Item
-		}
-		rep, err := reconcile.Run(ctx, reconcile.Config{SaleID: d.cfg.Sale, Profile: d.p, Items: items, RedisURL: d.cfg.RedisURL,
-			PostgresURL: d.cfg.PostgresURL, Brokers: d.cfg.Brokers, Now: d.cfg.Now})
-		if err != nil {
-			return "", false, err
-		}
-		d.rep.Reconcile = &rep
-		if rep.OK() {
-			return fmt.Sprintf("%d items consistent", len(rep.Items)), true, nil
-		}
-		return strings.Join(reconcileProblems(&rep), "; "), false, nil
+func (d *drill) reconcile(ctx context.Context) (string, bool, error) {
+	items := make([]string, len(d.rep.Items))
+	for i, it := range d.rep.Items {
+		items[i] = it.Item
 	}
+	rep, err := reconcile.Run(ctx, reconcile.Config{SaleID: d.cfg.Sale, Profile: d.p, Items: items, RedisURL: d.cfg.RedisURL,
+		PostgresURL: d.cfg.PostgresURL, Brokers: d.cfg.Brokers, Now: d.cfg.Now})
+	if err != nil {
+		return "", false, err
+	}
+	d.rep.Reconcile = &rep
+	if rep.OK() {
+		return fmt.Sprintf("%d items consistent", len(rep.Items)), true, nil
+	}
+	return strings.Join(reconcileProblems(&rep), "; "), false, nil
 }
 
 // reconcileProblems lists every problem the reconcile found, each naming its item.
@@ -136,11 +133,11 @@ func reconcileProblems(rep *reconcile.Report) []string {
 
 // invariants decides the drill: every verdict held, the sale settled in time, reconcile found
 // nothing, and no item sold more units than its stock.
-func (d *drill) invariants() (string, bool, error) {
+func (d *drill) invariants(context.Context) (string, bool, error) {
 	var fail []string
 	for _, v := range d.rep.Verdicts {
-		if !v.OK {
-			fail = append(fail, v.Name+": "+firstOf(v.Problems))
+		if !v.Passed() {
+			fail = append(fail, v.Check+": "+firstOf(v.Problems))
 		}
 	}
 	if !d.rep.Settled {

@@ -6,6 +6,7 @@ package finding
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -33,6 +34,9 @@ type Finding struct {
 	Check  string `json:"check"`
 	Status Status `json:"status"`
 	Detail string `json:"detail"`
+	// Problems lists each thing that breaks the check when there are several (an invariant's
+	// violations, at most maxProblems of them and a count of the rest).
+	Problems []string `json:"problems,omitempty"`
 	// Fix says what an operator does about a warning or failure.
 	Fix string `json:"fix,omitempty"`
 	// Repair describes the safe repair Apply makes (what --fix does); Apply is nil without one.
@@ -46,6 +50,26 @@ type Applied struct {
 	Action string `json:"action"`
 	Error  string `json:"error,omitempty"`
 }
+
+// maxProblems keeps a verdict readable when thousands of buyers break the same rule.
+const maxProblems = 10
+
+// Verdict is the finding of a rule that holds when nothing breaks it: it passes without
+// problems, and fails listing them (the first maxProblems, then how many more).
+func Verdict(check string, problems []string) Finding {
+	f := Finding{Check: check, Status: Pass}
+	if n := len(problems); n > 0 {
+		f.Status = Fail
+		if n > maxProblems {
+			problems = append(problems[:maxProblems:maxProblems], fmt.Sprintf("... and %d more", n-maxProblems))
+		}
+		f.Problems = problems
+	}
+	return f
+}
+
+// Passed reports whether the finding passed.
+func (f Finding) Passed() bool { return f.Status == Pass }
 
 // Count returns how many findings have the status.
 func Count(fs []Finding, s Status) int {
@@ -115,4 +139,28 @@ func Table(w io.Writer, fs []Finding) error {
 		}
 	}
 	return t.Render()
+}
+
+// Invariants writes findings about invariants one a line, "invariant OK      name: detail" or
+// "invariant BROKEN  name: detail", each problem indented below its line.
+func Invariants(w io.Writer, fs []Finding) error {
+	for _, f := range fs {
+		word := "OK"
+		if !f.Passed() {
+			word = "BROKEN"
+		}
+		line := f.Check
+		if f.Detail != "" {
+			line += ": " + f.Detail
+		}
+		if _, err := fmt.Fprintf(w, "invariant %-7s %s\n", word, line); err != nil {
+			return err
+		}
+		for _, p := range f.Problems {
+			if _, err := fmt.Fprintf(w, "    %s\n", p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -63,3 +63,23 @@ func TestTable(t *testing.T) {
 		t.Fatalf("grouped table (%v):\n%s", err, b.String())
 	}
 }
+
+func TestVerdictAndInvariants(t *testing.T) {
+	var many []string
+	for i := range 12 {
+		many = append(many, "p"+string(rune('a'+i)))
+	}
+	ok, broken := Verdict("no oversell", nil), Verdict("same key, same answer", many)
+	if !ok.Passed() || ok.Problems != nil || broken.Passed() || len(broken.Problems) != 11 || broken.Problems[10] != "... and 2 more" {
+		t.Fatalf("verdicts %+v %+v", ok, broken)
+	}
+	var b bytes.Buffer
+	if err := Invariants(&b, []Finding{ok, {Check: "nothing lost", Status: Pass, Detail: "stock 0 + holds 0 = 10 - paid 10"}, broken}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	if lines[0] != "invariant OK      no oversell" || lines[1] != "invariant OK      nothing lost: stock 0 + holds 0 = 10 - paid 10" ||
+		lines[2] != "invariant BROKEN  same key, same answer" || lines[3] != "    pa" || len(lines) != 3+11+1 {
+		t.Fatalf("rendered:\n%s", b.String())
+	}
+}

@@ -12,8 +12,10 @@ import (
 	"github.com/olekukonko/tablewriter"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/reconcile"
+	"github.com/fsctl/fsctl/steps"
 )
 
 // Report is what a game day did and found.
@@ -28,16 +30,16 @@ type Report struct {
 	WorkDir  string        `json:"workDir"`
 	// ReleasedAt is when the buyers were released, from the start of the run.
 	ReleasedAt time.Duration          `json:"releasedAt"`
-	Phases     []Phase                `json:"phases"`
+	Phases     []steps.Step           `json:"phases"`
 	Steps      []StepResult           `json:"steps"`
 	Preflight  string                 `json:"preflight,omitempty"`
 	Blast      blast.Summary          `json:"blast"`
 	FollowUps  []blast.FollowUpRow    `json:"followUps,omitempty"`
 	Reconcile  []reconcile.ItemReport `json:"reconcile,omitempty"`
 	// ReconcileText is reconcile's own rendering of the final reconciliation.
-	ReconcileText string  `json:"-"`
-	Invariants    []Check `json:"invariants"`
-	Timeline      []Event `json:"timeline"`
+	ReconcileText string            `json:"-"`
+	Invariants    []finding.Finding `json:"invariants"`
+	Timeline      []Event           `json:"timeline"`
 	// Exits are checkout instances that died on their own (not a fault's doing) and were restarted:
 	// not an invariant violation, but a resilience finding.
 	Exits  []string `json:"unexpectedExits,omitempty"`
@@ -45,14 +47,6 @@ type Report struct {
 	Error  string   `json:"error,omitempty"`
 
 	records []loadgen.Record
-}
-
-// Phase is one stage of the run and how long it took.
-type Phase struct {
-	Name  string        `json:"name"`
-	Took  time.Duration `json:"took"`
-	Note  string        `json:"note,omitempty"`
-	Error string        `json:"error,omitempty"`
 }
 
 // StepResult is what one fault step did.
@@ -74,13 +68,6 @@ type Event struct {
 	What   string        `json:"what"`
 }
 
-// Check is one invariant after recovery.
-type Check struct {
-	Name   string `json:"name"`
-	OK     bool   `json:"ok"`
-	Detail string `json:"detail"`
-}
-
 func (r *Report) allOK() bool {
 	if r.Error != "" {
 		return false
@@ -96,7 +83,7 @@ func (r *Report) allOK() bool {
 		}
 	}
 	for _, c := range r.Invariants {
-		if !c.OK {
+		if !c.Passed() {
 			return false
 		}
 	}
@@ -109,7 +96,7 @@ func (r *Report) Render(w io.Writer) error {
 	t := tablewriter.NewWriter(w)
 	t.Header("phase", "took", "result")
 	for _, p := range r.Phases {
-		res := p.Note
+		res := p.Detail
 		if p.Error != "" {
 			res = "FAILED: " + p.Error
 		}
@@ -150,8 +137,8 @@ func (r *Report) Render(w io.Writer) error {
 	if r.ReconcileText != "" && !r.reconcileOK() {
 		fmt.Fprint(w, r.ReconcileText)
 	}
-	for _, c := range r.Invariants {
-		fmt.Fprintf(w, "invariant %-4s %s: %s\n", okWord(c.OK), c.Name, c.Detail)
+	if err := finding.Invariants(w, r.Invariants); err != nil {
+		return err
 	}
 	for _, e := range r.Exits {
 		fmt.Fprintf(w, "unexpected exit (restarted): %s\n", e)
@@ -182,7 +169,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(w, "- started %s, took %s\n- machine: %s\n- %s\n\n", r.Started.Format(time.RFC3339), fmtDur(r.Took), r.Machine, r.Summary)
 	fmt.Fprintf(w, "## Phases\n\n| phase | took | result |\n|---|---:|---|\n")
 	for _, p := range r.Phases {
-		res := p.Note
+		res := p.Detail
 		if p.Error != "" {
 			res = "**FAILED**: " + p.Error
 		}
@@ -198,7 +185,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "\n## Invariants after recovery\n\n| invariant | | detail |\n|---|---|---|\n")
 	for _, c := range r.Invariants {
-		fmt.Fprintf(w, "| %s | %s | %s |\n", c.Name, okWord(c.OK), mdCell(c.Detail))
+		fmt.Fprintf(w, "| %s | %s | %s |\n", c.Check, okWord(c.Passed()), mdCell(c.Detail))
 	}
 	if len(r.Exits) > 0 {
 		fmt.Fprintf(w, "\n## Instances that exited on their own (restarted by the game day's supervisor)\n\n")
@@ -232,7 +219,7 @@ pre{background:#f6f6f6;padding:1em;overflow-x:auto}iframe{width:100%;height:1400
 <h2>Faults</h2><table><tr><th>line</th><th>planned</th><th>fault</th><th>took</th><th>result</th></tr>
 {{range .Steps}}<tr><td>{{.Line}}</td><td>+{{.Planned}}</td><td>{{.Describe}}</td><td>{{.Took}}</td><td class="{{.Class}}">{{.Result}}</td></tr>{{end}}</table>
 <h2>Invariants after recovery</h2><table>
-{{range .R.Invariants}}<tr><td>{{.Name}}</td><td class="{{if .OK}}ok{{else}}fail{{end}}">{{if .OK}}OK{{else}}FAIL{{end}}</td><td>{{.Detail}}</td></tr>{{end}}</table>
+{{range .R.Invariants}}<tr><td>{{.Check}}</td><td class="{{if .Passed}}ok{{else}}fail{{end}}">{{if .Passed}}OK{{else}}FAIL{{end}}</td><td>{{.Detail}}</td></tr>{{end}}</table>
 <h2>Timeline</h2><table><tr><th>at</th><th>source</th><th>event</th></tr>
 {{range .R.Timeline}}<tr><td>{{printf "%.1fs" .At.Seconds}}</td><td>{{.Source}}</td><td>{{.What}}</td></tr>{{end}}</table>
 <h2>Terminal output</h2><pre>{{.Terminal}}</pre>
@@ -266,7 +253,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	}
 	var phases, steps []htmlRow
 	for _, p := range r.Phases {
-		res, cl := row(p.Error, p.Note)
+		res, cl := row(p.Error, p.Detail)
 		phases = append(phases, htmlRow{Name: p.Name, Took: fmtDur(p.Took), Result: res, Class: cl})
 	}
 	for _, s := range r.Steps {

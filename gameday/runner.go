@@ -23,6 +23,7 @@ import (
 	"github.com/fsctl/fsctl/preflight"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/steps"
 	"github.com/fsctl/fsctl/stock"
 )
 
@@ -76,6 +77,7 @@ type run struct {
 	t0    time.Time
 	mu    sync.Mutex
 	out   io.Writer
+	steps *steps.Runner
 	up    []string // services this run started
 	stack stack.Config
 
@@ -120,6 +122,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	sc := cfg.Scenario
 	r := &run{cfg: cfg, out: cfg.Out, t0: cfg.Now(), stack: cfg.Stack}
+	r.steps = &steps.Runner{Now: cfg.Now, Print: func(line string) { r.printf("%s", line) }}
 	r.stack.Log = io.Discard
 	r.rep = &Report{Scenario: sc.Name, Seed: sc.Seed, Summary: sc.String(), Started: r.t0.UTC(), Machine: Machine(),
 		Units: sc.Units(), WorkDir: cfg.WorkDir}
@@ -163,27 +166,17 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	return r.rep, firstErr
 }
 
+// phase runs one phase as a step: an error is the phase failing. The report's phases are the
+// steps so far.
 func (r *run) phase(ctx context.Context, name string, fn func(context.Context) (string, error)) error {
-	begin := r.cfg.Now()
-	r.printf("%s ...", name)
-	note, err := fn(ctx)
-	if ctx.Err() != nil {
-		// Interrupted (Ctrl-C): say so rather than what the interruption broke.
-		err = fmt.Errorf("interrupted: %w", ctx.Err())
-	}
-	p := Phase{Name: name, Took: r.cfg.Now().Sub(begin), Note: note}
-	if err != nil {
-		p.Error = err.Error()
-	}
+	err := r.steps.Run(ctx, name, func(ctx context.Context) (string, bool, error) {
+		note, err := fn(ctx)
+		return note, err == nil, err
+	})
 	r.mu.Lock()
-	r.rep.Phases = append(r.rep.Phases, p)
+	r.rep.Phases = r.steps.Steps()
 	r.mu.Unlock()
-	if err != nil {
-		r.printf("%s FAILED after %s: %v", name, p.Took.Round(time.Millisecond), err)
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	r.printf("%s done in %s: %s", name, p.Took.Round(time.Millisecond), note)
-	return nil
+	return err
 }
 
 // note adds an event to the timeline and prints it.

@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/outcome"
@@ -202,7 +202,7 @@ func (r *run) invariants(ctx context.Context) (string, error) {
 		return "", err
 	}
 	oversell, lost := stateChecks(counts, snap)
-	checks := []Check{
+	checks := []finding.Finding{
 		oversell,
 		lost,
 		checkEndings(ids, statuses),
@@ -212,8 +212,8 @@ func (r *run) invariants(ctx context.Context) (string, error) {
 	r.rep.Invariants = checks
 	var failed []string
 	for _, c := range checks {
-		if !c.OK {
-			failed = append(failed, c.Name)
+		if !c.Passed() {
+			failed = append(failed, c.Check)
 		}
 	}
 	if len(failed) > 0 {
@@ -225,7 +225,7 @@ func (r *run) invariants(ctx context.Context) (string, error) {
 // stateChecks are verify's rules over the settled sale, as two of the game day's invariants: no
 // oversell (nothing given beyond the quantity, no stock below zero) and nothing lost (every unit
 // in Redis's stock, a hold or a paid order; the sold counter the live orders).
-func stateChecks(counts []orders.ItemCounts, snap []stock.ItemState) (oversell, lost Check) {
+func stateChecks(counts []orders.ItemCounts, snap []stock.ItemState) (oversell, lost finding.Finding) {
 	var over, gone, overSum, goneSum []string
 	for _, c := range counts {
 		it := verify.Item{ID: c.ItemID, Quantity: c.Quantity, Sold: verify.Of(c.Sold), Live: c.Pending + c.Paid, Paid: verify.Of(c.Paid)}
@@ -249,12 +249,12 @@ func stateChecks(counts []orders.ItemCounts, snap []stock.ItemState) (oversell, 
 		}
 		overSum = append(overSum, fmt.Sprintf("%s paid %d of %d", c.ItemID, c.Paid, c.Quantity))
 	}
-	return Check{Name: "no oversell", OK: len(over) == 0, Detail: detail(over, strings.Join(overSum, ", "))},
-		Check{Name: "nothing lost", OK: len(gone) == 0, Detail: detail(gone, strings.Join(goneSum, ", "))}
+	return check("no oversell", len(over) == 0, detail(over, strings.Join(overSum, ", "))),
+		check("nothing lost", len(gone) == 0, detail(gone, strings.Join(goneSum, ", ")))
 }
 
 // checkEndings: every RESERVED answer ends in PostgreSQL as paid, expired, cancelled or failed.
-func checkEndings(ids []uuid.UUID, statuses map[uuid.UUID]string) Check {
+func checkEndings(ids []uuid.UUID, statuses map[uuid.UUID]string) finding.Finding {
 	by := map[string]int{}
 	var p []string
 	for _, id := range ids {
@@ -271,12 +271,11 @@ func checkEndings(ids []uuid.UUID, statuses map[uuid.UUID]string) Check {
 	for _, st := range []string{"PAID", "EXPIRED", "CANCELLED", "FAILED"} {
 		sum = append(sum, fmt.Sprintf("%s %d", st, by[st]))
 	}
-	return Check{Name: "every reserved answer ended in PostgreSQL", OK: len(p) == 0,
-		Detail: detail(p, fmt.Sprintf("%d reserved: %s", len(ids), strings.Join(sum, ", ")))}
+	return check("every reserved answer ended in PostgreSQL", len(p) == 0, detail(p, fmt.Sprintf("%d reserved: %s", len(ids), strings.Join(sum, ", "))))
 }
 
 // checkFollowUps: a buyer told PAID or CANCELLED finds that in PostgreSQL.
-func checkFollowUps(fs []loadgen.FollowUp, statuses map[uuid.UUID]string) Check {
+func checkFollowUps(fs []loadgen.FollowUp, statuses map[uuid.UUID]string) finding.Finding {
 	var p []string
 	n := 0
 	for _, f := range fs {
@@ -292,7 +291,7 @@ func checkFollowUps(fs []loadgen.FollowUp, statuses map[uuid.UUID]string) Check 
 			p = append(p, fmt.Sprintf("buyer %d told %s, PostgreSQL has %q for %s", f.Buyer, f.Answer, got, f.OrderID))
 		}
 	}
-	return Check{Name: "paid and cancelled answers match PostgreSQL", OK: len(p) == 0, Detail: detail(p, fmt.Sprintf("%d answers checked", n))}
+	return check("paid and cancelled answers match PostgreSQL", len(p) == 0, detail(p, fmt.Sprintf("%d answers checked", n)))
 }
 
 func detail(problems []string, ok string) string {
@@ -307,16 +306,25 @@ func detail(problems []string, ok string) string {
 
 // checkAnswers folds blast's checks of the answers themselves (same key, same answer; the per-user
 // limit) into one line; blast's own table lists them one by one.
-func checkAnswers(vs []blast.Verdict) Check {
+func checkAnswers(vs []finding.Finding) finding.Finding {
 	var p, names []string
 	for _, v := range vs {
-		names = append(names, v.Name)
+		names = append(names, v.Check)
 		for _, x := range v.Problems {
-			p = append(p, v.Name+": "+x)
+			p = append(p, v.Check+": "+x)
 		}
-		if !v.OK && len(v.Problems) == 0 {
-			p = append(p, v.Name)
+		if !v.Passed() && len(v.Problems) == 0 {
+			p = append(p, v.Check)
 		}
 	}
-	return Check{Name: "answers consistent", OK: len(p) == 0, Detail: detail(p, strings.Join(names, ", "))}
+	return check("answers consistent", len(p) == 0, detail(p, strings.Join(names, ", ")))
+}
+
+// check is one invariant after recovery: the detail says what broke it, or sums it up.
+func check(name string, ok bool, detail string) finding.Finding {
+	f := finding.Finding{Check: name, Status: finding.Pass, Detail: detail}
+	if !ok {
+		f.Status = finding.Fail
+	}
+	return f
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/finding"
 )
 
 type blastMergeOptions struct {
@@ -71,7 +72,7 @@ func runBlastMerge(out io.Writer, o blastMergeOptions, files []string) error {
 	switch {
 	case err != nil:
 		return err
-	case blast.Failed(sum.Verdicts):
+	case !finding.OK(sum.Verdicts, false):
 		return &exitError{code: 2, err: errors.New("invariant broken: see the report")}
 	case missed:
 		return &exitError{code: 1, err: fmt.Errorf("threshold missed: %s", strings.Join(sum.Failures, "; "))}

@@ -208,8 +208,8 @@ func TestBlastThroughTheArticleProfile(t *testing.T) {
 			Count   int    `json:"count"`
 		} `json:"outcomes"`
 		Verdicts []struct {
-			Name string `json:"name"`
-			OK   bool   `json:"ok"`
+			Check  string `json:"check"`
+			Status string `json:"status"`
 		} `json:"verdicts"`
 	}
 	if err := json.Unmarshal([]byte(out), &sum); err != nil {
@@ -225,9 +225,9 @@ func TestBlastThroughTheArticleProfile(t *testing.T) {
 	}
 	names := ""
 	for _, v := range sum.Verdicts {
-		names += v.Name + "; "
-		if !v.OK {
-			t.Errorf("verdict %s failed", v.Name)
+		names += v.Check + "; "
+		if v.Status != "pass" {
+			t.Errorf("verdict %s failed", v.Check)
 		}
 	}
 	if !strings.Contains(names, "Redis agrees with PostgreSQL") || !strings.Contains(names, "every RESERVED order reached PostgreSQL") {
