@@ -64,6 +64,11 @@ func TestPlanValidation(t *testing.T) {
 	if err := auto.Validate(); err != nil {
 		t.Fatalf("auto engine and timeout refused: %v", err)
 	}
+	bundled := good
+	bundled.Profile, bundled.Journey, bundled.After = profile.Default(), &loadgen.Room{}, &loadgen.AfterPurchase{Pay: 0.5}
+	if err := bundled.Validate(); err != nil {
+		t.Fatalf("fsctl serve's journeys refused: %v", err)
+	}
 	for name, mod := range map[string]func(*loadgen.Plan){
 		"no url":      func(p *loadgen.Plan) { p.BaseURL = "" },
 		"no target":   func(p *loadgen.Plan) { p.Targets = nil },
@@ -76,7 +81,9 @@ func TestPlanValidation(t *testing.T) {
 		"engine":      func(p *loadgen.Plan) { p.Engine = "turbo" },
 		"no time":     func(p *loadgen.Plan) { p.At = time.Time{} },
 
-		"bad shard": func(p *loadgen.Plan) { p.Shard = loadgen.Shard{Index: 3, Count: 2} },
+		"bad shard":                func(p *loadgen.Plan) { p.Shard = loadgen.Shard{Index: 3, Count: 2} },
+		"room of a foreign target": func(p *loadgen.Plan) { p.Profile, p.Journey = foreign(), &loadgen.Room{} },
+		"pay on a foreign target":  func(p *loadgen.Plan) { p.Profile, p.After = foreign(), &loadgen.AfterPurchase{Pay: 0.5} },
 	} {
 		p := good
 		mod(&p)
@@ -131,4 +138,11 @@ func TestCheckFilesRefusesAPoolTooLarge(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--shard") {
 		t.Errorf("got %v, want a refusal that points at --shard", err)
 	}
+}
+
+// foreign is a profile of a checkout that is not fsctl serve.
+func foreign() *profile.Profile {
+	p := *profile.Default()
+	p.Deep, p.Name = "", "shop"
+	return &p
 }

@@ -192,9 +192,6 @@ func (o blastOptions) plan(now time.Time) (loadgen.Plan, map[loadgen.Target]load
 		Clicks: o.clicks, Retries: o.retries, Replays: o.replays, Conns: o.conns, Timeout: o.timeout,
 		Engine: o.engine}
 	p.Secret = []byte(o.secret.forProfile(prof))
-	if !prof.IsDeep() && (o.room || o.pay != 0 || o.cancel != 0) {
-		return p, nil, fmt.Errorf("--room, --pay and --cancel use fsctl serve's own waiting room and order endpoints: profile %s is not fsctl serve", prof.Name)
-	}
 	if !strings.HasPrefix(p.BaseURL, "http://") && !strings.HasPrefix(p.BaseURL, "https://") {
 		return p, nil, fmt.Errorf("--target %q: want an http:// or https:// URL", o.target)
 	}
