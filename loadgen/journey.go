@@ -102,12 +102,7 @@ func send(ctx context.Context, c *http.Client, req *http.Request, cls *Classifie
 	}
 	if err != nil {
 		rec.Done = now()
-		rec.Error = err.Error()
-		rec.Outcome = TransportError
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			rec.Outcome = Timeout
-		}
+		rec.failed(err)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
@@ -115,13 +110,18 @@ func send(ctx context.Context, c *http.Client, req *http.Request, cls *Classifie
 	rec.Done = now()
 	rec.Status, rec.Proto, rec.BytesIn = resp.StatusCode, resp.Proto, len(body)
 	if err != nil {
-		rec.Error = err.Error()
-		rec.Outcome = TransportError
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			rec.Outcome = Timeout
-		}
+		rec.failed(err)
 		return
 	}
 	rec.Outcome, rec.OrderID = cls.Classify(resp.StatusCode, body)
+}
+
+// failed records a request that got no whole answer: TIMEOUT when the network gave up waiting,
+// else TRANSPORT_ERROR.
+func (rec *Record) failed(err error) {
+	rec.Error = err.Error()
+	rec.Outcome = TransportError
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		rec.Outcome = Timeout
+	}
 }

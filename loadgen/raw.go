@@ -299,17 +299,14 @@ func (p Plan) exchange(ctx context.Context, conn net.Conn, idx []int, wire [][]b
 // a timeout or garbage settle it; a connection that ended before the answer does not.
 func (p Plan) readAnswer(ctx context.Context, br *bufio.Reader, r *Record) (bool, error) {
 	fail := func(err error) (bool, error) {
-		r.Done, r.Error = p.now(), err.Error()
+		r.Done = p.now()
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			r.Outcome, r.Error = TransportError, ctxErr.Error()
 			return true, ctxErr
 		}
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			r.Outcome = Timeout
+		if r.failed(err); r.Outcome == Timeout {
 			return true, err
 		}
-		r.Outcome = TransportError
 		unanswered := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 			errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
 		return !unanswered, err
