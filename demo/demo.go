@@ -1,7 +1,7 @@
 // Package demo runs the project's main job end to end on real services: it starts the checkout
-// (API and order consumer) in-process, sets a sale up, fires a synchronized burst of buyers at it
-// over HTTP, waits for the orders to reach PostgreSQL, checks that nothing was oversold, and
-// reconciles Redis, PostgreSQL and Kafka order by order.
+// (API and order consumer) in-process, then runs the steps every orchestration shares — the sale
+// set up, a synchronized burst of buyers from the load generator, the wait until the orders reach
+// PostgreSQL, the state invariants (package verify) and reconcile order by order.
 package demo
 
 import (
@@ -18,6 +18,7 @@ import (
 	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/server"
+	"github.com/fsctl/fsctl/steps"
 	"github.com/fsctl/fsctl/verify"
 )
 
@@ -47,9 +48,12 @@ type Report struct {
 	// Reconcile is fsctl reconcile's order-by-order comparison once the orders settled.
 	Reconcile reconcile.Report
 	Problems  []string // invariant violations; empty means the sale was sold correctly
+	// Steps are what the demo did, in order.
+	Steps []steps.Step
 }
 
-// Run executes the demo and writes progress to out.
+// Run executes the demo and writes progress to out: the checkout started in-process, then the
+// steps sale, burst, settle, verify and reconcile, each printed as it starts and ends.
 func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) (Report, error) {
 	cfg.App.Server.Addr = "127.0.0.1:0"
 	cfg.App.API, cfg.App.Consumer, cfg.App.Migrate = true, true, true
@@ -58,76 +62,126 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) (Repo
 		return Report{}, err
 	}
 	defer app.Close()
-	sl := cfg.Sale
-	sl.OpensAt = time.Now().Add(-time.Second)
+	d := &run{cfg: cfg, app: app, sale: cfg.Sale, rep: Report{Outcomes: map[outcome.Code]int{}}}
+	d.sale.OpensAt = time.Now().Add(-time.Second)
 	if cfg.Room != nil {
-		sl.Room = *cfg.Room
-		sl.Normalize()
+		d.sale.Room = *cfg.Room
+		d.sale.Normalize()
 	}
-	item, ok := sl.Item(cfg.ItemID)
+	item, ok := d.sale.Item(cfg.ItemID)
 	if !ok {
-		return Report{}, fmt.Errorf("sale %s has no item %q", sl.ID, cfg.ItemID)
+		return Report{}, fmt.Errorf("sale %s has no item %q", d.sale.ID, cfg.ItemID)
 	}
-	if _, err := provision.Sale(ctx, app.Orders, app.Stock, sl, provision.Options{Reset: true}); err != nil {
-		return Report{}, err
-	}
-	if err := app.Room.Reset(ctx, sl.ID); err != nil {
-		return Report{}, fmt.Errorf("reset the waiting room: %w", err)
-	}
-	fmt.Fprintf(out, "sale %s reset: item %s has %d units; %d buyers ready\n", sl.ID, item.ID, item.Quantity, cfg.Buyers)
-
+	d.item, d.rep.Quantity = item, item.Quantity
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	addr, errc, err := app.Start(runCtx)
 	if err != nil {
 		return Report{}, err
 	}
-	plan := loadgen.Plan{BaseURL: "http://" + addr.String(), Targets: []loadgen.Target{{SaleID: sl.ID, ItemID: item.ID}},
-		Buyers: cfg.Buyers, UserPrefix: "demo-buyer-", Secret: cfg.App.JWTSecret, Clicks: 1, Conns: cfg.Conns, At: time.Now()}
-	if cfg.Room != nil {
+	d.base = "http://" + addr.String()
+	r := &steps.Runner{Print: func(line string) { fmt.Fprintln(out, line) }}
+	for _, s := range []struct {
+		name string
+		run  steps.Func
+	}{{"sale", d.reset}, {"burst", d.burst}, {"settle", d.settle}, {"verify", d.verify}, {"reconcile", d.reconcile}} {
+		if err := r.Run(ctx, s.name, s.run); err != nil {
+			return d.rep, err
+		}
+	}
+	d.rep.Steps = r.Steps()
+	stop()
+	return d.rep, <-errc
+}
+
+// run is one demo while it runs.
+type run struct {
+	cfg  Config
+	app  *server.App
+	sale sale.Sale
+	item sale.Item
+	base string
+	rep  Report
+}
+
+// reset sets the sale up afresh: stock, orders, the waiting room.
+func (d *run) reset(ctx context.Context) (string, bool, error) {
+	if _, err := provision.Sale(ctx, d.app.Orders, d.app.Stock, d.sale, provision.Options{Reset: true}); err != nil {
+		return "", false, err
+	}
+	if err := d.app.Room.Reset(ctx, d.sale.ID); err != nil {
+		return "", false, fmt.Errorf("reset the waiting room: %w", err)
+	}
+	return fmt.Sprintf("sale %s reset: item %s has %d units; %d buyers ready", d.sale.ID, d.item.ID, d.item.Quantity, d.cfg.Buyers), true, nil
+}
+
+// burst releases every buyer at once through the load generator (through the waiting room when
+// the sale has one).
+func (d *run) burst(ctx context.Context) (string, bool, error) {
+	plan := loadgen.Plan{BaseURL: d.base, Targets: []loadgen.Target{{SaleID: d.sale.ID, ItemID: d.item.ID}},
+		Buyers: d.cfg.Buyers, UserPrefix: "demo-buyer-", Secret: d.cfg.App.JWTSecret, Clicks: 1, Conns: d.cfg.Conns, At: time.Now()}
+	room := ""
+	if d.cfg.Room != nil {
 		plan.Journey = &loadgen.Room{MaxPoll: 200 * time.Millisecond}
+		room = fmt.Sprintf("; waiting room: %g admissions/s, at most %d active, proof of work %d bits",
+			d.sale.Room.AdmissionRate, d.sale.Room.MaxActive, d.sale.Room.PowDifficulty)
 	}
 	res, err := loadgen.Run(ctx, plan)
 	if err != nil {
-		return Report{}, err
+		return "", false, err
 	}
-	if cfg.Room != nil {
-		fmt.Fprintf(out, "waiting room: %g admissions/s, at most %d active, proof of work %d bits\n",
-			sl.Room.AdmissionRate, sl.Room.MaxActive, sl.Room.PowDifficulty)
-	}
-	fmt.Fprintf(out, "burst: %d buyers answered in %s; %s\n", cfg.Buyers, answeredIn(res).Round(time.Millisecond), res.Resolved)
-	rep := Report{Outcomes: map[outcome.Code]int{}, Quantity: item.Quantity}
 	for _, r := range res.Records {
-		rep.Outcomes[r.Outcome]++
+		d.rep.Outcomes[r.Outcome]++
 	}
-	reserved := int64(rep.Outcomes[outcome.Reserved])
+	return fmt.Sprintf("%d buyers answered in %s; %s%s", d.cfg.Buyers, answeredIn(res).Round(time.Millisecond), res.Resolved, room), true, nil
+}
+
+// settle waits until every reservation is a live order in PostgreSQL, then reads Redis.
+func (d *run) settle(ctx context.Context) (string, bool, error) {
+	reserved := int64(d.rep.Outcomes[outcome.Reserved])
 	start := time.Now()
-	if rep.Counts, err = WaitPersisted(ctx, app.Orders, sl.ID, item.ID, reserved, cfg.Settle); err != nil {
-		return rep, err
+	var err error
+	if d.rep.Counts, err = WaitPersisted(ctx, d.app.Orders, d.sale.ID, d.item.ID, reserved, d.cfg.Settle); err != nil {
+		return "", false, err
 	}
-	rep.Settled = time.Since(start)
-	snap, err := app.Stock.Snapshot(ctx, sl.ID, []sale.Item{item})
+	d.rep.Settled = time.Since(start)
+	snap, err := d.app.Stock.Snapshot(ctx, d.sale.ID, []sale.Item{d.item})
 	if err != nil {
-		return rep, err
+		return "", false, err
 	}
-	rep.Stock, rep.Holds = snap[0].Stock, snap[0].Holds
-	rep.Problems = Check(rep)
-	rep.Reconcile, err = reconcile.Run(ctx, reconcile.Config{SaleID: sl.ID, RedisURL: cfg.App.RedisURL,
-		PostgresURL: cfg.App.PostgresURL, Brokers: cfg.App.Brokers, OrdersTopic: cfg.App.OrdersTopic,
-		DeadLetterTopic: cfg.App.DeadLetterTopic, ConsumerGroup: cfg.App.ConsumerGroup})
+	d.rep.Stock, d.rep.Holds = snap[0].Stock, snap[0].Holds
+	live := d.rep.Counts.Pending + d.rep.Counts.Paid
+	return fmt.Sprintf("%d of %d reservations are live orders in PostgreSQL after %s", live, reserved, d.rep.Settled.Round(time.Millisecond)),
+		live >= reserved, nil
+}
+
+// verify checks the state invariants.
+func (d *run) verify(context.Context) (string, bool, error) {
+	d.rep.Problems = Check(d.rep)
+	if len(d.rep.Problems) > 0 {
+		return fmt.Sprintf("%d broken", len(d.rep.Problems)), false, nil
+	}
+	return "no oversell, every RESERVED is an order in PostgreSQL, no unit lost", true, nil
+}
+
+// reconcile runs fsctl reconcile over the sale, order by order.
+func (d *run) reconcile(ctx context.Context) (string, bool, error) {
+	a := d.cfg.App
+	rep, err := reconcile.Run(ctx, reconcile.Config{SaleID: d.sale.ID, RedisURL: a.RedisURL, PostgresURL: a.PostgresURL,
+		Brokers: a.Brokers, OrdersTopic: a.OrdersTopic, DeadLetterTopic: a.DeadLetterTopic, ConsumerGroup: a.ConsumerGroup})
 	if err != nil {
-		return rep, fmt.Errorf("reconcile: %w", err)
+		return "", false, err
 	}
-	for _, it := range rep.Reconcile.Items {
+	d.rep.Reconcile = rep
+	for _, it := range rep.Items {
 		for _, p := range it.Problems {
-			rep.Problems = append(rep.Problems, "reconcile "+it.ItemID+": "+p)
+			d.rep.Problems = append(d.rep.Problems, "reconcile "+it.ItemID+": "+p)
 		}
 	}
-	stop()
-	if err := <-errc; err != nil {
-		return rep, err
+	if !rep.OK() {
+		return "Redis, PostgreSQL and Kafka disagree", false, nil
 	}
-	return rep, nil
+	return fmt.Sprintf("Redis, PostgreSQL and Kafka agree on %d item(s)", len(rep.Items)), true, nil
 }
 
 // answeredIn is how long the burst took from the barrier's release to its last answer.

@@ -14,6 +14,7 @@ import (
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/server"
 	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/steps"
 	"github.com/fsctl/fsctl/testenv"
 )
 
@@ -59,6 +60,13 @@ func testRun(t *testing.T, rm *sale.Room) {
 	}
 	if !strings.Contains(out.String(), "300 buyers") {
 		t.Fatalf("progress output %q", out.String())
+	}
+	var names []string
+	for _, s := range rep.Steps {
+		names = append(names, s.Name)
+	}
+	if strings.Join(names, ",") != "sale,burst,settle,verify,reconcile" || !steps.OK(rep.Steps) {
+		t.Fatalf("steps %+v", rep.Steps)
 	}
 }
 

@@ -1,6 +1,6 @@
 // Package steps runs an orchestration as named steps, each timed, recorded and printed the same
-// way. The drill and the game day are sequences of steps (set up, burst, settle, verify,
-// reconcile, ...), so their reports and progress lines read alike.
+// way. The demo, the drill and the game day are sequences of steps (set up, burst, settle,
+// verify, reconcile, ...), so their reports and progress lines read alike.
 package steps
 
 import (
