@@ -126,11 +126,11 @@ func Table(w io.Writer, fs []Finding) error {
 	if grouped {
 		header = append([]any{"group"}, header...)
 	}
-	widths := tw.Mapper[int, int]{len(header) - 2: 60, len(header) - 1: 44}
+	widths := tw.Mapper[int, int]{len(header) - 2: detailWidth, len(header) - 1: fixWidth}
 	t := tablewriter.NewTable(w, tablewriter.WithColumnWidths(widths), tablewriter.WithRowAutoWrap(tw.WrapNormal))
 	t.Header(header...)
 	for _, f := range fs {
-		row := []any{f.Check, strings.ToUpper(string(f.Status)), f.Detail, f.HowToFix()}
+		row := []any{f.Check, strings.ToUpper(string(f.Status)), breakLong(f.Detail, detailWidth), breakLong(f.HowToFix(), fixWidth)}
 		if grouped {
 			row = append([]any{f.Group}, row...)
 		}
@@ -163,4 +163,27 @@ func Invariants(w io.Writer, fs []Finding) error {
 		}
 	}
 	return nil
+}
+
+// The widths the detail and fix columns wrap at.
+const detailWidth, fixWidth = 60, 44
+
+// breakLong splits every word longer than a column of width holds (a path, a URL: width less the
+// column's padding) into pieces that fit, one a line: the table wraps at spaces and would cut such
+// a word short, losing its end.
+func breakLong(s string, width int) string {
+	width -= 2
+	words := strings.Split(s, " ")
+	for i, w := range words {
+		if len([]rune(w)) <= width {
+			continue
+		}
+		r := []rune(w)
+		var parts []string
+		for len(r) > width {
+			parts, r = append(parts, string(r[:width])), r[width:]
+		}
+		words[i] = strings.Join(append(parts, string(r)), "\n")
+	}
+	return strings.Join(words, " ")
 }

@@ -83,3 +83,21 @@ func TestVerdictAndInvariants(t *testing.T) {
 		t.Fatalf("rendered:\n%s", b.String())
 	}
 }
+
+// TestTableKeepsLongWords: a path longer than its column wraps, whole, instead of losing its end.
+func TestTableKeepsLongWords(t *testing.T) {
+	path := "(/tmp/TestProfileCheckCommand1234567890/very/long/path/bad.yaml)"
+	var b bytes.Buffer
+	if err := Table(&b, []Finding{{Check: "sql.live", Status: Fail, Detail: "query failed", Fix: "correct sql.live in the profile " + path + " for this target"}}); err != nil {
+		t.Fatal(err)
+	}
+	var fix strings.Builder
+	for _, line := range strings.Split(b.String(), "\n")[3:] {
+		if cells := strings.Split(line, "│"); len(cells) > 4 {
+			fix.WriteString(strings.TrimSpace(cells[4]))
+		}
+	}
+	if !strings.Contains(fix.String(), path) {
+		t.Fatalf("the path lost letters:\n%s", b.String())
+	}
+}
