@@ -16,9 +16,10 @@ import (
 
 // CheckState checks a target's Redis and PostgreSQL against what its buyers were told, through
 // what the target's profile declares (the bundled server's included): every reservation a buyer
-// was told about is a live order in PostgreSQL, and each item keeps package verify's rules. It
-// waits up to wait for the sale to settle (the consumer writes orders after the answers) and
-// judges the last read. The items are those of sale that the records or limits name.
+// was told about is an order in PostgreSQL (live, or cancelled or expired since), and each item
+// keeps package verify's rules. It waits up to wait for the sale to settle (the consumer writes
+// orders after the answers) and judges the last read. The items are those of sale that the
+// records or limits name.
 func CheckState(ctx context.Context, t *profile.Target, sale string, recs []loadgen.Record, limits map[loadgen.Target]loadgen.ItemLimit, wait time.Duration) ([]finding.Finding, error) {
 	told := reservations(sale, recs)
 	items := saleItems(sale, recs, limits)
@@ -30,9 +31,20 @@ func CheckState(ctx context.Context, t *profile.Target, sale string, recs []load
 			return nil, err
 		}
 		for _, b := range told.buyers() {
-			if have := live.orders[b]; have < told[b] {
-				lost = append(lost, fmt.Sprintf("%s: %s was told RESERVED %d time(s) but has %d live order(s) in PostgreSQL after %s",
-					loadgen.Target{SaleID: sale, ItemID: b.item}, b.user, told[b], have, wait))
+			g := told[b]
+			if live.orders[b] >= g.n() {
+				continue
+			}
+			// Fewer live orders than reservations: the others may have ended since (a paid order
+			// is live, a cancelled or expired one is not), so read the buyer's orders whatever
+			// their status.
+			orders, err := t.DB.UserOrders(ctx, sale, b.item, b.user)
+			if err != nil {
+				return nil, err
+			}
+			if missing := g.missing(orders); missing > 0 {
+				lost = append(lost, fmt.Sprintf("%s: %s was told RESERVED %d time(s) but %d of those orders are not in PostgreSQL after %s",
+					loadgen.Target{SaleID: sale, ItemID: b.item}, b.user, g.n(), missing, wait))
 			}
 		}
 		for _, item := range items {
@@ -68,25 +80,48 @@ func CheckState(ctx context.Context, t *profile.Target, sale string, recs []load
 // buyerItem is one buyer of one item.
 type buyerItem struct{ user, item string }
 
-// told counts the distinct reservations each buyer was told of, per item: retries and replays of
-// one key are one reservation.
-type told map[buyerItem]int64
+// told holds the distinct reservations each buyer was told of, per item.
+type told map[buyerItem]*grants
+
+// grants are one buyer's reservations of one item: the order ids it was told, and the keys of
+// those it was told without one (retries and replays of one key are one reservation).
+type grants struct{ ids, keys map[string]bool }
+
+func (g *grants) n() int64 { return int64(len(g.ids) + len(g.keys)) }
+
+// missing counts the reservations that are not among the buyer's orders: each told order id
+// that is not one of them, and the keyed reservations beyond the orders left over.
+func (g *grants) missing(orders []profile.Order) int64 {
+	var missing, matched int64
+	for _, o := range orders {
+		if g.ids[o.ID] {
+			matched++
+		}
+	}
+	missing = int64(len(g.ids)) - matched
+	if spare := int64(len(orders)) - matched; int64(len(g.keys)) > spare {
+		missing += int64(len(g.keys)) - spare
+	}
+	return missing
+}
 
 func reservations(sale string, recs []loadgen.Record) told {
-	grants := map[buyerItem]map[string]bool{}
+	out := told{}
 	for _, r := range recs {
 		if r.Outcome != outcome.Reserved || r.Target.SaleID != sale {
 			continue
 		}
 		k := buyerItem{r.User, r.Target.ItemID}
-		if grants[k] == nil {
-			grants[k] = map[string]bool{}
+		g := out[k]
+		if g == nil {
+			g = &grants{ids: map[string]bool{}, keys: map[string]bool{}}
+			out[k] = g
 		}
-		grants[k][grant(r)] = true
-	}
-	out := make(told, len(grants))
-	for k, g := range grants {
-		out[k] = int64(len(g))
+		if r.OrderID != "" {
+			g.ids[r.OrderID] = true
+		} else {
+			g.keys[r.Key] = true
+		}
 	}
 	return out
 }

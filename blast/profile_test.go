@@ -90,6 +90,25 @@ func TestCheckStateOnTheBundledCheckout(t *testing.T) {
 	if err := tg.Redis().Decr(ctx, stockKey).Err(); err != nil {
 		t.Fatal(err)
 	}
+	// An order that ended since (cancelled here) still reached PostgreSQL: only its hold, still
+	// in Redis, disagrees.
+	var ended string
+	if err := tg.Pool().QueryRow(ctx, `UPDATE orders SET status = 'CANCELLED' WHERE id = (SELECT id FROM orders WHERE sale_id = $1 LIMIT 1) RETURNING id::text`,
+		c.Sale.ID).Scan(&ended); err != nil {
+		t.Fatal(err)
+	}
+	if vs, err = blast.CheckState(ctx, tg, c.Sale.ID, res.Records, limits, 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if v := find(t, vs, "every RESERVED order reached PostgreSQL"); !v.Passed() {
+		t.Errorf("a cancelled order counted as lost: %+v", v)
+	}
+	if v := find(t, vs, "Redis agrees with PostgreSQL"); v.Passed() {
+		t.Errorf("a hold of a cancelled order went unnoticed: %+v", v)
+	}
+	if _, err := tg.Pool().Exec(ctx, `UPDATE orders SET status = 'PENDING' WHERE id = $1`, ended); err != nil {
+		t.Fatal(err)
+	}
 	var lostUser string
 	if err := tg.Pool().QueryRow(ctx, `DELETE FROM orders WHERE id = (SELECT id FROM orders WHERE sale_id = $1 LIMIT 1) RETURNING user_id`,
 		c.Sale.ID).Scan(&lostUser); err != nil {
