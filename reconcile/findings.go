@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/verify"
@@ -30,21 +31,35 @@ const (
 	KindMalformed         = "malformed entry"
 )
 
-// Finding is one disagreement, with what --fix would do about it (or why it will not).
+// Finding is one disagreement: a finding that fails, its check the kind of disagreement, its fix
+// what --fix does or why it leaves it to a person, and its Apply the repair (nil when it is not
+// safe to make automatically); about an order, a buyer or a shard.
 type Finding struct {
-	Kind   string `json:"kind"`
-	Order  string `json:"order,omitempty"`
-	User   string `json:"user,omitempty"`
-	Shard  int    `json:"shard"`
-	Detail string `json:"detail"`
-	// Fix says what --fix does, or why it leaves the finding to a person.
-	Fix string `json:"fix"`
-	// repair is nil when the finding is not safe to repair automatically.
-	repair func(context.Context) error
+	finding.Finding
+	Order string `json:"order,omitempty"`
+	User  string `json:"user,omitempty"`
+	Shard int    `json:"shard"`
+}
+
+// disagreement is a finding of kind that says detail, fix what --fix does about it.
+func disagreement(kind, detail, fix string) Finding {
+	return Finding{Finding: finding.Finding{Check: kind, Status: finding.Fail, Detail: detail, Fix: fix}}
+}
+
+// of sets what the finding is about: an order (or ""), a buyer (or "") and a shard.
+func (f Finding) of(order, user string, shard int) Finding {
+	f.Order, f.User, f.Shard = order, user, shard
+	return f
+}
+
+// repairedBy sets the repair --fix makes.
+func (f Finding) repairedBy(apply func(context.Context) error) Finding {
+	f.Apply = apply
+	return f
 }
 
 func (f Finding) key() string {
-	return f.Kind + "|" + f.Order + "|" + f.User + "|" + fmt.Sprint(f.Shard)
+	return f.Check + "|" + f.Order + "|" + f.User + "|" + fmt.Sprint(f.Shard)
 }
 
 // analysis compares one item's two sides. inFlight counts the Redis orders PostgreSQL has not
@@ -74,7 +89,7 @@ func (a analyzer) item(s itemState) analysis {
 	slots := map[string]map[int]uint32{} // user → shard → slots of Redis orders
 	for _, sh := range s.shards {
 		for _, m := range sh.Malformed {
-			add(Finding{Kind: KindMalformed, Shard: sh.Shard, Detail: m, Fix: "left alone: inspect the key by hand"})
+			add(disagreement(KindMalformed, m, "left alone: inspect the key by hand").of("", "", sh.Shard))
 		}
 		for id, h := range sh.Orders {
 			redisOrders[id] = h
@@ -96,10 +111,8 @@ func (a analyzer) item(s itemState) analysis {
 		}
 		for user, mask := range sh.Buyers {
 			if want := slots[user][sh.Shard]; mask&^want != 0 {
-				add(Finding{Kind: KindBuyerWithoutOrder, User: user, Shard: sh.Shard,
-					Detail: fmt.Sprintf("buyer record has slots %b, its live orders %b", mask, want),
-					Fix:    fmt.Sprintf("clear the empty slots (record %b)", want),
-					repair: a.setMask(it.ID, sh.Shard, user, want)})
+				add(disagreement(KindBuyerWithoutOrder, fmt.Sprintf("buyer record has slots %b, its live orders %b", mask, want),
+					fmt.Sprintf("clear the empty slots (record %b)", want)).of("", user, sh.Shard).repairedBy(a.setMask(it.ID, sh.Shard, user, want)))
 			}
 		}
 	}
@@ -117,34 +130,30 @@ func (a analyzer) hold(out *analysis, s itemState, shard int, id uuid.UUID, exp 
 	case live && o.Status == "PENDING":
 		return
 	case live && o.Status == "PAID":
-		out.findings = append(out.findings, Finding{Kind: KindUnsettledHold, Order: id.String(), Shard: shard,
-			Detail: "paid in PostgreSQL, still held in Redis (it would be released again at expiry)",
-			Fix:    "settle the hold", repair: func(ctx context.Context) error {
-				_, err := a.st.Settle(ctx, stock.Settle{SaleID: a.sale.ID, ItemID: it.ID, Shard: shard, OrderID: id})
-				return err
-			}})
+		out.findings = append(out.findings, disagreement(KindUnsettledHold, "paid in PostgreSQL, still held in Redis (it would be released again at expiry)",
+			"settle the hold").of(id.String(), "", shard).repairedBy(func(ctx context.Context) error {
+			_, err := a.st.Settle(ctx, stock.Settle{SaleID: a.sale.ID, ItemID: it.ID, Shard: shard, OrderID: id})
+			return err
+		}))
 	case s.other[id] != "":
 		status := s.other[id]
-		out.findings = append(out.findings, Finding{Kind: KindOrphanedHold, Order: id.String(), Shard: shard,
-			Detail: fmt.Sprintf("%s in PostgreSQL, still held in Redis: its unit never came back", status),
-			Fix:    "release the hold (the unit returns to stock once)", repair: func(ctx context.Context) error {
-				_, err := a.st.Release(ctx, stock.Release{SaleID: a.sale.ID, ItemID: it.ID, Shard: shard, OrderID: id, Status: status})
-				return err
-			}})
+		out.findings = append(out.findings, disagreement(KindOrphanedHold, fmt.Sprintf("%s in PostgreSQL, still held in Redis: its unit never came back", status),
+			"release the hold (the unit returns to stock once)").of(id.String(), "", shard).repairedBy(func(ctx context.Context) error {
+			_, err := a.st.Release(ctx, stock.Release{SaleID: a.sale.ID, ItemID: it.ID, Shard: shard, OrderID: id, Status: status})
+			return err
+		}))
 	case a.lag != 0 || exp.Add(-a.sale.HoldTTL).After(a.now.Add(-a.orphanAge)):
 		out.inFlight++ // on its way through Kafka
 	case !hasRec:
-		out.findings = append(out.findings, Finding{Kind: KindOrphanedHold, Order: id.String(), Shard: shard,
-			Detail: "a hold with neither an order record in Redis nor an order in PostgreSQL",
-			Fix:    "left alone: nobody can say whom it belongs to; release it by hand once understood"})
+		out.findings = append(out.findings, disagreement(KindOrphanedHold, "a hold with neither an order record in Redis nor an order in PostgreSQL",
+			"left alone: nobody can say whom it belongs to; release it by hand once understood").of(id.String(), "", shard))
 	default:
-		f := Finding{Kind: KindOrphanedHold, Order: id.String(), User: rec.UserID, Shard: shard,
-			Detail: fmt.Sprintf("reserved %s ago, never recorded in PostgreSQL (the buyer was told RESERVED)", a.now.Sub(exp.Add(-a.sale.HoldTTL)).Round(time.Second)),
-			Fix:    "left alone: no Kafka brokers given to re-publish it"}
+		f := disagreement(KindOrphanedHold, fmt.Sprintf("reserved %s ago, never recorded in PostgreSQL (the buyer was told RESERVED)", a.now.Sub(exp.Add(-a.sale.HoldTTL)).Round(time.Second)),
+			"left alone: no Kafka brokers given to re-publish it").of(id.String(), rec.UserID, shard)
 		if a.republish != nil {
 			rec.ExpiresAt = exp
 			f.Fix = "re-publish its OrderPlaced: the consumer records it, expiry or payment ends it"
-			f.repair = func(ctx context.Context) error { return a.republish(ctx, rec, it) }
+			f.Apply = func(ctx context.Context) error { return a.republish(ctx, rec, it) }
 		}
 		out.findings = append(out.findings, f)
 	}
@@ -158,10 +167,9 @@ func (a analyzer) settledRecord(out *analysis, s itemState, h stock.Hold) {
 	case live && o.Status == "PAID":
 	case live:
 		o := o
-		out.findings = append(out.findings, Finding{Kind: KindMissingHold, Order: h.OrderID.String(), User: h.UserID, Shard: h.Shard,
-			Detail: "pending in PostgreSQL but Redis has no hold: expiry could never return its unit",
-			Fix:    fmt.Sprintf("restore the hold (expires %s)", o.ExpiresAt.UTC().Format(time.RFC3339)),
-			repair: a.restore(s.item.ID, o, false)})
+		out.findings = append(out.findings, disagreement(KindMissingHold, "pending in PostgreSQL but Redis has no hold: expiry could never return its unit",
+			fmt.Sprintf("restore the hold (expires %s)", o.ExpiresAt.UTC().Format(time.RFC3339))).
+			of(h.OrderID.String(), h.UserID, h.Shard).repairedBy(a.restore(s.item.ID, o, false)))
 	case a.lag != 0:
 		out.inFlight++
 	default:
@@ -169,9 +177,8 @@ func (a analyzer) settledRecord(out *analysis, s itemState, h stock.Hold) {
 		if status == "" {
 			status = "no order"
 		}
-		out.findings = append(out.findings, Finding{Kind: KindBuyerWithoutOrder, Order: h.OrderID.String(), User: h.UserID, Shard: h.Shard,
-			Detail: fmt.Sprintf("Redis counts the unit sold to %s, PostgreSQL says %s", h.UserID, status),
-			Fix:    "left alone: decide whether the buyer has the unit, then release or record it by hand"})
+		out.findings = append(out.findings, disagreement(KindBuyerWithoutOrder, fmt.Sprintf("Redis counts the unit sold to %s, PostgreSQL says %s", h.UserID, status),
+			"left alone: decide whether the buyer has the unit, then release or record it by hand").of(h.OrderID.String(), h.UserID, h.Shard))
 	}
 }
 
@@ -186,14 +193,14 @@ func (a analyzer) unrecorded(out *analysis, s itemState, redisOrders map[uuid.UU
 		if _, ok := redisOrders[o.ID]; ok || !o.CreatedAt.Before(a.readStart) {
 			continue
 		}
-		f := Finding{Kind: KindOrderWithoutBuyer, Order: o.ID.String(), User: o.UserID, Shard: o.Shard,
-			Detail: fmt.Sprintf("%s in PostgreSQL, unknown to Redis (its unit is still counted on sale there)", o.Status)}
+		f := disagreement(KindOrderWithoutBuyer, fmt.Sprintf("%s in PostgreSQL, unknown to Redis (its unit is still counted on sale there)", o.Status), "").
+			of(o.ID.String(), o.UserID, o.Shard)
 		if o.Slot < a.sale.PerUserLimit && perUser[o.UserID] <= a.sale.PerUserLimit {
 			f.Fix = "record it in Redis: take its unit out of stock, set the buyer's slot"
 			if o.Status == "PENDING" {
 				f.Fix += ", restore its hold"
 			}
-			f.repair = a.restore(s.item.ID, o, true)
+			f.Apply = a.restore(s.item.ID, o, true)
 		} else {
 			f.Fix = "left alone: it breaks the per-user limit (see duplicate live orders)"
 		}
@@ -213,9 +220,8 @@ func (a analyzer) duplicates(out *analysis, s itemState) {
 	sort.Strings(users)
 	for _, u := range users {
 		if n := len(byUser[u]); n > a.sale.PerUserLimit {
-			out.findings = append(out.findings, Finding{Kind: KindDuplicateLive, User: u,
-				Detail: fmt.Sprintf("%d live orders, limit %d: %v", n, a.sale.PerUserLimit, byUser[u]),
-				Fix:    "left alone: cancel the extra one (DELETE /api/v1/orders/{id}), refunding it if paid"})
+			out.findings = append(out.findings, disagreement(KindDuplicateLive, fmt.Sprintf("%d live orders, limit %d: %v", n, a.sale.PerUserLimit, byUser[u]),
+				"left alone: cancel the extra one (DELETE /api/v1/orders/{id}), refunding it if paid").of("", u, 0))
 		}
 	}
 }
@@ -248,7 +254,7 @@ func (a analyzer) setMask(itemID string, shard int, user string, mask uint32) fu
 func invariantFindings(ps []verify.Problem, fix func(*Finding, verify.Problem) bool) []Finding {
 	var out []Finding
 	for _, p := range ps {
-		f := Finding{Kind: p.Invariant, Shard: p.Shard, Detail: p.Detail}
+		f := disagreement(p.Invariant, p.Detail, "").of("", "", p.Shard)
 		switch p.Invariant {
 		case verify.Oversold:
 			f.Fix = "left alone: fix by hand (decide which buyers to cancel and refund)"

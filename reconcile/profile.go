@@ -14,7 +14,6 @@ import (
 	"github.com/fsctl/fsctl/stock"
 )
 
-
 // profileRun is one run through a profile other than fsctl serve's.
 type profileRun struct {
 	cfg   Config

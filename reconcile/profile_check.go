@@ -52,7 +52,7 @@ func (r *profileRun) analyze(it *profileItem) []profileFinding {
 			f.Fix = noFix + " (fix.sold)"
 			if r.p.Fix.Sold != "" {
 				f.Fix = fmt.Sprintf("run fix.sold (sold %d → %d live orders)", s.Sold, s.Live)
-				f.repair = r.fixSold(s.Item)
+				f.Apply = r.fixSold(s.Item)
 			}
 		case verify.Units:
 			return r.units(it, f, p.Delta)
@@ -111,7 +111,7 @@ func (r *profileRun) units(it *profileItem, f *Finding, lost int64) bool {
 	default:
 		to := s.Quantity - s.Live
 		f.Fix = fmt.Sprintf("recount %s from %d to %d (quantity − live orders), only if it still holds %d", keys[0].Keys.Stock, s.Stock, to, s.Stock)
-		f.repair = r.setStock(keys[0].Keys.Stock, s.Stock, to)
+		f.Apply = r.setStock(keys[0].Keys.Stock, s.Stock, to)
 	}
 	return true
 }
@@ -125,7 +125,7 @@ func (r *profileRun) buyersFinding(it profileItem, kind string, users map[string
 		more = fmt.Sprintf(" and %d more", len(names)-len(listed))
 	}
 	key := it.state.Inventory.Shards[0].Keys.Buyers
-	f := Finding{Kind: kind}
+	f := disagreement(kind, "", "")
 	if kind == KindBuyerWithoutOrder {
 		f.Detail = fmt.Sprintf("%d buyer(s) in Redis without a live order: %s%s", len(names), strings.Join(listed, ", "), more)
 	} else {
@@ -140,10 +140,10 @@ func (r *profileRun) buyersFinding(it profileItem, kind string, users map[string
 		f.Fix = "left alone: orders are in flight (or the log's lag is unknown); run again once it has drained"
 	case kind == KindBuyerWithoutOrder:
 		f.Fix = fmt.Sprintf("recount: remove %d buyer(s) from %s", len(names), key)
-		f.repair = r.removeBuyers(key, names)
+		f.Apply = r.removeBuyers(key, names)
 	default:
 		f.Fix = fmt.Sprintf("recount: add %d buyer(s) to %s", len(names), key)
-		f.repair = r.addBuyers(key, names)
+		f.Apply = r.addBuyers(key, names)
 	}
 	return profileFinding{Finding: f, users: users}
 }
@@ -161,10 +161,10 @@ func (r *profileRun) confirm(first []profileFinding, second profileItem) []profi
 		if !ok {
 			continue
 		}
-		if f.Kind == KindUnits && f.repair != nil && f.Detail != prev.Detail {
+		if f.Check == KindUnits && f.Apply != nil && f.Detail != prev.Detail {
 			// The counters moved between the reads: purchases are running, and a recount from
 			// this read could give back a unit whose order is on its way.
-			f.repair = nil
+			f.Apply = nil
 			f.Fix = "left alone: the stock or the live orders moved between the two reads (a sale under way?); run again when it is quiet"
 		}
 		if f.users != nil {
@@ -177,7 +177,7 @@ func (r *profileRun) confirm(first []profileFinding, second profileItem) []profi
 			if len(both) == 0 {
 				continue
 			}
-			f = r.buyersFinding(second, f.Kind, both)
+			f = r.buyersFinding(second, f.Check, both)
 		}
 		out = append(out, f)
 	}

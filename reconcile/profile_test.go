@@ -64,7 +64,7 @@ func kinds(rep *reconcile.Report) map[string]reconcile.Finding {
 	out := map[string]reconcile.Finding{}
 	for _, it := range rep.Items {
 		for _, f := range it.Findings {
-			out[f.Kind] = f
+			out[f.Check] = f
 		}
 	}
 	return out

@@ -82,7 +82,7 @@ func (r Report) renderFindings(w io.Writer) error {
 			if f.User != "" {
 				who = f.User + " " + who
 			}
-			if err := t.Append(it.ItemID, f.Kind, who, f.Detail, f.Fix); err != nil {
+			if err := t.Append(it.ItemID, f.Check, who, f.Detail, f.Fix); err != nil {
 				return err
 			}
 		}

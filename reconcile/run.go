@@ -265,17 +265,17 @@ func repair(ctx context.Context, rep Report, timeout time.Duration) []Action {
 	var out []Action
 	for _, it := range rep.Items {
 		for _, f := range it.Findings {
-			if f.repair == nil {
+			if f.Apply == nil {
 				continue
 			}
-			a := Action{ItemID: it.ItemID, What: f.Fix, Why: f.Kind + ": " + f.Detail}
+			a := Action{ItemID: it.ItemID, What: f.Fix, Why: f.Check + ": " + f.Detail}
 			if f.Order != "" {
 				a.What += " (order " + f.Order + ")"
 			} else if f.User != "" {
 				a.What += " (buyer " + f.User + ")"
 			}
 			rctx, cancel := context.WithTimeout(ctx, 2*timeout)
-			if err := f.repair(rctx); err != nil {
+			if err := f.Apply(rctx); err != nil {
 				a.Error = err.Error()
 			}
 			cancel()
@@ -374,7 +374,7 @@ func (c *conns) totals(r ItemReport, s itemState, an analysis, lag int64) []Find
 		switch p.Invariant {
 		case verify.SoldCounter:
 			f.Fix = fmt.Sprintf("set sold to %d under the item's row lock", it.Live)
-			f.repair = c.recountSold(s.item.ID)
+			f.Apply = c.recountSold(s.item.ID)
 		case verify.Units:
 			if !settled {
 				return false
@@ -391,7 +391,7 @@ func (c *conns) totals(r ItemReport, s itemState, an analysis, lag int64) []Find
 			}
 			delta := p.Delta
 			f.Fix = fmt.Sprintf("move shard %d's counter by %+d", shard, delta)
-			f.repair = func(ctx context.Context) error {
+			f.Apply = func(ctx context.Context) error {
 				return c.st.AdjustStock(ctx, c.cfg.SaleID, s.item.ID, shard, delta)
 			}
 		case verify.Holds:
@@ -413,7 +413,7 @@ func (c *conns) recountSold(itemID string) func(context.Context) error {
 func problems(fs []Finding) []string {
 	out := []string{}
 	for _, f := range fs {
-		out = append(out, f.Kind+": "+f.Detail)
+		out = append(out, f.Check+": "+f.Detail)
 	}
 	return out
 }

@@ -109,7 +109,7 @@ func findings(rep reconcile.Report) []string {
 	var out []string
 	for _, it := range rep.Items {
 		for _, f := range it.Findings {
-			out = append(out, f.Kind)
+			out = append(out, f.Check)
 		}
 	}
 	return out
