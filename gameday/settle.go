@@ -241,7 +241,7 @@ func stateChecks(counts []orders.ItemCounts, snap []stock.ItemState) (oversell, 
 			goneSum = append(goneSum, fmt.Sprintf("%s: stock %d + holds %d = %d - paid %d", c.ItemID, s.Stock, s.Holds, c.Quantity, c.Paid))
 		}
 		for _, p := range verify.Check(it) {
-			if p.Invariant == verify.Oversold || p.Invariant == verify.NegativeShard {
+			if p.Oversell() {
 				over = append(over, c.ItemID+": "+p.String())
 			} else {
 				gone = append(gone, c.ItemID+": "+p.String())

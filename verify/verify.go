@@ -89,6 +89,13 @@ type Problem struct {
 	Delta int64 `json:"delta,omitempty"`
 }
 
+// Oversell reports whether the problem is units given out beyond what there is: an oversold
+// item, a stock counter below zero, or a buyer over the per-user limit. The other rules are
+// the stores disagreeing about units that exist.
+func (p Problem) Oversell() bool {
+	return p.Invariant == Oversold || p.Invariant == NegativeShard || p.Invariant == PerUser
+}
+
 // String names the rule, then what breaks it: "oversold: 11 live orders for 10 units".
 func (p Problem) String() string { return p.Invariant + ": " + p.Detail }
 

@@ -116,3 +116,13 @@ func TestSettle(t *testing.T) {
 		t.Fatalf("a cancelled wait: %v", err)
 	}
 }
+
+// TestOversell splits what was given out beyond the stock from what the stores disagree about.
+func TestOversell(t *testing.T) {
+	for inv, want := range map[string]bool{Oversold: true, NegativeShard: true, PerUser: true,
+		SoldCounter: false, Units: false, Holds: false, MissingStock: false, Durable: false} {
+		if got := (Problem{Invariant: inv}).Oversell(); got != want {
+			t.Errorf("%s: Oversell() = %v", inv, got)
+		}
+	}
+}
