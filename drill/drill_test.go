@@ -57,7 +57,7 @@ func TestDrillBundled(t *testing.T) {
 	if n := reserved(rep); n != 100 {
 		t.Fatalf("%d reserved, want the stock of 100", n)
 	}
-	if rep.Reconcile == nil || !rep.Reconcile.OK() || rep.Reconcile.Profile != "" {
+	if rep.Reconcile == nil || !rep.Reconcile.OK() || !rep.Reconcile.OrderByOrder {
 		t.Fatalf("want the deep reconcile, OK: %+v", rep.Reconcile)
 	}
 	if len(rep.Phases) != 5 || rep.Items[0].Live != 100 || rep.Items[0].RedisLeft != 0 {

@@ -42,6 +42,10 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
 	return &Store{pool: pool}, nil
 }
 
+// On is the order store over a pool the caller opened and closes (a target's, read through its
+// profile).
+func On(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
 // Close closes the pool; it waits for connections in use to be released.
 func (s *Store) Close() { s.pool.Close() }
 

@@ -267,8 +267,8 @@ func (p *Profile) validateFix() error {
 	switch {
 	case f.Buyers == Recount && (p.Redis.Buyers == "" || p.SQL.LiveBuyers == ""):
 		return yamlfield.Errorf("fix.buyers", "recount needs redis.buyers and sql.liveBuyers")
-	case (f.Stock != "" || f.Buyers != "" || f.Sold != "") && p.IsDeep():
-		return yamlfield.Errorf("fix", "a deep target is repaired by reconcile's own passes: leave fix empty")
+	case (f.Stock != "" || f.Buyers != "") && p.IsDeep():
+		return yamlfield.Errorf("fix", "a deep target's stock and buyers are repaired by reconcile's own passes: leave fix.stock and fix.buyers unset")
 	}
 	return nil
 }

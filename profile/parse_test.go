@@ -82,7 +82,7 @@ func TestParseNamesFieldAndLine(t *testing.T) {
 		{"user orders without user", "AND user_id = @user", "", "sql.userOrders: does not use @user"},
 		{"bad fix", "sql:", "fix: {stock: reset}\nsql:", `fix.stock: "reset": the only fix is "recount"`},
 		{"buyers fix without keys", "sql:", "fix: {buyers: recount}\nsql:", "fix.buyers: recount needs redis.buyers and sql.liveBuyers"},
-		{"deep with fix", "name: shop", "name: shop\ndeep: fsctl\nfix: {stock: recount}", "fix: a deep target is repaired"},
+		{"deep with fix", "name: shop", "name: shop\ndeep: fsctl\nfix: {stock: recount}", "fix: a deep target's stock and buyers are repaired"},
 		{"deep other", "name: shop", "name: shop\ndeep: spring", `line 2: deep: "spring": the only deep target is "fsctl"`},
 		{"unknown field", "name: shop", "name: shop\nnmae: x", "line 2: unknown field nmae (known here: name, description, deep, purchase"},
 		{"bad health path", "sql:", "http: {health: health}\nsql:", `http.health: "health": want a path starting with /`},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
@@ -42,6 +43,20 @@ func (t *Target) Close() {
 	if t.rdb != nil {
 		_ = t.rdb.Close()
 	}
+}
+
+// Ping reaches both stores within timeout, and says which one it could not reach.
+func (t *Target) Ping(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := t.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redis %s unreachable (is the stack up? try `fsctl stack up`): %w", t.rdb.Options().Addr, err)
+	}
+	if err := t.pool.Ping(ctx); err != nil {
+		c := t.pool.Config().ConnConfig
+		return fmt.Errorf("postgres %s:%d/%s unreachable (is the stack up? try `fsctl stack up`): %w", c.Host, c.Port, c.Database, err)
+	}
+	return nil
 }
 
 // Redis is the target's Redis client.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -28,31 +27,9 @@ type KafkaReport struct {
 	Error           string `json:"error,omitempty"`
 }
 
-func (c *conns) kafkaReport(ctx context.Context, saleID string) *KafkaReport {
-	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.Timeout)
-	defer cancel()
-	k := &KafkaReport{DeadLetterTopic: c.cfg.DeadLetterTopic}
-	var errs []string
-	g, err := events.GroupLag(ctx, c.kafka, c.cfg.OrdersTopic, c.cfg.ConsumerGroup)
-	if err != nil {
-		errs = append(errs, err.Error())
-	}
-	k.Group = g
-	offs, err := events.TopicOffsets(ctx, c.kafka, c.cfg.DeadLetterTopic)
-	if err == nil {
-		k.DeadLettersTotal = offs.Messages()
-		k.DeadLetters, err = c.countDeadLetters(ctx, offs, saleID)
-	}
-	if err != nil {
-		errs = append(errs, err.Error())
-	}
-	k.Error = strings.Join(errs, "; ")
-	return k
-}
-
 // countDeadLetters reads the dead-letter topic (it is small when things go well) and counts the
 // messages keyed by one of the sale's items.
-func (c *conns) countDeadLetters(ctx context.Context, offs events.Offsets, saleID string) (int64, error) {
+func (r *run) countDeadLetters(ctx context.Context, offs events.Offsets) (int64, error) {
 	if offs.Messages() == 0 {
 		return 0, nil
 	}
@@ -60,13 +37,13 @@ func (c *conns) countDeadLetters(ctx context.Context, offs events.Offsets, saleI
 		return 0, fmt.Errorf("%d dead letters: too many to count the sale's own", offs.Messages())
 	}
 	var n int64
-	prefix := []byte(saleID + "/")
+	prefix := []byte(r.cfg.SaleID + "/")
 	for p, end := range offs.End {
 		first := offs.First[p]
 		if end <= first {
 			continue
 		}
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: c.cfg.Brokers, Topic: c.cfg.DeadLetterTopic, Partition: p,
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: r.cfg.Brokers, Topic: r.cfg.DeadLetterTopic, Partition: p,
 			MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 100 * time.Millisecond})
 		if err := r.SetOffset(first); err != nil {
 			_ = r.Close()
@@ -95,15 +72,15 @@ func (c *conns) countDeadLetters(ctx context.Context, offs events.Offsets, saleI
 // It does not wait for the lag to be 0, which a sale under way may never show at the moment of a
 // poll (payments and re-published holds keep arriving), so a rebuild mid-sale is not held until
 // the sale goes quiet.
-func (c *conns) drain(ctx context.Context) error {
-	if c.kafka == nil {
+func (r *run) drain(ctx context.Context) error {
+	if r.kafka == nil {
 		return errNoBrokers
 	}
 	var mark map[int]int64 // each partition's end offset at the first good read
 	var g events.GroupState
 	var lastErr error
-	waiting, err := verify.Settle(ctx, c.cfg.DrainTimeout, drainPoll, func(ctx context.Context) ([]string, error) {
-		g, lastErr = events.GroupLag(ctx, c.kafka, c.cfg.OrdersTopic, c.cfg.ConsumerGroup)
+	waiting, err := verify.Settle(ctx, r.cfg.DrainTimeout, drainPoll, func(ctx context.Context) ([]string, error) {
+		g, lastErr = events.GroupLag(ctx, r.kafka, r.cfg.OrdersTopic, r.cfg.ConsumerGroup)
 		if lastErr != nil {
 			return []string{lastErr.Error()}, nil
 		}
@@ -117,7 +94,7 @@ func (c *conns) drain(ctx context.Context) error {
 		if behind == 0 {
 			return nil, nil
 		}
-		fmt.Fprintf(c.cfg.Progress, "reconcile: waiting for %d orders to reach PostgreSQL (%d consumer(s))\n", behind, g.Members)
+		fmt.Fprintf(r.cfg.Progress, "reconcile: waiting for %d orders to reach PostgreSQL (%d consumer(s))\n", behind, g.Members)
 		lastErr = fmt.Errorf("%d orders still in Kafka, %d consumer(s) in group %s", behind, g.Members, g.Group)
 		return []string{lastErr.Error()}, nil
 	})
@@ -125,9 +102,9 @@ func (c *conns) drain(ctx context.Context) error {
 	case err != nil:
 		return err
 	case len(waiting) > 0:
-		return fmt.Errorf("the order log did not drain within %s (is a consumer running?): %w", c.cfg.DrainTimeout, lastErr)
+		return fmt.Errorf("the order log did not drain within %s (is a consumer running?): %w", r.cfg.DrainTimeout, lastErr)
 	}
-	fmt.Fprintf(c.cfg.Progress, "reconcile: the order log is drained up to where it stood (group %s)\n", g.Group)
+	fmt.Fprintf(r.cfg.Progress, "reconcile: the order log is drained up to where it stood (group %s)\n", g.Group)
 	return nil
 }
 

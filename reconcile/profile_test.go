@@ -13,12 +13,8 @@ import (
 	"github.com/fsctl/fsctl/testenv"
 )
 
-// bundledSoldFix recounts the bundled server's sold counter, as a foreign profile would declare it.
-const bundledSoldFix = `UPDATE sale_items SET sold = (SELECT count(*) FROM orders
-	WHERE sale_id = @sale AND item_id = @item AND status IN ('PENDING', 'PAID')) WHERE sale_id = @sale AND id = @item`
-
-// genericTarget is the bundled checkout read through a NON-deep copy of its profile: the generic
-// path, on real services.
+// genericTarget is the bundled checkout read through a NON-deep copy of its profile that declares
+// no fix: what reconcile offers any target, on real services.
 type genericTarget struct {
 	tg   *target
 	p    profile.Profile
@@ -29,7 +25,7 @@ func newGenericTarget(t *testing.T, quantity int64) *genericTarget {
 	t.Helper()
 	tg := newTarget(t, quantity, 1)
 	p := *profile.Default()
-	p.Deep = ""
+	p.Deep, p.Fix = "", profile.Fix{}
 	p.Kafka.Topic, p.Kafka.DeadLetter, p.Kafka.Group = tg.c.OrdersTopic, tg.c.DeadLetterTopic, tg.c.ConsumerGroup
 	return &genericTarget{tg: tg, p: p, keys: p.Keys(tg.c.Sale.ID, "hot", 1)[0]}
 }
@@ -37,7 +33,7 @@ func newGenericTarget(t *testing.T, quantity int64) *genericTarget {
 // withFixes is the profile declaring every fix.
 func (g *genericTarget) withFixes() profile.Profile {
 	p := g.p
-	p.Fix = profile.Fix{Sold: bundledSoldFix, Stock: profile.Recount, Buyers: profile.Recount}
+	p.Fix = profile.Fix{Sold: profile.Default().Fix.Sold, Stock: profile.Recount, Buyers: profile.Recount}
 	return p
 }
 
@@ -74,7 +70,7 @@ func TestRunProfileFindsAndFixesDrift(t *testing.T) {
 	g := newGenericTarget(t, 10)
 	g.tg.buy(t, 3)
 	rep := g.run(t, g.p, false)
-	if !rep.OK() || len(rep.Items) != 1 || rep.Items[0].Counts.Pending != 3 || rep.Items[0].Stock != 7 || rep.Profile != "fsctl" {
+	if !rep.OK() || len(rep.Items) != 1 || rep.Items[0].Counts.Pending != 3 || rep.Items[0].Stock != 7 || rep.Profile != "fsctl" || rep.OrderByOrder {
 		t.Fatalf("settled purchases: want a clean report of 3 pending, stock 7: %+v", rep)
 	}
 	if rep.Kafka == nil || rep.Kafka.Error != "" || rep.Kafka.Group.Lag != 0 {

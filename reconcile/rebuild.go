@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
 )
 
@@ -21,13 +20,14 @@ import (
 // an old counter back, and keeping that (as Preload would) lost units.
 // Idempotency records cannot come back (PostgreSQL does not keep the keys): a buyer retrying an
 // old key gets ALREADY_PURCHASED from the restored slot instead of the first answer.
-func (c *conns) rebuild(ctx context.Context, sl sale.Sale) ([]Action, error) {
+func (r *run) rebuild(ctx context.Context) ([]Action, error) {
+	c, sl := r.book, r.book.sale
 	var acts []Action
 	act := func(item, what, why string) {
 		acts = append(acts, Action{ItemID: item, What: what, Why: why})
-		fmt.Fprintf(c.cfg.Progress, "reconcile: %s\n", what)
+		fmt.Fprintf(r.cfg.Progress, "reconcile: %s\n", what)
 	}
-	if err := c.drain(ctx); err != nil {
+	if err := r.drain(ctx); err != nil {
 		return acts, err
 	}
 	paused := sl

@@ -8,15 +8,9 @@ import (
 	"io"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-	"github.com/segmentio/kafka-go"
-
 	"github.com/fsctl/fsctl/events"
-	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/stock"
-	"github.com/fsctl/fsctl/verify"
 )
 
 // Config says which sale to reconcile and where its state lives.
@@ -24,13 +18,13 @@ type Config struct {
 	SaleID      string
 	RedisURL    string
 	PostgresURL string
-	// Profile is the target's profile; nil is the bundled server's. fsctl serve is reconciled
-	// order by order (holds, order records, the order log) and repaired with its own scripts; any
-	// other target through what its profile declares only.
+	// Profile is the target's profile; nil is the bundled server's. Every target is read through
+	// its profile; fsctl serve is also reconciled order by order (holds, order records, the order
+	// log) and repaired with its own scripts.
 	Profile *profile.Profile
 	// Items restricts the run to these items; empty: every item of the sale.
 	Items []string
-	// Confirm is the pause of a profile's run between the two reads a finding must show in.
+	// Confirm is the pause between the two reads a finding must show in.
 	Confirm time.Duration
 	// Brokers, when set, add the order log: consumer lag, dead letters, and re-publishing orphans.
 	Brokers []string
@@ -93,10 +87,12 @@ func (c *Config) defaults() {
 // Report is one reconciliation of a sale across Redis, PostgreSQL and Kafka.
 type Report struct {
 	SaleID string `json:"sale"`
-	// Profile names the target profile a non-deep run read the checkout through.
-	Profile string       `json:"profile,omitempty"`
-	At      time.Time    `json:"at"`
-	Items   []ItemReport `json:"items"`
+	// Profile names the target profile the checkout was read through.
+	Profile string `json:"profile,omitempty"`
+	// OrderByOrder says the target is fsctl serve and was also compared order by order.
+	OrderByOrder bool         `json:"orderByOrder"`
+	At           time.Time    `json:"at"`
+	Items        []ItemReport `json:"items"`
 	// Kafka is the order log's side; nil without brokers.
 	Kafka *KafkaReport `json:"kafka,omitempty"`
 	// Actions lists what --fix or --rebuild-redis changed, each with its reason.
@@ -121,101 +117,39 @@ func (r Report) OK() bool {
 	return true
 }
 
-// conns are one run's connections.
-type conns struct {
-	cfg    Config
-	rdb    *redis.Client
-	st     *stock.Store
-	db     *orders.Store
-	kafka  *kafka.Client
-	pub    *events.Publisher
-	closer []func()
-}
-
-func (c *conns) close() {
-	for i := len(c.closer) - 1; i >= 0; i-- {
-		c.closer[i]()
-	}
-}
-
-func open(ctx context.Context, cfg Config) (*conns, error) {
-	c := &conns{cfg: cfg}
-	opts, err := redis.ParseURL(cfg.RedisURL)
-	if err != nil {
-		return nil, fmt.Errorf("redis url %q: %w", cfg.RedisURL, err)
-	}
-	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = cfg.Timeout, cfg.Timeout, cfg.Timeout
-	c.rdb = redis.NewClient(opts)
-	c.closer = append(c.closer, func() { _ = c.rdb.Close() })
-	pctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-	defer cancel()
-	if err := c.rdb.Ping(pctx).Err(); err != nil {
-		c.close()
-		return nil, fmt.Errorf("redis %s unreachable: %w", opts.Addr, err)
-	}
-	c.st = stock.New(c.rdb)
-	if c.db, err = orders.Open(pctx, cfg.PostgresURL); err != nil {
-		c.close()
-		return nil, err
-	}
-	c.closer = append(c.closer, c.db.Close)
-	if len(cfg.Brokers) > 0 {
-		tr := &kafka.Transport{DialTimeout: cfg.Timeout, MetadataTTL: time.Second}
-		c.kafka = &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: cfg.Timeout, Transport: tr}
-		c.closer = append(c.closer, tr.CloseIdleConnections)
-	}
-	return c, nil
-}
-
-// publisher is created on first use: only a repair re-publishes.
-func (c *conns) publisher() *events.Publisher {
-	if c.pub == nil {
-		c.pub = events.NewPublisher(c.cfg.Brokers, c.cfg.OrdersTopic)
-		c.closer = append(c.closer, func() { _ = c.pub.Close() })
-	}
-	return c.pub
-}
-
 // maxFixPasses bounds how often --fix repairs and looks again: a structural repair (a hold put
 // back) can only then show whether the unit count is right.
 const maxFixPasses = 3
 
-// Run reconciles one sale: with Fix it repairs what is safe, pass by pass, and reports the state
-// after the last one; with RebuildRedis (fsctl serve only) it first restores Redis from
-// PostgreSQL.
+// Run reconciles one sale through its target's profile (the bundled server's when none is
+// given): with Fix it repairs what is safe, pass by pass, and reports the state after the last
+// one; with RebuildRedis (fsctl serve only) it first restores Redis from PostgreSQL.
 func Run(ctx context.Context, cfg Config) (Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return Report{}, err
 	}
 	cfg.defaults()
-	if p := cfg.Profile; p != nil { // the order log's names in cfg, when given, replace the profile's
-		cfg.OrdersTopic = cmp.Or(cfg.OrdersTopic, p.Kafka.Topic)
-		cfg.DeadLetterTopic = cmp.Or(cfg.DeadLetterTopic, p.Kafka.DeadLetter)
-		cfg.ConsumerGroup = cmp.Or(cfg.ConsumerGroup, p.Kafka.Group)
-	}
-	if !cfg.bundled() {
-		return runProfile(ctx, cfg)
-	}
-	cfg.OrdersTopic, cfg.DeadLetterTopic, cfg.ConsumerGroup = events.LogNames(cfg.OrdersTopic, cfg.DeadLetterTopic, cfg.ConsumerGroup)
-	c, err := open(ctx, cfg)
+	p := *cmp.Or(cfg.Profile, profile.Default())
+	// The order log's names in cfg, when given, replace the profile's.
+	cfg.OrdersTopic = cmp.Or(cfg.OrdersTopic, p.Kafka.Topic)
+	cfg.DeadLetterTopic = cmp.Or(cfg.DeadLetterTopic, p.Kafka.DeadLetter)
+	cfg.ConsumerGroup = cmp.Or(cfg.ConsumerGroup, p.Kafka.Group)
+	p.Kafka.Topic, p.Kafka.DeadLetter, p.Kafka.Group = cfg.OrdersTopic, cfg.DeadLetterTopic, cfg.ConsumerGroup
+	r, err := open(ctx, cfg, &p)
 	if err != nil {
 		return Report{}, err
 	}
-	defer c.close()
-	sl, err := c.db.LoadSale(ctx, cfg.SaleID)
-	if err != nil {
-		return Report{}, err
-	}
+	defer r.close()
 	var actions []Action
 	if cfg.RebuildRedis { // the whole sale: the rebuild pauses it and restores every item
-		if actions, err = c.rebuild(ctx, sl); err != nil {
-			return Report{SaleID: sl.ID, At: cfg.Now().UTC(), Actions: actions}, err
+		if actions, err = r.rebuild(ctx); err != nil {
+			return Report{SaleID: cfg.SaleID, Profile: p.Name, At: cfg.Now().UTC(), Actions: actions}, err
 		}
 	}
-	if sl, err = only(sl, cfg.Items); err != nil {
+	if err := r.resolveItems(ctx); err != nil {
 		return Report{}, err
 	}
-	rep, err := fixPasses(ctx, cfg, func(ctx context.Context) (Report, error) { return c.inspect(ctx, sl) })
+	rep, err := fixPasses(ctx, cfg, r.inspect)
 	rep.Actions = append(actions, rep.Actions...)
 	return rep, err
 }
@@ -283,131 +217,6 @@ func repair(ctx context.Context, rep Report, timeout time.Duration) []Action {
 		}
 	}
 	return out
-}
-
-// inspect compares the sale twice when the first look finds anything, and keeps only what both
-// looks found: the reads are not one snapshot, and an order moving between Redis and PostgreSQL
-// during a sale must not be reported (or repaired) as lost.
-func (c *conns) inspect(ctx context.Context, sl sale.Sale) (Report, error) {
-	rep := Report{SaleID: sl.ID, At: c.cfg.Now().UTC()}
-	var lag int64
-	if c.kafka != nil {
-		rep.Kafka = c.kafkaReport(ctx, sl.ID)
-		lag = rep.Kafka.Group.Lag
-		if rep.Kafka.Error != "" {
-			lag = -1 // unknown: any order missing from PostgreSQL may still be in the log
-		}
-	}
-	first, err := c.compare(ctx, sl, lag)
-	if err != nil || !anyFindings(first) {
-		rep.Items = first
-		return rep, err
-	}
-	second, err := c.compare(ctx, sl, lag)
-	if err != nil {
-		return rep, err
-	}
-	for i := range second {
-		seen := map[string]bool{}
-		for _, f := range first[i].Findings {
-			seen[f.key()] = true
-		}
-		var kept []Finding
-		for _, f := range second[i].Findings {
-			if seen[f.key()] {
-				kept = append(kept, f)
-			}
-		}
-		second[i].Findings = kept
-		second[i].Problems = problems(kept)
-	}
-	rep.Items = second
-	return rep, nil
-}
-
-func anyFindings(items []ItemReport) bool {
-	for _, it := range items {
-		if len(it.Findings) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// compare reads both sides of every item once.
-func (c *conns) compare(ctx context.Context, sl sale.Sale, lag int64) ([]ItemReport, error) {
-	start := c.cfg.Now()
-	base, err := Sale(ctx, c.st, c.db, sl)
-	if err != nil {
-		return nil, err
-	}
-	states, err := readItems(ctx, c.st, c.db, sl)
-	if err != nil {
-		return nil, err
-	}
-	a := analyzer{sale: sl, st: c.st, readStart: start, now: c.cfg.Now(), orphanAge: c.cfg.OrphanAge, lag: lag}
-	if c.kafka != nil {
-		a.republish = func(ctx context.Context, h stock.Hold, it sale.Item) error {
-			sec, nsec := h.OrderID.Time().UnixTime()
-			return c.publisher().PublishOrderPlaced(ctx, events.OrderPlaced{
-				OrderID: h.OrderID, SaleID: sl.ID, ItemID: it.ID, UserID: h.UserID, Slot: h.Slot, Shard: h.Shard,
-				CreatedAt: time.Unix(sec, nsec).UTC(), ExpiresAt: h.ExpiresAt, IdemKey: h.IdemKey,
-			})
-		}
-	}
-	for i := range base {
-		an := a.item(states[i])
-		base[i].InFlight = an.inFlight
-		base[i].Findings = append(an.findings, c.totals(base[i], states[i], an, lag)...)
-		base[i].Problems = problems(base[i].Findings)
-	}
-	return base, nil
-}
-
-// totals are the item-level checks (package verify's rules): oversell, the sold counter and,
-// once nothing is in flight and nothing else is wrong, the unit count. Holds are checked hold by
-// hold by the analysis, which says which one.
-func (c *conns) totals(r ItemReport, s itemState, an analysis, lag int64) []Finding {
-	it := r.verifyItem(0)
-	settled := an.inFlight == 0 && lag == 0
-	return invariantFindings(verify.Check(it), func(f *Finding, p verify.Problem) bool {
-		switch p.Invariant {
-		case verify.SoldCounter:
-			f.Fix = fmt.Sprintf("set sold to %d under the item's row lock", it.Live)
-			f.Apply = c.recountSold(s.item.ID)
-		case verify.Units:
-			if !settled {
-				return false
-			}
-			if len(an.findings) > 0 {
-				f.Fix = "after the other findings are repaired"
-				return true
-			}
-			shard := 0
-			for _, sh := range s.shards {
-				if sh.Stock > s.shards[shard].Stock {
-					shard = sh.Shard
-				}
-			}
-			delta := p.Delta
-			f.Fix = fmt.Sprintf("move shard %d's counter by %+d", shard, delta)
-			f.Apply = func(ctx context.Context) error {
-				return c.st.AdjustStock(ctx, c.cfg.SaleID, s.item.ID, shard, delta)
-			}
-		case verify.Holds:
-			return false
-		}
-		return true
-	})
-}
-
-func (c *conns) recountSold(itemID string) func(context.Context) error {
-	return func(ctx context.Context) error {
-		_, err := c.db.Pool().Exec(ctx, `UPDATE sale_items SET sold = (SELECT count(*) FROM orders
-			WHERE sale_id = $1 AND item_id = $2 AND status IN ('PENDING', 'PAID')) WHERE sale_id = $1 AND id = $2`,
-			c.cfg.SaleID, itemID)
-		return err
-	}
 }
 
 func problems(fs []Finding) []string {

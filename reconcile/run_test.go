@@ -162,7 +162,7 @@ func TestConsistentSale(t *testing.T) {
 	tg := newTarget(t, 20, 4)
 	tg.buy(t, 5)
 	rep := tg.run(t, false)
-	if !rep.OK() || rep.Kafka == nil || rep.Kafka.Group.Lag != 0 || rep.Items[0].Holds != 5 || rep.Items[0].Stock != 15 {
+	if !rep.OK() || !rep.OrderByOrder || rep.Profile != "fsctl" || rep.Kafka == nil || rep.Kafka.Group.Lag != 0 || rep.Items[0].Holds != 5 || rep.Items[0].Stock != 15 {
 		t.Fatalf("a consistent sale: ok=%v %+v kafka %+v", rep.OK(), rep.Items, rep.Kafka)
 	}
 }

@@ -21,8 +21,15 @@ func newReconcileCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "reconcile --sale ID",
 		Short: "Prove Redis, PostgreSQL and Kafka agree about a sale, and repair what is safe",
-		Long: `Compare a sale's state in Redis (stock per shard, holds, buyer records, order records), PostgreSQL
-(orders by status, sold) and Kafka (the order consumer's lag, dead letters), order by order:
+		Long: `Compare a sale's state in Redis and PostgreSQL, and the order log in Kafka (the order consumer's
+lag, dead letters). Every checkout is read through its target profile (--profile; fsctl serve's
+by default): per item, oversold (live orders or sold above quantity), a negative or missing stock
+key, the sold counter against the live orders, and stock + holds = quantity − paid (stock + live
+orders = quantity where the profile declares no holds): units lost or doubled. Where the profile
+declares redis.buyers and sql.liveBuyers in units, buyers without an order and orders without a
+buyer too.
+
+fsctl serve is also compared order by order (holds, buyer slots, order records):
 
   orphaned hold          a Redis hold whose order is closed in PostgreSQL, or was never recorded
   unsettled hold         a Redis hold of an order PostgreSQL says is paid
@@ -30,26 +37,20 @@ func newReconcileCmd() *cobra.Command {
   buyer without order    a Redis buyer slot or sold unit that no live order stands behind
   order without buyer    a live order Redis knows nothing about (its unit still on sale there)
   duplicate live orders  a buyer with more live orders than the per-user limit
-  oversold, sold counter, units lost or doubled (stock + holds = quantity − paid), negative shard
 
 Orders on their way through Kafka (consumer lag, or younger than --orphan-age) count as in flight,
-not as lost, and the unit count waits for them; a finding must show in two consecutive reads. So
-reconcile may run during a sale without disturbing it (it only reads, with HSCAN/ZSCAN pages).
+not as lost, and the unit count waits for them; a finding must show in two reads --confirm-after
+apart. So reconcile may run during a sale without disturbing it (it only reads, with HSCAN/ZSCAN
+pages).
 
---fix repairs what is safe and explains each change: release an orphaned hold, settle a paid one,
-put a lost hold or an unknown order back, clear empty buyer slots, re-publish a never-recorded
-reservation, recount sold, and move a counter by the units still missing once all else agrees.
-Oversell and duplicate orders are left to a person. --rebuild-redis restores the sale's Redis state
-from PostgreSQL after Redis lost it: it waits for Kafka to drain, pauses, preloads quantity − sold,
+--fix repairs what is safe and explains each change. It runs the fixes the profile declares
+(fix.sold, fix.stock: recount, fix.buyers: recount; any other finding says the profile declares no
+fix for it) and, on fsctl serve, releases an orphaned hold, settles a paid one, puts a lost hold
+or an unknown order back, clears empty buyer slots, re-publishes a never-recorded reservation, and
+moves a counter by the units still missing once all else agrees. Oversell and duplicate orders are
+left to a person. --rebuild-redis (fsctl serve only) restores the sale's Redis state from
+PostgreSQL after Redis lost it: it waits for Kafka to drain, pauses, preloads quantity − sold,
 restores every live order, and resumes.
-
-With --profile naming a checkout other than fsctl serve, reconcile reads it only through what the
-profile declares (its sql queries, its redis key templates, its kafka topic and group): per item,
-oversold (live orders or sold above quantity), a negative or missing stock key, the sold counter
-against the live orders, Redis stock + live orders = quantity (units lost or doubled), and, when redis.buyers and sql.liveBuyers are both declared, buyers without an order and orders
-without a buyer. The consumer lag explains units and buyers still on their way. --fix applies only
-the fixes the profile declares (fix.sold, fix.stock: recount, fix.buyers: recount); any other
-finding says the profile declares no fix for it. --rebuild-redis is only for fsctl serve.
 
 Exit status: 0 consistent, 1 a violation (or reconcile could not run).`,
 		Example: `  fsctl reconcile --sale black-friday
@@ -75,7 +76,7 @@ Exit status: 0 consistent, 1 a violation (or reconcile could not run).`,
 	f.DurationVar(&c.OrphanAge, "orphan-age", 30*time.Second, "age after which a hold without an order is orphaned, not in flight")
 	f.DurationVar(&c.Timeout, "timeout", 5*time.Second, "timeout of each network call")
 	f.StringSliceVar(&c.Items, "item", nil, "reconcile only this item (repeatable; default every item of the sale)")
-	f.DurationVar(&c.Confirm, "confirm-after", 500*time.Millisecond, "with a profile other than fsctl serve's: pause between the two reads a finding must show in")
+	f.DurationVar(&c.Confirm, "confirm-after", 500*time.Millisecond, "pause between the two reads a finding must show in")
 	bindOutput(f, &o.output, "table or json", 1, tableOrJSON)
 	_ = cmd.MarkFlagRequired("sale")
 	return cmd

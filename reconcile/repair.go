@@ -9,7 +9,7 @@ import (
 // errMoved is a compare-and-set that found the counter changed since it was read.
 var errMoved = errors.New("the counter moved since it was read (a purchase or release ran): left alone")
 
-func (r *profileRun) fixSold(item string) func(context.Context) error {
+func (r *run) fixSold(item string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		n, err := r.t.DB.FixSold(ctx, r.cfg.SaleID, item)
 		if err == nil && n == 0 {
@@ -19,7 +19,7 @@ func (r *profileRun) fixSold(item string) func(context.Context) error {
 	}
 }
 
-func (r *profileRun) setStock(key string, from, to int64) func(context.Context) error {
+func (r *run) setStock(key string, from, to int64) func(context.Context) error {
 	return func(ctx context.Context) error {
 		ok, err := r.t.Stocks.SetStock(ctx, key, from, to)
 		if err == nil && !ok {
@@ -29,7 +29,7 @@ func (r *profileRun) setStock(key string, from, to int64) func(context.Context) 
 	}
 }
 
-func (r *profileRun) removeBuyers(key string, users []string) func(context.Context) error {
+func (r *run) removeBuyers(key string, users []string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		for _, u := range users {
 			if err := r.t.Stocks.RemoveBuyer(ctx, key, u); err != nil {
@@ -40,7 +40,7 @@ func (r *profileRun) removeBuyers(key string, users []string) func(context.Conte
 	}
 }
 
-func (r *profileRun) addBuyers(key string, users []string) func(context.Context) error {
+func (r *run) addBuyers(key string, users []string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		for _, u := range users {
 			if err := r.t.Stocks.AddBuyer(ctx, key, u); err != nil {

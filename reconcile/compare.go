@@ -15,8 +15,8 @@ const maxListed = 10
 // noFix is the advice of a finding whose repair the profile does not declare.
 const noFix = "left alone: the profile declares no fix for this"
 
-// profileItem is one read of one item through the profile, and what it shows.
-type profileItem struct {
+// itemRead is one read of one item, and what it shows.
+type itemRead struct {
 	state profile.ItemState
 	// redisBuyers and pgBuyers map user → units; hasBuyers is false unless the profile declares
 	// both redis.buyers and sql.liveBuyers.
@@ -24,30 +24,42 @@ type profileItem struct {
 	hasBuyers             bool
 	// lag is the order consumer's lag: 0 when nothing is in flight (or the profile has no order
 	// log), -1 when the log is declared but could not be read.
-	lag      int64
+	lag int64
+	// book is fsctl serve's order-by-order read of the item; nil for any other target.
+	book     *bookItem
 	inFlight int
-	findings []profileFinding
+	findings []readFinding
 }
 
-// profileFinding is a Finding with the buyers it is about, so a second read can keep only the
+// readFinding is a Finding with the buyers it is about, so a second read can keep only the
 // buyers both reads found.
-type profileFinding struct {
+type readFinding struct {
 	Finding
 	users map[string]int64
 }
 
 // explains reports whether orders on their way through the log can account for n units or buyers
 // that Redis has and PostgreSQL does not yet.
-func (it profileItem) explains(n int64) bool { return it.lag < 0 || (it.lag > 0 && n <= it.lag) }
+func (it itemRead) explains(n int64) bool { return it.lag < 0 || (it.lag > 0 && n <= it.lag) }
 
-// analyze compares one read of an item and counts what is in flight.
-func (r *profileRun) analyze(it *profileItem) []profileFinding {
+// analyze compares one read of an item and counts what is in flight: fsctl serve's book order by
+// order, then the item's counters (package verify's rules), then the buyers where the profile
+// declares them in units.
+func (r *run) analyze(it *itemRead) []readFinding {
 	s := it.state
-	var out []profileFinding
+	var out []readFinding
+	if it.book != nil {
+		for _, f := range it.book.findings {
+			out = append(out, readFinding{Finding: f})
+		}
+	}
 	for _, f := range invariantFindings(verify.Check(verify.FromState(s)), func(f *Finding, p verify.Problem) bool {
 		switch p.Invariant {
 		case verify.MissingStock:
 			f.Fix = "left alone: restore it by hand (quantity − live orders)"
+			if it.book != nil {
+				f.Fix = "left alone: run reconcile --rebuild-redis (Redis lost the sale's keys?)"
+			}
 		case verify.SoldCounter:
 			f.Fix = noFix + " (fix.sold)"
 			if r.p.Fix.Sold != "" {
@@ -57,11 +69,11 @@ func (r *profileRun) analyze(it *profileItem) []profileFinding {
 		case verify.Units:
 			return r.units(it, f, p.Delta)
 		case verify.Holds:
-			return false // the buyers and the unit count say what a stray hold costs
+			return false // the holds one by one, or the buyers and the unit count, say what a stray hold costs
 		}
 		return true
 	}) {
-		out = append(out, profileFinding{Finding: f})
+		out = append(out, readFinding{Finding: f})
 	}
 	if it.hasBuyers {
 		extra, missing := map[string]int64{}, map[string]int64{}
@@ -90,18 +102,29 @@ func (r *profileRun) analyze(it *profileItem) []profileFinding {
 // units offers the repair of a unit count that is off by lost (> 0: Redis sells fewer units than
 // it has; < 0: it would sell some twice), or drops the finding when orders in flight account for
 // it.
-func (r *profileRun) units(it *profileItem, f *Finding, lost int64) bool {
+func (r *run) units(it *itemRead, f *Finding, lost int64) bool {
 	s := it.state
-	if lost > 0 && it.explains(lost) {
+	keys := s.Inventory.Shards
+	if b := it.book; b != nil {
+		// fsctl serve's book says order by order what is in flight: the count waits for it.
+		if it.inFlight > 0 || it.lag != 0 {
+			return false
+		}
+		if len(b.findings) > 0 {
+			f.Fix = "after the other findings are repaired"
+			return true
+		}
+	} else if lost > 0 && it.explains(lost) {
 		it.inFlight = max(it.inFlight, int(lost))
 		return false
 	}
-	keys := s.Inventory.Shards
 	switch {
-	case r.p.Fix.Stock != profile.Recount:
-		f.Fix = noFix + " (fix.stock)"
 	case s.Live > s.Quantity || negative(keys):
 		f.Fix = "left alone: oversold, fix by hand"
+	case it.book != nil:
+		f.Fix, f.Apply = r.book.adjust(r, s, lost)
+	case r.p.Fix.Stock != profile.Recount:
+		f.Fix = noFix + " (fix.stock)"
 	case len(keys) != 1:
 		f.Fix = "left alone: a sharded item's counters are set by hand"
 	case it.lag < 0:
@@ -117,7 +140,7 @@ func (r *profileRun) units(it *profileItem, f *Finding, lost int64) bool {
 }
 
 // buyersFinding reports the buyers Redis has without a live order (extra) or lacks for one.
-func (r *profileRun) buyersFinding(it profileItem, kind string, users map[string]int64) profileFinding {
+func (r *run) buyersFinding(it itemRead, kind string, users map[string]int64) readFinding {
 	names := sortedKeys(users)
 	listed := names[:min(len(names), maxListed)]
 	more := ""
@@ -145,17 +168,17 @@ func (r *profileRun) buyersFinding(it profileItem, kind string, users map[string
 		f.Fix = fmt.Sprintf("recount: add %d buyer(s) to %s", len(names), key)
 		f.Apply = r.addBuyers(key, names)
 	}
-	return profileFinding{Finding: f, users: users}
+	return readFinding{Finding: f, users: users}
 }
 
 // confirm keeps the findings of the second read that the first read had too; a finding about
 // buyers keeps only the buyers both reads name.
-func (r *profileRun) confirm(first []profileFinding, second profileItem) []profileFinding {
-	seen := map[string]profileFinding{}
+func (r *run) confirm(first []readFinding, second itemRead) []readFinding {
+	seen := map[string]readFinding{}
 	for _, f := range first {
 		seen[f.key()] = f
 	}
-	var out []profileFinding
+	var out []readFinding
 	for _, f := range second.findings {
 		prev, ok := seen[f.key()]
 		if !ok {

@@ -1,0 +1,131 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/stock"
+)
+
+// book is what only fsctl serve offers reconcile, on top of what its profile declares: its sale
+// definition, its Redis holds and order records compared with PostgreSQL order by order, its
+// own scripts to repair them, the order log to re-publish a never-recorded reservation, and the
+// rebuild of Redis from PostgreSQL.
+type book struct {
+	st   *stock.Store
+	db   *orders.Store
+	sale sale.Sale
+	pub  *events.Publisher
+}
+
+// bookItem is one item read order by order.
+type bookItem struct {
+	shards   []stock.ShardState
+	counts   orders.ItemCounts
+	maxLive  int
+	findings []Finding
+}
+
+func openBook(ctx context.Context, r *run) (*book, error) {
+	b := &book{st: stock.New(r.t.Redis()), db: orders.On(r.t.Pool())}
+	var err error
+	if b.sale, err = b.db.LoadSale(ctx, r.cfg.SaleID); err != nil {
+		return nil, err
+	}
+	r.closer = append(r.closer, func() {
+		if b.pub != nil {
+			_ = b.pub.Close()
+		}
+	})
+	return b, nil
+}
+
+// narrow keeps the items the run was asked for: an item the sale lacks is an error.
+func (b *book) narrow(r *run) error {
+	sl, err := only(b.sale, r.cfg.Items)
+	if err != nil {
+		return err
+	}
+	b.sale = sl
+	r.items = r.items[:0]
+	for _, it := range sl.Items {
+		r.items = append(r.items, it.ID)
+	}
+	return nil
+}
+
+// read compares every item order by order: Redis shard by shard, then one PostgreSQL snapshot.
+// The units moving between two shards of an item are still its stock.
+func (b *book) read(ctx context.Context, r *run, items []*itemRead, lag int64) error {
+	start := r.cfg.Now()
+	sl := b.sale
+	snap, err := b.st.Snapshot(ctx, sl.ID, sl.Items)
+	if err != nil {
+		return err
+	}
+	states, err := readItems(ctx, b.st, b.db, sl)
+	if err != nil {
+		return err
+	}
+	a := analyzer{sale: sl, st: b.st, readStart: start, now: r.cfg.Now(), orphanAge: r.cfg.OrphanAge, lag: lag}
+	if r.kafka != nil {
+		a.republish = func(ctx context.Context, h stock.Hold, it sale.Item) error {
+			sec, nsec := h.OrderID.Time().UnixTime()
+			return b.publisher(r.cfg).PublishOrderPlaced(ctx, events.OrderPlaced{
+				OrderID: h.OrderID, SaleID: sl.ID, ItemID: it.ID, UserID: h.UserID, Slot: h.Slot, Shard: h.Shard,
+				CreatedAt: time.Unix(sec, nsec).UTC(), ExpiresAt: h.ExpiresAt, IdemKey: h.IdemKey,
+			})
+		}
+	}
+	for i, it := range items {
+		an := a.item(states[i])
+		perUser := map[string]int{}
+		bi := &bookItem{shards: snap[i].Shards, counts: states[i].counts, findings: an.findings}
+		for _, o := range states[i].live {
+			perUser[o.UserID]++
+			bi.maxLive = max(bi.maxLive, perUser[o.UserID])
+		}
+		for _, sh := range snap[i].Shards {
+			it.state.Stock += sh.InTransit
+		}
+		it.book, it.inFlight = bi, an.inFlight
+	}
+	return nil
+}
+
+// report adds what only the book knows to an item's row: the orders closed, the units in transit
+// between shards, and the most live orders one buyer holds.
+func (bi *bookItem) report(r *ItemReport) {
+	r.Shards = bi.shards
+	r.Counts.Expired, r.Counts.Cancelled, r.Counts.Failed = bi.counts.Expired, bi.counts.Cancelled, bi.counts.Failed
+	r.MaxLivePerUser = bi.maxLive
+}
+
+// adjust is the repair of a unit count that is off by delta once everything else agrees: the
+// fullest shard's counter moves by it, with fsctl serve's own script.
+func (b *book) adjust(r *run, s profile.ItemState, delta int64) (string, func(context.Context) error) {
+	shards := s.Inventory.Shards
+	shard := shards[0].Keys.Shard
+	most := shards[0].Stock
+	for _, sh := range shards {
+		if sh.Stock > most {
+			shard, most = sh.Keys.Shard, sh.Stock
+		}
+	}
+	return fmt.Sprintf("move shard %d's counter by %+d", shard, delta), func(ctx context.Context) error {
+		return b.st.AdjustStock(ctx, r.cfg.SaleID, s.Item, shard, delta)
+	}
+}
+
+// publisher is created on first use: only a repair re-publishes.
+func (b *book) publisher(cfg Config) *events.Publisher {
+	if b.pub == nil {
+		b.pub = events.NewPublisher(cfg.Brokers, cfg.OrdersTopic)
+	}
+	return b.pub
+}

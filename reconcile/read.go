@@ -1,0 +1,241 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/stock"
+)
+
+// run is one reconciliation of a sale. Every target is read through its profile: each item's
+// quantity, sold counter and live orders against its Redis stock, holds and buyers (package
+// verify's rules). Where the target is fsctl serve, its book adds the order-by-order comparison
+// and the repairs made with its own scripts.
+type run struct {
+	cfg   Config
+	p     *profile.Profile
+	t     *profile.Target
+	kafka *kafka.Client
+	items []string
+	// book is fsctl serve's capability (holds, order records and the order log, compared order
+	// by order); nil for any other target.
+	book   *book
+	closer []func()
+}
+
+func open(ctx context.Context, cfg Config, p *profile.Profile) (*run, error) {
+	t, err := profile.Connect(ctx, p, cfg.RedisURL, cfg.PostgresURL)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{cfg: cfg, p: p, t: t, closer: []func(){t.Close}}
+	if err := t.Ping(ctx, cfg.Timeout); err != nil {
+		r.close()
+		return nil, err
+	}
+	if len(cfg.Brokers) > 0 && p.Kafka.Topic != "" && p.Kafka.Group != "" {
+		tr := &kafka.Transport{DialTimeout: cfg.Timeout, MetadataTTL: time.Second}
+		r.kafka = &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: cfg.Timeout, Transport: tr}
+		r.closer = append(r.closer, tr.CloseIdleConnections)
+	}
+	if p.IsDeep() {
+		if r.book, err = openBook(ctx, r); err != nil {
+			r.close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func (r *run) close() {
+	for i := len(r.closer) - 1; i >= 0; i-- {
+		r.closer[i]()
+	}
+}
+
+// resolveItems settles which items the run reads: the given ones, or every item of the sale.
+func (r *run) resolveItems(ctx context.Context) error {
+	if r.book != nil {
+		return r.book.narrow(r)
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	items, err := r.t.Items(ctx, r.cfg.SaleID, r.cfg.Items)
+	if err != nil {
+		return fmt.Errorf("profile %s: items of sale %s: %w", r.p.Name, r.cfg.SaleID, err)
+	}
+	r.items = items
+	return nil
+}
+
+// lag reads the order consumer's lag into rep.Kafka: 0 when the profile declares no order log,
+// -1 (unknown: orders may be on their way) when it declares one that cannot be read. fsctl
+// serve's book read without brokers tells an order in flight by its age instead.
+func (r *run) lag(ctx context.Context, rep *Report) int64 {
+	switch {
+	case r.p.Kafka.Topic == "" || r.p.Kafka.Group == "":
+		return 0
+	case r.kafka == nil && r.book != nil:
+		return 0
+	case r.kafka == nil:
+		return -1
+	}
+	rep.Kafka = r.kafkaReport(ctx)
+	if rep.Kafka.Error != "" {
+		return -1
+	}
+	return rep.Kafka.Group.Lag
+}
+
+func (r *run) kafkaReport(ctx context.Context) *KafkaReport {
+	ctx, cancel := context.WithTimeout(ctx, 2*r.cfg.Timeout)
+	defer cancel()
+	k := &KafkaReport{DeadLetterTopic: r.p.Kafka.DeadLetter}
+	var errs []string
+	g, err := events.GroupLag(ctx, r.kafka, r.p.Kafka.Topic, r.p.Kafka.Group)
+	if err != nil {
+		errs = append(errs, err.Error())
+	}
+	k.Group = g
+	if r.p.Kafka.DeadLetter != "" {
+		offs, err := events.TopicOffsets(ctx, r.kafka, r.p.Kafka.DeadLetter)
+		if err == nil {
+			k.DeadLettersTotal = offs.Messages()
+			// Only fsctl serve's dead letters say which sale they are of; elsewhere all count.
+			k.DeadLetters = k.DeadLettersTotal
+			if r.book != nil {
+				k.DeadLetters, err = r.countDeadLetters(ctx, offs)
+			}
+		}
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	k.Error = strings.Join(errs, "; ")
+	return k
+}
+
+// inspect reads every item, and once more after cfg.Confirm when the first read finds anything,
+// keeping only what both reads found: the reads are not one snapshot, and an order moving
+// between Redis and PostgreSQL during a sale must not be reported (or repaired) as lost.
+func (r *run) inspect(ctx context.Context) (Report, error) {
+	rep := Report{SaleID: r.cfg.SaleID, Profile: r.p.Name, OrderByOrder: r.book != nil, At: r.cfg.Now().UTC()}
+	first, err := r.readAll(ctx, r.lag(ctx, &rep))
+	if err != nil {
+		return Report{}, err
+	}
+	if !anyFindings(first) {
+		rep.Items = itemReports(first)
+		return rep, nil
+	}
+	fmt.Fprintf(r.cfg.Progress, "reconcile: %s: something differs; reading again in %s to confirm\n", r.cfg.SaleID, r.cfg.Confirm)
+	select {
+	case <-ctx.Done():
+		return Report{}, ctx.Err()
+	case <-time.After(r.cfg.Confirm):
+	}
+	second, err := r.readAll(ctx, r.lag(ctx, &rep))
+	if err != nil {
+		return Report{}, err
+	}
+	for i := range second {
+		second[i].findings = r.confirm(first[i].findings, *second[i])
+	}
+	rep.Items = itemReports(second)
+	return rep, nil
+}
+
+// readAll reads and compares every item once: each through the profile, then, where the target
+// has its book, every item order by order.
+func (r *run) readAll(ctx context.Context, lag int64) ([]*itemRead, error) {
+	out := make([]*itemRead, 0, len(r.items))
+	for _, item := range r.items {
+		it, err := r.read(ctx, item, lag)
+		if err != nil {
+			return nil, fmt.Errorf("profile %s: item %s: %w", r.p.Name, item, err)
+		}
+		out = append(out, it)
+	}
+	if r.book != nil {
+		if err := r.book.read(ctx, r, out, lag); err != nil {
+			return nil, err
+		}
+	}
+	for _, it := range out {
+		it.findings = r.analyze(it)
+	}
+	return out, nil
+}
+
+// read takes one item's state: PostgreSQL first, then Redis, so an order that moves meanwhile
+// shows in Redis and not yet in PostgreSQL (in flight), never the other way round. The buyers are
+// read after the counters for the same reason.
+func (r *run) read(ctx context.Context, item string, lag int64) (*itemRead, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*r.cfg.Timeout)
+	defer cancel()
+	it := &itemRead{lag: lag}
+	var err error
+	if it.state, err = r.t.State(ctx, r.cfg.SaleID, item); err != nil {
+		return it, err
+	}
+	// fsctl serve's buyers keys hold slots, not units: its book compares them order by order.
+	if r.p.Redis.Buyers == "" || r.book != nil {
+		return it, nil
+	}
+	pg, ok, err := r.t.DB.LiveBuyers(ctx, r.cfg.SaleID, item)
+	if err != nil || !ok {
+		return it, err
+	}
+	if it.redisBuyers, err = r.t.Stocks.Buyers(ctx, r.cfg.SaleID, item, it.state.Shards); err != nil {
+		return it, err
+	}
+	it.pgBuyers, it.hasBuyers = pg, true
+	return it, nil
+}
+
+func anyFindings(items []*itemRead) bool {
+	for _, it := range items {
+		if len(it.findings) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// itemReports turns the compared items into the report's rows.
+func itemReports(items []*itemRead) []ItemReport {
+	out := make([]ItemReport, 0, len(items))
+	for _, it := range items {
+		s := it.state
+		c := orders.ItemCounts{ItemID: s.Item, Quantity: s.Quantity, Sold: s.Sold, Pending: s.Live - s.Paid, Paid: s.Paid}
+		r := ItemReport{ItemID: s.Item, Quantity: s.Quantity, Stock: s.Stock, Holds: s.Holds, Counts: c,
+			MaxLivePerUser: maxUnits(it.pgBuyers), InFlight: it.inFlight, Problems: []string{}}
+		for _, sh := range s.Inventory.Shards {
+			r.Shards = append(r.Shards, stock.ShardState{Shard: sh.Keys.Shard, Stock: sh.Stock, Holds: sh.Holds, Buyers: sh.Buyers})
+		}
+		if b := it.book; b != nil {
+			b.report(&r)
+		}
+		for _, f := range it.findings {
+			r.Findings = append(r.Findings, f.Finding)
+		}
+		r.Problems = problems(r.Findings)
+		out = append(out, r)
+	}
+	return out
+}
+
+func maxUnits(m map[string]int64) int {
+	n := int64(0)
+	for _, v := range m {
+		n = max(n, v)
+	}
+	return int(n)
+}
