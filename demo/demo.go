@@ -1,7 +1,8 @@
 // Package demo runs the project's main job end to end on real services: it starts the checkout
-// (API and order consumer) in-process, then runs the steps every orchestration shares — the sale
-// set up, a synchronized burst of buyers from the load generator, the wait until the orders reach
-// PostgreSQL, the state invariants (package verify) and reconcile order by order.
+// (API and order consumer) in-process, sets the sale up and releases a synchronized burst of
+// buyers from the load generator, then runs the pipeline's tail every orchestration shares
+// (package pipeline): the wait until the orders reach PostgreSQL, reconcile order by order, and
+// the invariants.
 package demo
 
 import (
@@ -11,15 +12,16 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/pipeline"
+	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/provision"
-	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/server"
 	"github.com/fsctl/fsctl/steps"
-	"github.com/fsctl/fsctl/verify"
 )
 
 // Config describes a demo run.
@@ -40,20 +42,16 @@ type Config struct {
 type Report struct {
 	// Outcomes counts the buyers by what they were told (one click each, no retries).
 	Outcomes map[outcome.Code]int
-	Quantity int64
-	Stock    int64 // Redis counter after the burst
-	Holds    int64 // live holds in Redis
-	Counts   orders.ItemCounts
-	Settled  time.Duration
-	// Reconcile is fsctl reconcile's order-by-order comparison once the orders settled.
-	Reconcile reconcile.Report
-	Problems  []string // invariant violations; empty means the sale was sold correctly
 	// Steps are what the demo did, in order.
 	Steps []steps.Step
+	// Result is the pipeline's: the item before and after, the verdicts, the settle, reconcile
+	// order by order, and the verdict.
+	pipeline.Result
 }
 
 // Run executes the demo and writes progress to out: the checkout started in-process, then the
-// steps sale, burst, settle, verify and reconcile, each printed as it starts and ends.
+// sale set up and the burst, then the pipeline's tail (settle, reconcile, invariants), each
+// step printed as it starts and ends.
 func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) (Report, error) {
 	cfg.App.Server.Addr = "127.0.0.1:0"
 	cfg.App.API, cfg.App.Consumer, cfg.App.Migrate = true, true, true
@@ -72,7 +70,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) (Repo
 	if !ok {
 		return Report{}, fmt.Errorf("sale %s has no item %q", d.sale.ID, cfg.ItemID)
 	}
-	d.item, d.rep.Quantity = item, item.Quantity
+	d.item = item
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	addr, errc, err := app.Start(runCtx)
@@ -81,15 +79,16 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) (Repo
 	}
 	d.base = "http://" + addr.String()
 	r := &steps.Runner{Print: func(line string) { fmt.Fprintln(out, line) }}
-	for _, s := range []struct {
-		name string
-		run  steps.Func
-	}{{"sale", d.reset}, {"burst", d.burst}, {"settle", d.settle}, {"verify", d.verify}, {"reconcile", d.reconcile}} {
-		if err := r.Run(ctx, s.name, s.run); err != nil {
-			return d.rep, err
-		}
+	err = r.Run(ctx, "sale", d.reset)
+	if err == nil {
+		defer d.pipe.Close()
+		err = r.All(ctx, append([]steps.Named{{Name: "burst", Func: d.burst}}, d.pipe.Tail()...))
+		d.rep.Result = d.pipe.Result
 	}
 	d.rep.Steps = r.Steps()
+	if err != nil {
+		return d.rep, err
+	}
 	stop()
 	return d.rep, <-errc
 }
@@ -98,13 +97,15 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) (Repo
 type run struct {
 	cfg  Config
 	app  *server.App
+	pipe *pipeline.Run
 	sale sale.Sale
 	item sale.Item
 	base string
 	rep  Report
 }
 
-// reset sets the sale up afresh: stock, orders, the waiting room.
+// reset sets the sale up afresh (stock, orders, the waiting room) and reads it through the
+// bundled server's profile.
 func (d *run) reset(ctx context.Context) (string, bool, error) {
 	if _, err := provision.Sale(ctx, d.app.Orders, d.app.Stock, d.sale, provision.Options{Reset: true}); err != nil {
 		return "", false, err
@@ -112,14 +113,23 @@ func (d *run) reset(ctx context.Context) (string, bool, error) {
 	if err := d.app.Room.Reset(ctx, d.sale.ID); err != nil {
 		return "", false, fmt.Errorf("reset the waiting room: %w", err)
 	}
-	return fmt.Sprintf("sale %s reset: item %s has %d units; %d buyers ready", d.sale.ID, d.item.ID, d.item.Quantity, d.cfg.Buyers), true, nil
+	a := d.cfg.App
+	p := *profile.Default()
+	p.Kafka.Topic, p.Kafka.DeadLetter, p.Kafka.Group = events.LogNames(a.OrdersTopic, a.DeadLetterTopic, a.ConsumerGroup)
+	var err error
+	d.pipe, err = pipeline.Open(ctx, pipeline.Config{Profile: &p, Sale: d.sale.ID, Items: []string{d.item.ID},
+		RedisURL: a.RedisURL, PostgresURL: a.PostgresURL, Brokers: a.Brokers, Settle: d.cfg.Settle})
+	if err != nil {
+		return "", false, err
+	}
+	return fmt.Sprintf("sale %s reset: %s; %d buyers ready", d.sale.ID, d.pipe.Ready(), d.cfg.Buyers), true, nil
 }
 
 // burst releases every buyer at once through the load generator (through the waiting room when
 // the sale has one).
 func (d *run) burst(ctx context.Context) (string, bool, error) {
-	plan := loadgen.Plan{BaseURL: d.base, Targets: []loadgen.Target{{SaleID: d.sale.ID, ItemID: d.item.ID}},
-		Buyers: d.cfg.Buyers, UserPrefix: "demo-buyer-", Secret: d.cfg.App.JWTSecret, Clicks: 1, Conns: d.cfg.Conns, At: time.Now()}
+	plan := loadgen.Plan{BaseURL: d.base, Targets: d.pipe.Targets, Buyers: d.cfg.Buyers, UserPrefix: "demo-buyer-",
+		Secret: d.cfg.App.JWTSecret, Clicks: 1, Conns: d.cfg.Conns, At: time.Now()}
 	room := ""
 	if d.cfg.Room != nil {
 		plan.Journey = &loadgen.Room{MaxPoll: 200 * time.Millisecond}
@@ -133,55 +143,9 @@ func (d *run) burst(ctx context.Context) (string, bool, error) {
 	for _, r := range res.Records {
 		d.rep.Outcomes[r.Outcome]++
 	}
-	return fmt.Sprintf("%d buyers answered in %s; %s%s", d.cfg.Buyers, answeredIn(res).Round(time.Millisecond), res.Resolved, room), true, nil
-}
-
-// settle waits until every reservation is a live order in PostgreSQL, then reads Redis.
-func (d *run) settle(ctx context.Context) (string, bool, error) {
-	reserved := int64(d.rep.Outcomes[outcome.Reserved])
-	start := time.Now()
-	var err error
-	if d.rep.Counts, err = WaitPersisted(ctx, d.app.Orders, d.sale.ID, d.item.ID, reserved, d.cfg.Settle); err != nil {
-		return "", false, err
-	}
-	d.rep.Settled = time.Since(start)
-	snap, err := d.app.Stock.Snapshot(ctx, d.sale.ID, []sale.Item{d.item})
-	if err != nil {
-		return "", false, err
-	}
-	d.rep.Stock, d.rep.Holds = snap[0].Stock, snap[0].Holds
-	live := d.rep.Counts.Pending + d.rep.Counts.Paid
-	return fmt.Sprintf("%d of %d reservations are live orders in PostgreSQL after %s", live, reserved, d.rep.Settled.Round(time.Millisecond)),
-		live >= reserved, nil
-}
-
-// verify checks the state invariants.
-func (d *run) verify(context.Context) (string, bool, error) {
-	d.rep.Problems = Check(d.rep)
-	if len(d.rep.Problems) > 0 {
-		return fmt.Sprintf("%d broken", len(d.rep.Problems)), false, nil
-	}
-	return "no oversell, every RESERVED is an order in PostgreSQL, no unit lost", true, nil
-}
-
-// reconcile runs fsctl reconcile over the sale, order by order.
-func (d *run) reconcile(ctx context.Context) (string, bool, error) {
-	a := d.cfg.App
-	rep, err := reconcile.Run(ctx, reconcile.Config{SaleID: d.sale.ID, RedisURL: a.RedisURL, PostgresURL: a.PostgresURL,
-		Brokers: a.Brokers, OrdersTopic: a.OrdersTopic, DeadLetterTopic: a.DeadLetterTopic, ConsumerGroup: a.ConsumerGroup})
-	if err != nil {
-		return "", false, err
-	}
-	d.rep.Reconcile = rep
-	for _, it := range rep.Items {
-		for _, p := range it.Problems {
-			d.rep.Problems = append(d.rep.Problems, "reconcile "+it.ItemID+": "+p)
-		}
-	}
-	if !rep.OK() {
-		return "Redis, PostgreSQL and Kafka disagree", false, nil
-	}
-	return fmt.Sprintf("Redis, PostgreSQL and Kafka agree on %d item(s)", len(rep.Items)), true, nil
+	sum := d.pipe.Answered(res, true)
+	return fmt.Sprintf("%d buyers answered in %s; %s%s", d.cfg.Buyers, answeredIn(res).Round(time.Millisecond), res.Resolved, room),
+		finding.OK(sum.Verdicts, false), nil
 }
 
 // answeredIn is how long the burst took from the barrier's release to its last answer.
@@ -193,34 +157,4 @@ func answeredIn(res *loadgen.Result) time.Duration {
 		}
 	}
 	return max(0, last.Sub(res.Released))
-}
-
-// WaitPersisted polls PostgreSQL until the item's live orders reach want or timeout passes.
-func WaitPersisted(ctx context.Context, db *orders.Store, saleID, itemID string, want int64, timeout time.Duration) (orders.ItemCounts, error) {
-	var c orders.ItemCounts
-	_, err := verify.Settle(ctx, timeout, 50*time.Millisecond, func(ctx context.Context) ([]string, error) {
-		counts, err := db.Counts(ctx, saleID)
-		if err != nil {
-			return nil, err
-		}
-		c = orders.ItemCounts{}
-		for _, x := range counts {
-			if x.ItemID == itemID {
-				c = x
-			}
-		}
-		if live := c.Pending + c.Paid; live < want {
-			return []string{fmt.Sprintf("%d of %d live orders", live, want)}, nil
-		}
-		return nil, nil
-	})
-	return c, err
-}
-
-// Check returns every invariant the run broke (package verify's rules), each naming its rule first.
-func Check(r Report) []string {
-	c := r.Counts
-	return verify.Strings(verify.Check(verify.Item{ID: c.ItemID, Quantity: r.Quantity, Stock: r.Stock, Holds: verify.Of(r.Holds),
-		Sold: verify.Of(c.Sold), Live: c.Pending + c.Paid, Paid: verify.Of(c.Paid),
-		Reserved: verify.Of(int64(r.Outcomes[outcome.Reserved]))}), false)
 }

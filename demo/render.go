@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/olekukonko/tablewriter"
+
+	"github.com/fsctl/fsctl/finding"
 )
 
 // Render prints the report for people: the buyers per outcome, what PostgreSQL and Redis hold
-// once the orders settled, and the invariants: OK, or each one broken.
+// once the orders settled, every invariant, reconcile's word, and the verdict.
 func (r Report) Render(w io.Writer) error {
 	t := tablewriter.NewWriter(w)
 	t.Header("outcome", "buyers")
@@ -24,16 +26,26 @@ func (r Report) Render(w io.Writer) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "postgres: %d pending orders, sold = %d of %d (settled %s after the burst)\n",
-		r.Counts.Pending, r.Counts.Sold, r.Quantity, r.Settled.Round(time.Millisecond))
-	fmt.Fprintf(w, "redis:    stock = %d, live holds = %d\n", r.Stock, r.Holds)
-	if len(r.Problems) == 0 {
-		fmt.Fprintln(w, "invariants: OK (no oversell, every RESERVED is an order in PostgreSQL, no unit lost)")
-		fmt.Fprintln(w, "reconcile:  OK (Redis, PostgreSQL and Kafka agree order by order; fsctl reconcile --sale "+r.Reconcile.SaleID+")")
-		return nil
+	if rc := r.Reconcile; rc != nil && len(rc.Items) > 0 {
+		it := rc.Items[0]
+		settled := ""
+		for _, s := range r.Steps {
+			if s.Name == "settle" {
+				settled = fmt.Sprintf(" (settled %s after the burst)", s.Took.Round(time.Millisecond))
+			}
+		}
+		fmt.Fprintf(w, "postgres: %d pending orders, sold = %d of %d%s\n", it.Counts.Pending, it.Counts.Sold, it.Quantity, settled)
+		fmt.Fprintf(w, "redis:    stock = %d, live holds = %d\n", it.Stock, it.Holds)
 	}
-	for _, p := range r.Problems {
-		fmt.Fprintln(w, "invariant BROKEN:", p)
+	if err := finding.Invariants(w, r.Verdicts); err != nil {
+		return err
 	}
-	return nil
+	if rc := r.Reconcile; rc != nil {
+		word := "OK (Redis, PostgreSQL and Kafka agree order by order)"
+		if !rc.OK() {
+			word = "VIOLATIONS"
+		}
+		fmt.Fprintf(w, "reconcile: %s; fsctl reconcile --sale %s\n", word, rc.SaleID)
+	}
+	return r.Result.Render(w, "DEMO", ": no oversell, every RESERVED is an order in PostgreSQL, no unit lost")
 }

@@ -6,18 +6,26 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/demo"
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/pipeline"
 	"github.com/fsctl/fsctl/reconcile"
+	"github.com/fsctl/fsctl/steps"
 )
 
-// TestRender pins what fsctl demo prints: the outcomes in name order, the settled state, and the
-// invariants, OK or each one broken.
+// TestRender pins what fsctl demo prints: the outcomes in name order, the settled state, every
+// invariant, reconcile's word and the verdict, or each thing broken.
 func TestRender(t *testing.T) {
 	ok := demo.Report{
 		Outcomes: map[outcome.Code]int{outcome.SoldOut: 1990, outcome.Reserved: 10, outcome.RateLimited: 3},
-		Quantity: 10, Holds: 10, Counts: orders.ItemCounts{Pending: 10, Sold: 10},
-		Settled: 1234567 * time.Microsecond, Reconcile: reconcile.Report{SaleID: "black-friday"},
+		Steps:    []steps.Step{{Name: "settle", Took: 1234567 * time.Microsecond, OK: true}},
+		Result: pipeline.Result{
+			Verdicts: []finding.Finding{finding.Verdict("no oversell (responses)", nil), finding.Verdict("every RESERVED order reached PostgreSQL", nil)},
+			Reconcile: &reconcile.Report{SaleID: "black-friday", Items: []reconcile.ItemReport{{ItemID: "console", Quantity: 10, Holds: 10,
+				Counts: orders.ItemCounts{Pending: 10, Sold: 10}}}},
+			Settled: true, Passed: true,
+		},
 	}
 	var out strings.Builder
 	if err := ok.Render(&out); err != nil {
@@ -32,23 +40,25 @@ func TestRender(t *testing.T) {
 └──────────────┴────────┘
 postgres: 10 pending orders, sold = 10 of 10 (settled 1.235s after the burst)
 redis:    stock = 0, live holds = 10
-invariants: OK (no oversell, every RESERVED is an order in PostgreSQL, no unit lost)
-reconcile:  OK (Redis, PostgreSQL and Kafka agree order by order; fsctl reconcile --sale black-friday)
+invariant OK      no oversell (responses)
+invariant OK      every RESERVED order reached PostgreSQL
+reconcile: OK (Redis, PostgreSQL and Kafka agree order by order); fsctl reconcile --sale black-friday
+DEMO PASSED: no oversell, every RESERVED is an order in PostgreSQL, no unit lost
 `
 	if out.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}
 
 	broken := ok
-	broken.Problems = []string{"oversold: 11 buyers told RESERVED for 10 units", "units lost: x"}
+	broken.Verdicts = []finding.Finding{finding.Verdict("no oversell (responses)", []string{"console: 11 reservations for 10 units"})}
+	broken.Passed, broken.Failures = false, []string{"no oversell (responses): console: 11 reservations for 10 units"}
 	out.Reset()
 	if err := broken.Render(&out); err != nil {
 		t.Fatal(err)
 	}
-	tail := "redis:    stock = 0, live holds = 10\n" +
-		"invariant BROKEN: oversold: 11 buyers told RESERVED for 10 units\n" +
-		"invariant BROKEN: units lost: x\n"
-	if !strings.HasSuffix(out.String(), tail) || strings.Contains(out.String(), ": OK") {
-		t.Errorf("broken invariants:\n%s", out.String())
+	for _, line := range []string{"invariant BROKEN  no oversell (responses)", "DEMO FAILED: 1 broken\n  - no oversell (responses): console: 11 reservations"} {
+		if !strings.Contains(out.String(), line) || strings.Contains(out.String(), "PASSED") {
+			t.Errorf("broken invariants: want %q in\n%s", line, out.String())
+		}
 	}
 }

@@ -1,5 +1,5 @@
 // Package drill runs a game-day style run against a running checkout through its target profile:
-// a burst, the wait until the sale settles, and a reconcile.
+// the pipeline (package pipeline) with a check that the target answers and a burst in front.
 package drill
 
 import (
@@ -16,7 +16,7 @@ import (
 	"github.com/fsctl/fsctl/blast"
 	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/pipeline"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/steps"
 )
@@ -77,20 +77,16 @@ const requestTimeout = 10 * time.Second
 
 // drill is one Run's state.
 type drill struct {
-	cfg     Config
-	p       *profile.Profile
-	t       *profile.Target
-	rep     *Report
-	targets []loadgen.Target
-	limits  map[loadgen.Target]loadgen.ItemLimit
-	records []loadgen.Record
-	steps   *steps.Runner
+	cfg   Config
+	p     *profile.Profile
+	run   *pipeline.Run
+	rep   *Report
+	steps *steps.Runner
 }
 
-// Run drills the checkout: it reads the target through its profile, releases the burst, waits
-// until the sale settles, reconciles it and checks the invariants. An error means the drill
-// could not run; a drill that ran and found something broken returns a Report that has not
-// Passed.
+// Run drills the checkout: it reads the target through its profile, releases the burst, and
+// runs the pipeline's tail (settle, reconcile, invariants). An error means the drill could not
+// run; a drill that ran and found something broken returns a Report that has not Passed.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.defaults()
 	if cfg.Target == "" || cfg.Sale == "" {
@@ -101,16 +97,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := d.steps.Run(ctx, "target", d.connect); err != nil {
 		return nil, fmt.Errorf("drill %w", err)
 	}
-	defer d.t.Close()
-	for _, s := range []struct {
-		name string
-		run  steps.Func
-	}{{"burst", d.burst}, {"settle", d.settle}, {"reconcile", d.reconcile}, {"invariants", d.invariants}} {
-		if err := d.steps.Run(ctx, s.name, s.run); err != nil {
-			return nil, fmt.Errorf("drill %w", err)
-		}
+	defer d.run.Close()
+	err := d.steps.All(ctx, append([]steps.Named{{Name: "burst", Func: d.burst}}, d.run.Tail()...))
+	d.rep.Phases, d.rep.Result = d.steps.Steps(), d.run.Result
+	if err != nil {
+		return nil, fmt.Errorf("drill %w", err)
 	}
-	d.rep.Phases = d.steps.Steps()
 	return d.rep, nil
 }
 
@@ -118,43 +110,23 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // the target answers HTTP.
 func (d *drill) connect(ctx context.Context) (string, bool, error) {
 	var err error
-	if d.t, err = profile.Connect(ctx, d.p, d.cfg.RedisURL, d.cfg.PostgresURL); err != nil {
-		return "", false, fmt.Errorf("connect through profile %s: %w", d.p.Name, err)
-	}
-	items, err := d.t.Items(ctx, d.cfg.Sale, d.cfg.Items)
+	d.run, err = pipeline.Open(ctx, pipeline.Config{Profile: d.p, Sale: d.cfg.Sale, Items: d.cfg.Items,
+		RedisURL: d.cfg.RedisURL, PostgresURL: d.cfg.PostgresURL, Brokers: d.cfg.Brokers, Settle: d.cfg.Settle, Now: d.cfg.Now})
 	if err != nil {
-		d.t.Close()
-		return "", false, fmt.Errorf("items of sale %s: %w", d.cfg.Sale, err)
-	}
-	for _, it := range items {
-		d.targets = append(d.targets, loadgen.Target{SaleID: d.cfg.Sale, ItemID: it})
-	}
-	if d.limits, err = blast.LimitsFromDB(ctx, d.t.DB, d.targets); err == nil {
-		err = blast.Probe(ctx, &http.Client{Timeout: 5 * time.Second}, d.cfg.Target, loadgen.HealthPath(d.p, d.cfg.Sale))
-	}
-	if err != nil {
-		d.t.Close()
 		return "", false, err
 	}
-	var stock []string
-	for _, tg := range d.targets {
-		st, err := d.t.State(ctx, d.cfg.Sale, tg.ItemID)
-		if err != nil {
-			d.t.Close()
-			return "", false, fmt.Errorf("read item %s: %w", tg.ItemID, err)
-		}
-		d.rep.Items = append(d.rep.Items, ItemResult{Item: tg.ItemID, Stock: d.limits[tg].Stock, RedisBefore: st.Stock, LiveBefore: st.Live})
-		stock = append(stock, fmt.Sprintf("%s %d/%d in Redis", tg.ItemID, st.Stock, d.limits[tg].Stock))
+	if err := blast.Probe(ctx, &http.Client{Timeout: 5 * time.Second}, d.cfg.Target, loadgen.HealthPath(d.p, d.cfg.Sale)); err != nil {
+		d.run.Close()
+		return "", false, err
 	}
-	return fmt.Sprintf("%s answers; items %s; per-user limit %d", d.cfg.Target, strings.Join(stock, ", "),
-		d.limits[d.targets[0]].PerUser), true, nil
+	return fmt.Sprintf("%s answers; %s", d.cfg.Target, d.run.Ready()), true, nil
 }
 
 // burst releases the buyers through the profile and checks their answers.
 func (d *drill) burst(ctx context.Context) (string, bool, error) {
 	// A fresh prefix per drill: buyers of an earlier drill on the same sale already bought.
 	prefix := "drill-" + strconv.FormatInt(d.cfg.Now().UnixNano()%1e9, 36) + "-"
-	plan := loadgen.Plan{BaseURL: d.cfg.Target, Targets: d.targets, Buyers: d.cfg.Buyers, UserPrefix: prefix,
+	plan := loadgen.Plan{BaseURL: d.cfg.Target, Targets: d.run.Targets, Buyers: d.cfg.Buyers, UserPrefix: prefix,
 		Profile: d.p, Clicks: d.cfg.Clicks, Conns: d.cfg.Conns, Timeout: requestTimeout,
 		At: d.cfg.Now().Add(releaseLead(d.p, d.cfg.Buyers)), Now: d.cfg.Now}
 	if d.cfg.Secret != "" {
@@ -167,37 +139,13 @@ func (d *drill) burst(ctx context.Context) (string, bool, error) {
 	if err != nil {
 		return "", false, err
 	}
-	d.records = res.Records
-	d.rep.Verdicts = blast.CheckResponses(res.Records, d.limits)
-	d.rep.Blast = blast.Summarize(res, d.rep.Verdicts)
-	reserved := reservedPerItem(res.Records)
-	for i := range d.rep.Items {
-		d.rep.Items[i].Reserved = reserved[d.rep.Items[i].Item]
-	}
+	d.rep.Blast = d.run.Answered(res, true)
 	var outs []string
 	for _, o := range d.rep.Blast.Outcomes {
 		outs = append(outs, fmt.Sprintf("%s %d", o.Outcome, o.Count))
 	}
 	return fmt.Sprintf("%d buyers, %d requests: %s; p99 %.1fms", res.Buyers, len(res.Records),
-		strings.Join(outs, ", "), d.rep.Blast.Latency.P99), finding.OK(d.rep.Verdicts, false), nil
-}
-
-// reservedPerItem counts the distinct reservations of each item: one per order id, else one per
-// buyer and key (a retried key is one reservation).
-func reservedPerItem(recs []loadgen.Record) map[string]int64 {
-	seen := map[string]bool{}
-	out := map[string]int64{}
-	for _, r := range recs {
-		if r.Outcome != outcome.Reserved {
-			continue
-		}
-		id := r.Target.ItemID + "\x00" + cmp.Or(r.OrderID, r.User+"\x00"+r.Key)
-		if !seen[id] {
-			seen[id] = true
-			out[r.Target.ItemID]++
-		}
-	}
-	return out
+		strings.Join(outs, ", "), d.rep.Blast.Latency.P99), finding.OK(d.run.Verdicts, false), nil
 }
 
 func okWord(ok bool) string {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fsctl/fsctl/blast"
 	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/pipeline"
 	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/steps"
 )
@@ -21,37 +22,13 @@ type Report struct {
 	Profile string `json:"profile"`
 	Target  string `json:"target"`
 	Sale    string `json:"sale"`
-	// Items are the items buyers went for, read before the burst and after the settle.
-	Items []ItemResult `json:"items"`
 	// Phases are target, burst, settle, reconcile and invariants, in order.
 	Phases []steps.Step `json:"phases"`
 	// Blast is the burst's summary.
 	Blast blast.Summary `json:"blast"`
-	// Verdicts are the burst's response checks, then the state checks after the settle.
-	Verdicts []finding.Finding `json:"verdicts"`
-	// Settled says the sale settled within the bound; SettleWait is what it still waited for.
-	Settled    bool   `json:"settled"`
-	SettleWait string `json:"settleWait,omitempty"`
-	// Reconcile is the reconcile of the settled sale.
-	Reconcile *reconcile.Report `json:"reconcile,omitempty"`
-	// Passed is the drill's verdict; Failures say why it did not pass.
-	Passed   bool     `json:"passed"`
-	Failures []string `json:"failures,omitempty"`
-}
-
-// ItemResult is one item of the drill.
-type ItemResult struct {
-	Item string `json:"item"`
-	// Stock is the item's quantity (sql.item); RedisBefore its Redis stock before the burst.
-	Stock       int64 `json:"stock"`
-	RedisBefore int64 `json:"redisBefore"`
-	// LiveBefore is the live orders the item already had: a drill may run on a sale under way.
-	LiveBefore int64 `json:"liveBefore"`
-	// Reserved counts the distinct RESERVED answers; Live the live orders after the settle.
-	Reserved int64 `json:"reserved"`
-	Live     int64 `json:"live"`
-	// RedisLeft is the Redis stock after the settle.
-	RedisLeft int64 `json:"redisLeft"`
+	// Result is the pipeline's: the items, the verdicts, the settle, the reconcile and the
+	// verdict.
+	pipeline.Result
 }
 
 // Render writes the report as text: the phases, the items, the verdicts and the outcome.
@@ -83,17 +60,7 @@ func (r *Report) Render(w io.Writer) error {
 	if r.Reconcile != nil {
 		fmt.Fprintf(w, "reconcile %-4s %d items%s\n", okWord(r.Reconcile.OK()), len(r.Reconcile.Items), kafkaLine(r.Reconcile))
 	}
-	if r.Passed {
-		_, err := fmt.Fprintln(w, "DRILL PASSED")
-		return err
-	}
-	fmt.Fprintf(w, "DRILL FAILED: %d broken\n", len(r.Failures))
-	for _, f := range r.Failures {
-		if _, err := fmt.Fprintf(w, "  - %s\n", f); err != nil {
-			return err
-		}
-	}
-	return nil
+	return r.Result.Render(w, "DRILL", "")
 }
 
 // kafkaLine is the order log as reconcile saw it, when it read it.

@@ -20,6 +20,7 @@ import (
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/payment/fake"
+	"github.com/fsctl/fsctl/pipeline"
 	"github.com/fsctl/fsctl/preflight"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stack"
@@ -84,6 +85,7 @@ type run struct {
 	db          *orders.Store
 	st          *stock.Store
 	sale        sale.Sale
+	pipe        *pipeline.Run
 	records     []loadgen.Record
 	followUps   []loadgen.FollowUp
 	closeStores func()
@@ -373,7 +375,7 @@ func (r *run) blast(ctx context.Context) (string, error) {
 	}
 	r.records, r.rep.records = res.Records, res.Records
 	r.followUps = res.FollowUps
-	r.rep.Blast = blast.Summarize(res, blast.CheckResponses(res.Records, nil))
+	r.rep.Blast = r.pipe.Answered(res, false)
 	r.rep.FollowUps = blast.TallyFollowUps(res.FollowUps)
 	var failed []string
 	for _, s := range results {

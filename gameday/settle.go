@@ -2,8 +2,8 @@ package gameday
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -14,12 +14,12 @@ import (
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/pipeline"
 	"github.com/fsctl/fsctl/provision"
 	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/room"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
-	"github.com/fsctl/fsctl/verify"
 )
 
 // saleOf is the scenario's sale definition, open from a second ago.
@@ -65,6 +65,14 @@ func (r *run) createSale(ctx context.Context) (string, error) {
 	if err := room.New(rdb).Reset(ctx, r.sale.ID); err != nil {
 		return "", err
 	}
+	// Every reservation must end before the sale counts as settled: the buyers pay and cancel,
+	// and the holds expire.
+	r.pipe, err = pipeline.Open(ctx, pipeline.Config{Sale: r.sale.ID, RedisURL: e.RedisURL, PostgresURL: e.PostgresURL,
+		Brokers: e.KafkaBrokers, Settle: r.cfg.Scenario.Settle, Ended: true, Checks: r.checks, Note: r.note, Now: r.cfg.Now})
+	if err != nil {
+		return "", err
+	}
+	r.closeStores = func() { r.pipe.Close(); db.Close(); rdb.Close() }
 	return fmt.Sprintf("sale %s reset: %d item(s), %d units, hold %s, %d per user", r.sale.ID, len(r.sale.Items), r.cfg.Scenario.Units(), r.sale.HoldTTL, r.sale.PerUserLimit), nil
 }
 
@@ -86,84 +94,34 @@ func (r *run) reservedOrders() []uuid.UUID {
 	return out
 }
 
-// settle waits until every reservation has ended: no order PENDING, no hold left in Redis, and
-// every order a buyer was told about in PostgreSQL. Services may still be recovering, so errors
-// only mean "not yet".
-func (r *run) settle(ctx context.Context) (string, error) {
-	ids := r.reservedOrders()
-	var last string
-	waiting, err := verify.Settle(ctx, r.cfg.Scenario.Settle, 500*time.Millisecond, func(ctx context.Context) ([]string, error) {
-		state, done := r.settled(ctx, ids)
-		if done {
-			last = state
-			return nil, nil
-		}
-		if state != last {
-			r.note("settling: %s", state)
-			last = state
-		}
-		return []string{state}, nil
-	})
-	switch {
-	case err != nil:
-		return "", err
-	case len(waiting) > 0:
-		return "", fmt.Errorf("not settled after %s: %s", r.cfg.Scenario.Settle, last)
-	}
-	return last, nil
-}
-
-func (r *run) settled(ctx context.Context, ids []uuid.UUID) (string, bool) {
-	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	counts, err := r.db.Counts(qctx, r.sale.ID)
-	if err != nil {
-		return "postgres: " + err.Error(), false
-	}
-	snap, err := r.st.Snapshot(qctx, r.sale.ID, r.sale.Items)
-	if err != nil {
-		return "redis: " + err.Error(), false
-	}
-	statuses, err := r.db.Statuses(qctx, ids)
-	if err != nil {
-		return "postgres: " + err.Error(), false
-	}
-	var pending, holds int64
-	for _, c := range counts {
-		pending += c.Pending
-	}
-	for _, s := range snap {
-		holds += s.Holds
-	}
-	missing := len(ids) - len(statuses)
-	state := fmt.Sprintf("%d pending in PostgreSQL, %d holds in Redis, %d of %d reserved orders not in PostgreSQL yet", pending, holds, missing, len(ids))
-	return state, pending == 0 && holds == 0 && missing == 0
-}
+// settle, reconcile and invariants are the pipeline's tail, as game day phases: a step that ran
+// and did not pass fails its phase.
+func (r *run) settle(ctx context.Context) (string, error) { return passed(r.pipe.Settle(ctx)) }
 
 // reconcile runs `fsctl reconcile` on the settled sale: Redis, PostgreSQL and Kafka order by order.
 func (r *run) reconcile(ctx context.Context) (string, error) {
-	e := r.env.Endpoints
-	rep, err := reconcile.Run(ctx, reconcile.Config{
-		SaleID: r.sale.ID, RedisURL: e.RedisURL, PostgresURL: e.PostgresURL, Brokers: e.KafkaBrokers,
-		DrainTimeout: 30 * time.Second, Timeout: 5 * time.Second,
-	})
-	if err != nil {
-		return "", err
+	detail, ok, err := r.pipe.Reconcile(ctx)
+	if rep := r.pipe.Result.Reconcile; rep != nil {
+		r.rep.Reconcile = rep.Items
+		var b strings.Builder
+		_ = rep.Render(&b)
+		r.rep.ReconcileText = b.String()
 	}
-	r.rep.Reconcile = rep.Items
-	var b strings.Builder
-	_ = rep.Render(&b)
-	r.rep.ReconcileText = b.String()
-	if !rep.OK() {
-		var problems []string
-		for _, it := range rep.Items {
-			for _, p := range it.Problems {
-				problems = append(problems, it.ItemID+": "+p)
-			}
-		}
-		return "", fmt.Errorf("reconcile: %s", detail(problems, ""))
+	return passed(detail, ok, err)
+}
+
+func (r *run) invariants(ctx context.Context) (string, error) {
+	detail, ok, err := r.pipe.Invariants(ctx)
+	r.rep.Invariants = r.pipe.Verdicts
+	return passed(detail, ok, err)
+}
+
+// passed is a pipeline step's answer as a phase's: one that did not pass is an error.
+func passed(detail string, ok bool, err error) (string, error) {
+	if err == nil && !ok {
+		err = errors.New(detail)
 	}
-	return fmt.Sprintf("OK: Redis, PostgreSQL and Kafka agree on %d item(s)", len(rep.Items)), nil
+	return detail, err
 }
 
 // rebuild restores the sale's Redis state from PostgreSQL after Redis lost it.
@@ -186,71 +144,15 @@ func (r *run) rebuild(ctx context.Context) (string, error) {
 	return fmt.Sprintf("%d action(s): %s", len(rep.Actions), strings.Join(what, "; ")), nil
 }
 
-// invariants checks the invariants of docs/design.md against the settled sale and what buyers were told.
-func (r *run) invariants(ctx context.Context) (string, error) {
+// checks are the game day's own invariants, judged with the pipeline's: every RESERVED answer
+// ended in PostgreSQL, and a buyer told PAID or CANCELLED finds that there.
+func (r *run) checks(ctx context.Context) ([]finding.Finding, error) {
 	ids := r.reservedOrders()
 	statuses, err := r.db.Statuses(ctx, ids)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	counts, err := r.db.Counts(ctx, r.sale.ID)
-	if err != nil {
-		return "", err
-	}
-	snap, err := r.st.Snapshot(ctx, r.sale.ID, r.sale.Items)
-	if err != nil {
-		return "", err
-	}
-	oversell, lost := stateChecks(counts, snap)
-	checks := []finding.Finding{
-		oversell,
-		lost,
-		checkEndings(ids, statuses),
-		checkFollowUps(r.followUps, statuses),
-	}
-	checks = append(checks, checkAnswers(r.rep.Blast.Verdicts))
-	r.rep.Invariants = checks
-	var failed []string
-	for _, c := range checks {
-		if !c.Passed() {
-			failed = append(failed, c.Check)
-		}
-	}
-	if len(failed) > 0 {
-		return "", fmt.Errorf("violated: %s", strings.Join(failed, ", "))
-	}
-	return fmt.Sprintf("%d invariants hold", len(checks)), nil
-}
-
-// stateChecks are verify's rules over the settled sale, as two of the game day's invariants: no
-// oversell (nothing given beyond the quantity, no stock below zero) and nothing lost (every unit
-// in Redis's stock, a hold or a paid order; the sold counter the live orders).
-func stateChecks(counts []orders.ItemCounts, snap []stock.ItemState) (oversell, lost finding.Finding) {
-	var over, gone, overSum, goneSum []string
-	for _, c := range counts {
-		it := verify.Item{ID: c.ItemID, Quantity: c.Quantity, Sold: verify.Of(c.Sold), Live: c.Pending + c.Paid, Paid: verify.Of(c.Paid)}
-		i := slices.IndexFunc(snap, func(s stock.ItemState) bool { return s.ItemID == c.ItemID })
-		if i < 0 {
-			gone = append(gone, c.ItemID+": not in Redis")
-		} else {
-			s := snap[i]
-			it.Stock, it.Holds = s.Stock, verify.Of(s.Holds)
-			for _, sh := range s.Shards {
-				it.Shards = append(it.Shards, verify.Shard{Index: sh.Shard, Name: fmt.Sprintf("shard %d stock", sh.Shard), Stock: sh.Stock})
-			}
-			goneSum = append(goneSum, fmt.Sprintf("%s: stock %d + holds %d = %d - paid %d", c.ItemID, s.Stock, s.Holds, c.Quantity, c.Paid))
-		}
-		for _, p := range verify.Check(it) {
-			if p.Oversell() {
-				over = append(over, c.ItemID+": "+p.String())
-			} else {
-				gone = append(gone, c.ItemID+": "+p.String())
-			}
-		}
-		overSum = append(overSum, fmt.Sprintf("%s paid %d of %d", c.ItemID, c.Paid, c.Quantity))
-	}
-	return check("no oversell", len(over) == 0, detail(over, strings.Join(overSum, ", "))),
-		check("nothing lost", len(gone) == 0, detail(gone, strings.Join(goneSum, ", ")))
+	return []finding.Finding{checkEndings(ids, statuses), checkFollowUps(r.followUps, statuses)}, nil
 }
 
 // checkEndings: every RESERVED answer ends in PostgreSQL as paid, expired, cancelled or failed.
@@ -302,22 +204,6 @@ func detail(problems []string, ok string) string {
 		return strings.Join(problems[:5], "; ") + fmt.Sprintf("; and %d more", len(problems)-5)
 	}
 	return strings.Join(problems, "; ")
-}
-
-// checkAnswers folds blast's checks of the answers themselves (same key, same answer; the per-user
-// limit) into one line; blast's own table lists them one by one.
-func checkAnswers(vs []finding.Finding) finding.Finding {
-	var p, names []string
-	for _, v := range vs {
-		names = append(names, v.Check)
-		for _, x := range v.Problems {
-			p = append(p, v.Check+": "+x)
-		}
-		if !v.Passed() && len(v.Problems) == 0 {
-			p = append(p, v.Check)
-		}
-	}
-	return check("answers consistent", len(p) == 0, detail(p, strings.Join(names, ", ")))
 }
 
 // check is one invariant after recovery: the detail says what broke it, or sums it up.

@@ -56,10 +56,7 @@ func (r *run) analyze(it *itemRead) []readFinding {
 	for _, f := range invariantFindings(verify.Check(verify.FromState(s)), func(f *Finding, p verify.Problem) bool {
 		switch p.Invariant {
 		case verify.MissingStock:
-			f.Fix = "left alone: restore it by hand (quantity − live orders)"
-			if it.book != nil {
-				f.Fix = "left alone: run reconcile --rebuild-redis (Redis lost the sale's keys?)"
-			}
+			f.Fix = "left alone: restore it by hand (quantity − live orders); on fsctl serve, reconcile --rebuild-redis restores the sale"
 		case verify.SoldCounter:
 			f.Fix = noFix + " (fix.sold)"
 			if r.p.Fix.Sold != "" {

@@ -26,6 +26,12 @@ type Step struct {
 // Func is a step's body: what it found, whether that passes, or why it could not run.
 type Func func(ctx context.Context) (detail string, ok bool, err error)
 
+// Named is a step to run: its name and its body.
+type Named struct {
+	Name string
+	Func Func
+}
+
 // Runner runs steps one after another (or from several goroutines) and keeps what they did.
 type Runner struct {
 	// Now is the clock; nil means time.Now.
@@ -67,6 +73,16 @@ func (r *Runner) Run(ctx context.Context, name string, fn Func) error {
 		r.print("%s OK in %s: %s", name, took, detail)
 	default:
 		r.print("%s FAILED in %s: %s", name, took, detail)
+	}
+	return nil
+}
+
+// All runs the steps in order and stops at the first that could not run.
+func (r *Runner) All(ctx context.Context, ss []Named) error {
+	for _, s := range ss {
+		if err := r.Run(ctx, s.Name, s.Func); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -81,8 +81,8 @@ func runDemo(cmd *cobra.Command, o demoOptions) error {
 	if err := rep.Render(out); err != nil {
 		return err
 	}
-	if len(rep.Problems) > 0 {
-		return &exitError{code: 2, err: fmt.Errorf("%d invariant(s) broken", len(rep.Problems))}
+	if !rep.Passed {
+		return &exitError{code: 2, err: fmt.Errorf("%d invariant(s) broken", len(rep.Failures))}
 	}
 	return nil
 }
