@@ -29,12 +29,14 @@ func (r *Run) Settle(ctx context.Context) (string, bool, error) {
 		client = &kafka.Client{Addr: kafka.TCP(r.cfg.Brokers...), Timeout: 5 * time.Second, Transport: tr}
 	}
 	start := r.cfg.Now()
-	last := ""
+	last, noted := "", time.Time{}
 	waiting, err := verify.Settle(ctx, r.cfg.Settle, 0, func(ctx context.Context) ([]string, error) {
 		w, err := r.unsettled(ctx, client)
-		if now := strings.Join(w, "; "); err == nil && now != last && now != "" {
+		// What it waits for, when that changed, at most every noteEvery: a lag that grows by
+		// the message would otherwise fill the timeline.
+		if now := strings.Join(w, "; "); err == nil && now != last && now != "" && r.cfg.Now().Sub(noted) >= noteEvery {
 			r.cfg.Note("settling: %s", now)
-			last = now
+			last, noted = now, r.cfg.Now()
 		}
 		return w, err
 	})
@@ -58,6 +60,9 @@ func (r *Run) Settle(ctx context.Context) (string, bool, error) {
 	return fmt.Sprintf("settled after %s: %s; state checked", settledIn.Round(time.Millisecond), r.settledHow(client)),
 		finding.OK(state, false), nil
 }
+
+// noteEvery paces the settle's progress notes.
+const noteEvery = 5 * time.Second
 
 // settledHow says what settling was judged on.
 func (r *Run) settledHow(client *kafka.Client) string {

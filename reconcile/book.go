@@ -17,25 +17,26 @@ import (
 // own scripts to repair them, the order log to re-publish a never-recorded reservation, and the
 // rebuild of Redis from PostgreSQL.
 type book struct {
-	st   *stock.Store
-	db   *orders.Store
-	sale sale.Sale
-	pub  *events.Publisher
+	st *stock.Store
+	db *orders.Store
+	// whole is the sale as defined, sale the items this run reads.
+	whole, sale sale.Sale
+	pub         *events.Publisher
 }
 
-// bookItem is one item read order by order.
-type bookItem struct {
-	shards   []stock.ShardState
-	counts   orders.ItemCounts
-	maxLive  int
-	findings []Finding
-}
-
+// openBook loads the sale's definition and narrows it to the items the run was asked for (an
+// item the sale lacks is an error); they become the run's items.
 func openBook(ctx context.Context, r *run) (*book, error) {
 	b := &book{st: stock.New(r.t.Redis()), db: orders.On(r.t.Pool())}
 	var err error
-	if b.sale, err = b.db.LoadSale(ctx, r.cfg.SaleID); err != nil {
+	if b.whole, err = b.db.LoadSale(ctx, r.cfg.SaleID); err != nil {
 		return nil, err
+	}
+	if b.sale, err = only(b.whole, r.cfg.Items); err != nil {
+		return nil, err
+	}
+	for _, it := range b.sale.Items {
+		r.items = append(r.items, it.ID)
 	}
 	r.closer = append(r.closer, func() {
 		if b.pub != nil {
@@ -45,22 +46,7 @@ func openBook(ctx context.Context, r *run) (*book, error) {
 	return b, nil
 }
 
-// narrow keeps the items the run was asked for: an item the sale lacks is an error.
-func (b *book) narrow(r *run) error {
-	sl, err := only(b.sale, r.cfg.Items)
-	if err != nil {
-		return err
-	}
-	b.sale = sl
-	r.items = r.items[:0]
-	for _, it := range sl.Items {
-		r.items = append(r.items, it.ID)
-	}
-	return nil
-}
-
 // read compares every item order by order: Redis shard by shard, then one PostgreSQL snapshot.
-// The units moving between two shards of an item are still its stock.
 func (b *book) read(ctx context.Context, r *run, items []*itemRead, lag int64) error {
 	start := r.cfg.Now()
 	sl := b.sale
@@ -84,26 +70,39 @@ func (b *book) read(ctx context.Context, r *run, items []*itemRead, lag int64) e
 	}
 	for i, it := range items {
 		an := a.item(states[i])
+		it.ordered, it.inFlight = an.findings, an.inFlight
+		// What only the book knows joins the item's row: the orders closed, the units in
+		// transit between shards (still the item's stock), the most live orders one buyer holds.
+		c := states[i].counts
+		it.row.Shards = snap[i].Shards
+		it.row.Counts.Expired, it.row.Counts.Cancelled, it.row.Counts.Failed = c.Expired, c.Cancelled, c.Failed
 		perUser := map[string]int{}
-		bi := &bookItem{shards: snap[i].Shards, counts: states[i].counts, findings: an.findings}
 		for _, o := range states[i].live {
 			perUser[o.UserID]++
-			bi.maxLive = max(bi.maxLive, perUser[o.UserID])
+			it.row.MaxLivePerUser = max(it.row.MaxLivePerUser, perUser[o.UserID])
 		}
 		for _, sh := range snap[i].Shards {
 			it.state.Stock += sh.InTransit
 		}
-		it.book, it.inFlight = bi, an.inFlight
 	}
 	return nil
 }
 
-// report adds what only the book knows to an item's row: the orders closed, the units in transit
-// between shards, and the most live orders one buyer holds.
-func (bi *bookItem) report(r *ItemReport) {
-	r.Shards = bi.shards
-	r.Counts.Expired, r.Counts.Cancelled, r.Counts.Failed = bi.counts.Expired, bi.counts.Cancelled, bi.counts.Failed
-	r.MaxLivePerUser = bi.maxLive
+// units judges a unit count that is off by delta: it waits for what is in flight order by order
+// and for the other findings, then the fullest shard's counter moves by it.
+func (b *book) units(r *run, it *itemRead, f *Finding, delta int64) bool {
+	s := it.state
+	switch {
+	case it.inFlight > 0 || it.lag != 0:
+		return false
+	case len(it.ordered) > 0:
+		f.Fix = "after the other findings are repaired"
+	case s.Live > s.Quantity || negative(s.Inventory.Shards):
+		f.Fix = leftOversold
+	default:
+		f.Fix, f.Apply = b.adjust(r, s, delta)
+	}
+	return true
 }
 
 // adjust is the repair of a unit count that is off by delta once everything else agrees: the

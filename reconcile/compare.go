@@ -25,10 +25,13 @@ type itemRead struct {
 	// lag is the order consumer's lag: 0 when nothing is in flight (or the profile has no order
 	// log), -1 when the log is declared but could not be read.
 	lag int64
-	// book is fsctl serve's order-by-order read of the item; nil for any other target.
-	book     *bookItem
+	// ordered are the findings of fsctl serve's order-by-order read (none for any other
+	// target), which the unit count waits for.
+	ordered  []Finding
 	inFlight int
 	findings []readFinding
+	// row is the item's report row as the reads fill it.
+	row ItemReport
 }
 
 // readFinding is a Finding with the buyers it is about, so a second read can keep only the
@@ -48,10 +51,8 @@ func (it itemRead) explains(n int64) bool { return it.lag < 0 || (it.lag > 0 && 
 func (r *run) analyze(it *itemRead) []readFinding {
 	s := it.state
 	var out []readFinding
-	if it.book != nil {
-		for _, f := range it.book.findings {
-			out = append(out, readFinding{Finding: f})
-		}
+	for _, f := range it.ordered {
+		out = append(out, readFinding{Finding: f})
 	}
 	for _, f := range invariantFindings(verify.Check(verify.FromState(s)), func(f *Finding, p verify.Problem) bool {
 		switch p.Invariant {
@@ -100,26 +101,18 @@ func (r *run) analyze(it *itemRead) []readFinding {
 // it has; < 0: it would sell some twice), or drops the finding when orders in flight account for
 // it.
 func (r *run) units(it *itemRead, f *Finding, lost int64) bool {
+	if r.book != nil {
+		return r.book.units(r, it, f, lost)
+	}
 	s := it.state
 	keys := s.Inventory.Shards
-	if b := it.book; b != nil {
-		// fsctl serve's book says order by order what is in flight: the count waits for it.
-		if it.inFlight > 0 || it.lag != 0 {
-			return false
-		}
-		if len(b.findings) > 0 {
-			f.Fix = "after the other findings are repaired"
-			return true
-		}
-	} else if lost > 0 && it.explains(lost) {
+	if lost > 0 && it.explains(lost) {
 		it.inFlight = max(it.inFlight, int(lost))
 		return false
 	}
 	switch {
 	case s.Live > s.Quantity || negative(keys):
-		f.Fix = "left alone: oversold, fix by hand"
-	case it.book != nil:
-		f.Fix, f.Apply = r.book.adjust(r, s, lost)
+		f.Fix = leftOversold
 	case r.p.Fix.Stock != profile.Recount:
 		f.Fix = noFix + " (fix.stock)"
 	case len(keys) != 1:
@@ -135,6 +128,9 @@ func (r *run) units(it *itemRead, f *Finding, lost int64) bool {
 	}
 	return true
 }
+
+// leftOversold is the advice of a unit count that is off because units were given out twice.
+const leftOversold = "left alone: oversold, fix by hand"
 
 // buyersFinding reports the buyers Redis has without a live order (extra) or lacks for one.
 func (r *run) buyersFinding(it itemRead, kind string, users map[string]int64) readFinding {

@@ -9,7 +9,6 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/fsctl/fsctl/events"
-	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/stock"
 )
@@ -62,8 +61,8 @@ func (r *run) close() {
 
 // resolveItems settles which items the run reads: the given ones, or every item of the sale.
 func (r *run) resolveItems(ctx context.Context) error {
-	if r.book != nil {
-		return r.book.narrow(r)
+	if r.items != nil { // fsctl serve's book took them from the sale
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
@@ -213,16 +212,16 @@ func anyFindings(items []*itemRead) bool {
 func itemReports(items []*itemRead) []ItemReport {
 	out := make([]ItemReport, 0, len(items))
 	for _, it := range items {
+		r := it.row
 		s := it.state
-		c := orders.ItemCounts{ItemID: s.Item, Quantity: s.Quantity, Sold: s.Sold, Pending: s.Live - s.Paid, Paid: s.Paid}
-		r := ItemReport{ItemID: s.Item, Quantity: s.Quantity, Stock: s.Stock, Holds: s.Holds, Counts: c,
-			MaxLivePerUser: maxUnits(it.pgBuyers), InFlight: it.inFlight, Problems: []string{}}
-		for _, sh := range s.Inventory.Shards {
-			r.Shards = append(r.Shards, stock.ShardState{Shard: sh.Keys.Shard, Stock: sh.Stock, Holds: sh.Holds, Buyers: sh.Buyers})
+		r.ItemID, r.Quantity, r.Stock, r.Holds, r.InFlight = s.Item, s.Quantity, s.Stock, s.Holds, it.inFlight
+		r.Counts.ItemID, r.Counts.Quantity, r.Counts.Sold, r.Counts.Pending, r.Counts.Paid = s.Item, s.Quantity, s.Sold, s.Live-s.Paid, s.Paid
+		if r.Shards == nil {
+			for _, sh := range s.Inventory.Shards {
+				r.Shards = append(r.Shards, stock.ShardState{Shard: sh.Keys.Shard, Stock: sh.Stock, Holds: sh.Holds, Buyers: sh.Buyers})
+			}
 		}
-		if b := it.book; b != nil {
-			b.report(&r)
-		}
+		r.MaxLivePerUser = max(r.MaxLivePerUser, maxUnits(it.pgBuyers))
 		for _, f := range it.findings {
 			r.Findings = append(r.Findings, f.Finding)
 		}

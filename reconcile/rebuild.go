@@ -21,7 +21,7 @@ import (
 // Idempotency records cannot come back (PostgreSQL does not keep the keys): a buyer retrying an
 // old key gets ALREADY_PURCHASED from the restored slot instead of the first answer.
 func (r *run) rebuild(ctx context.Context) ([]Action, error) {
-	c, sl := r.book, r.book.sale
+	c, sl := r.book, r.book.whole
 	var acts []Action
 	act := func(item, what, why string) {
 		acts = append(acts, Action{ItemID: item, What: what, Why: why})

@@ -17,7 +17,7 @@ func (r Report) Render(w io.Writer) error {
 		through = " through profile " + r.Profile
 	}
 	if r.OrderByOrder {
-		through += ", order by order"
+		through += " (order by order)"
 	}
 	fmt.Fprintf(w, "reconcile of sale %s%s at %s\n", r.SaleID, through, r.At.Format("2006-01-02T15:04:05Z"))
 	t := tablewriter.NewWriter(w)
