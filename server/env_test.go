@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/fsctl/fsctl/auth"
-	"github.com/fsctl/fsctl/demo"
 	"github.com/fsctl/fsctl/lifecycle"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/payment"
@@ -23,6 +22,7 @@ import (
 	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/testenv"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
+	"github.com/fsctl/fsctl/verify"
 )
 
 var testSecret = []byte("server-test-secret-0123456789abcdef")
@@ -191,7 +191,20 @@ func (e *env) buy(user, key string) (int, string) {
 // counts waits until PostgreSQL holds want live orders of the item (or 30 s pass) and returns them.
 func (e *env) counts(want int64) orders.ItemCounts {
 	e.t.Helper()
-	c, err := demo.WaitPersisted(context.Background(), e.app.Orders, e.sale.ID, "hot", want, 30*time.Second)
+	var c orders.ItemCounts
+	_, err := verify.Settle(context.Background(), 30*time.Second, 50*time.Millisecond, func(ctx context.Context) ([]string, error) {
+		counts, err := e.app.Orders.Counts(ctx, e.sale.ID)
+		c = orders.ItemCounts{}
+		for _, x := range counts {
+			if x.ItemID == "hot" {
+				c = x
+			}
+		}
+		if err == nil && c.Pending+c.Paid < want {
+			return []string{"waiting"}, nil
+		}
+		return nil, err
+	})
 	if err != nil {
 		e.t.Fatal(err)
 	}
