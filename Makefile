@@ -56,7 +56,10 @@ stack-down: build ## stop the local stack; its data stays in .stack
 stack-status: build ## show what runs where (exit 3 when a service is down)
 	$(FSCTL) stack status $(STACK_FLAGS)
 
-test: stack-up ## vet, race-enabled tests against the local stack, then every fuzz target
+# The tests that run on a Redis Cluster use a local one of 3 masters beside the single node.
+REDIS_CLUSTER ?= 3
+test: stack-up ## vet, race-enabled tests against the local stack (and its Redis Cluster), then every fuzz target
+	$(FSCTL) stack up --redis-cluster $(REDIS_CLUSTER) $(STACK_FLAGS)
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
 	@$(MAKE) --no-print-directory fuzz

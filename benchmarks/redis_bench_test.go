@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stack"
 	"github.com/fsctl/fsctl/stock"
@@ -49,7 +50,25 @@ func contenderClient(b *testing.B) *redis.Client {
 // when the benchmark ends.
 func redisItem(b *testing.B, item sale.Item, opts ...stock.Option) (*stock.Store, sale.Sale) {
 	b.Helper()
-	rdb := contenderClient(b)
+	return redisItemOn(b, contenderClient(b), item, opts...)
+}
+
+// contenderClusterClient is contenderClient on the local Redis Cluster: a warm connection for
+// every contender to every master.
+func contenderClusterClient(b *testing.B) redis.UniversalClient {
+	b.Helper()
+	testenv.RedisCluster(b)
+	rdb, err := redisconn.Open(stack.EndpointsFromEnv().RedisClusterURL, redisconn.Tune{PoolSize: contenders + 4, MinIdleConns: contenders})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// redisItemOn is redisItem on the given client.
+func redisItemOn(b *testing.B, rdb redis.UniversalClient, item sale.Item, opts ...stock.Option) (*stock.Store, sale.Sale) {
+	b.Helper()
 	ctx := context.Background()
 	s := stock.New(rdb, opts...)
 	if err := s.LoadScripts(ctx); err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/sale"
@@ -52,6 +53,30 @@ func BenchmarkReserveShards(b *testing.B) {
 			b.Fatalf("after %d reserves: stock %d, holds %d, %d borrowed", b.N, st.Stock, st.Holds, borrowed)
 		}
 	})
+}
+
+// BenchmarkReserveHotItemCluster is one hot item split over 8 shards, reserved by the same ~64
+// contenders with a fresh user per op, on one Redis node and on the local 3-master Redis Cluster
+// in the same run: what the cluster changes for the hottest item of a sale. On one small machine
+// the client and the three servers share the cores, so the ratio says what the cluster costs
+// there; on a machine with a core per master it says what it buys.
+func BenchmarkReserveHotItemCluster(b *testing.B) {
+	item := sale.Item{ID: hotItem, Quantity: neverSellsOut, Shards: 8}
+	for _, tc := range []struct {
+		name string
+		rdb  func(*testing.B) redis.UniversalClient
+	}{
+		{"node", func(b *testing.B) redis.UniversalClient { return contenderClient(b) }},
+		{"cluster", contenderClusterClient},
+	} {
+		b.Run(tc.name+"/shards=8", func(b *testing.B) {
+			s, sl := redisItemOn(b, tc.rdb(b), item)
+			runSharded(b, s, sl, -1)
+			if st := shardedState(b, s, sl); st.Holds != int64(b.N) {
+				b.Fatalf("after %d reserves: %d holds", b.N, st.Holds)
+			}
+		})
+	}
 }
 
 // runSharded reserves one unit per op for a user no earlier op used, skipping users whose home shard

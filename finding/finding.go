@@ -26,6 +26,19 @@ const (
 	Fail Status = "fail"
 )
 
+// Rank orders the statuses from the best to the worst: pass, skip, warn, fail.
+func (s Status) Rank() int {
+	switch s {
+	case Skip:
+		return 1
+	case Warn:
+		return 2
+	case Fail:
+		return 3
+	}
+	return 0
+}
+
 // Finding is one line of a check.
 type Finding struct {
 	// Group gathers the lines of one part of the target (redis, kafka, profile ...); empty

@@ -11,8 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/room"
 	"github.com/fsctl/fsctl/stack"
 )
@@ -393,11 +392,10 @@ func (roomLost) Name() string     { return "room-state-lost" }
 func (roomLost) Describe() string { return "the waiting room's state lost" }
 
 func (roomLost) Apply(ctx context.Context, env *Env) (string, error) {
-	opts, err := redis.ParseURL(env.Endpoints.RedisURL)
+	rdb, err := redisconn.Open(env.Endpoints.RedisURL, redisconn.Tune{})
 	if err != nil {
 		return "", err
 	}
-	rdb := redis.NewClient(opts)
 	defer rdb.Close()
 	// What a Redis that loses the room's keys leaves behind: an empty queue, no admissions.
 	before, _ := rdb.DBSize(ctx).Result()

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/loadgen"
@@ -17,6 +16,7 @@ import (
 	"github.com/fsctl/fsctl/pipeline"
 	"github.com/fsctl/fsctl/provision"
 	"github.com/fsctl/fsctl/reconcile"
+	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/room"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
@@ -47,12 +47,11 @@ func (r *run) createSale(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	opts, err := redis.ParseURL(e.RedisURL)
+	rdb, err := redisconn.Open(e.RedisURL, redisconn.Tune{})
 	if err != nil {
 		db.Close()
 		return "", err
 	}
-	rdb := redis.NewClient(opts)
 	r.db, r.st = db, stock.New(rdb)
 	r.closeStores = func() { db.Close(); rdb.Close() }
 	r.sale = r.saleOf()

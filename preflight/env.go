@@ -12,6 +12,7 @@ import (
 	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/sale"
 )
 
@@ -19,8 +20,8 @@ import (
 // that need it then report one skip instead of repeating the connection error.
 type env struct {
 	cfg     Config
-	rdb     *redis.Client
-	roomRdb *redis.Client
+	rdb     redis.UniversalClient
+	roomRdb redis.UniversalClient
 	db      *orders.Store
 	kafka   *kafka.Client
 	// transport is the Kafka client's own, closed with the env.
@@ -52,7 +53,7 @@ func (e *env) add(r finding.Finding) {
 }
 
 func (e *env) close() {
-	for _, c := range []*redis.Client{e.rdb, e.roomRdb} {
+	for _, c := range []redis.UniversalClient{e.rdb, e.roomRdb} {
 		if c != nil {
 			_ = c.Close()
 		}
@@ -91,27 +92,25 @@ func connect(ctx context.Context, cfg Config) *env {
 }
 
 // roomClient is the Redis of the waiting rooms.
-func (e *env) roomClient() *redis.Client {
+func (e *env) roomClient() redis.UniversalClient {
 	if e.cfg.RoomRedisURL != "" && e.cfg.RoomRedisURL != e.cfg.RedisURL {
 		return e.roomRdb
 	}
 	return e.rdb
 }
 
-func (e *env) dialRedis(ctx context.Context, name, url, flag string) *redis.Client {
-	opts, err := redis.ParseURL(url)
+func (e *env) dialRedis(ctx context.Context, name, url, flag string) redis.UniversalClient {
+	t := e.cfg.Timeout
+	c, err := redisconn.Open(url, redisconn.Tune{DialTimeout: t, ReadTimeout: t, WriteTimeout: t, MaxRetries: -1})
 	if err != nil {
 		e.add(finding.Finding{Group: "redis", Check: name + " reachable", Status: finding.Fail,
-			Detail: fmt.Sprintf("%q is not a Redis URL: %v", url, err), Fix: "set " + flag + " to redis://host:port/db"})
+			Detail: err.Error(), Fix: "set " + flag + " to " + redisconn.Forms})
 		return nil
 	}
-	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = e.cfg.Timeout, e.cfg.Timeout, e.cfg.Timeout
-	opts.MaxRetries = -1
-	c := redis.NewClient(opts)
-	if err := c.Ping(ctx).Err(); err != nil {
+	if err := redisconn.Check(ctx, c); err != nil {
 		_ = c.Close()
 		e.add(finding.Finding{Group: "redis", Check: name + " reachable", Status: finding.Fail,
-			Detail: fmt.Sprintf("%s: %v", opts.Addr, err), Fix: "start Redis (fsctl stack up) or point " + flag + " at it"})
+			Detail: err.Error(), Fix: "start Redis (fsctl stack up) or point " + flag + " at it"})
 		return nil
 	}
 	return c

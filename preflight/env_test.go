@@ -8,7 +8,6 @@ import (
 
 	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/preflight"
-	"github.com/fsctl/fsctl/stack"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
 )
 
@@ -22,7 +21,7 @@ func newTarget(t *testing.T, o checkouttest.Options) *target {
 	t.Helper()
 	c := checkouttest.Start(t, o)
 	return &target{c: c, cfg: preflight.Config{
-		SaleID: c.Sale.ID, RedisURL: stack.EndpointsFromEnv().RedisURL, PostgresURL: c.PostgresURL,
+		SaleID: c.Sale.ID, RedisURL: c.RedisURL, PostgresURL: c.PostgresURL,
 		Brokers: c.Brokers, OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic,
 		ConsumerGroup: c.ConsumerGroup, SwitchesKey: c.SwitchesKey, Servers: []string{c.Base},
 		Timeout: 3 * time.Second, // generous: the race detector on 2 cores, not a healthy stack's speed

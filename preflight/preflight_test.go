@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,28 @@ func TestHealthyStackIsReady(t *testing.T) {
 		}
 	}
 	expect(t, rep, "stock hot", finding.Pass, "redis 40 on 4 shard(s), expected 40")
+}
+
+// TestReadyOnRedisCluster: the same checks pass on the local Redis Cluster, the node checks run on
+// every master, and the placement of the hot item's 4 shards over the masters is said.
+func TestReadyOnRedisCluster(t *testing.T) {
+	tg := newTarget(t, checkouttest.Options{Quantity: 40, Shards: 4, Cluster: true})
+	rep := tg.run(t)
+	if !rep.Ready(false) {
+		t.Fatalf("a healthy cluster is not ready: %v", failures(rep))
+	}
+	expect(t, rep, "stock hot", finding.Pass, "redis 40 on 4 shard(s), expected 40")
+	expect(t, rep, "eviction policy", finding.Pass, "3 masters; 127.0.0.1:")
+	if r := result(t, rep, "shard placement hot"); r.Status == finding.Fail || !strings.Contains(r.Detail, "shard 3 on 127.0.0.1:") || !strings.Contains(r.Detail, "of 3 masters") {
+		t.Errorf("shard placement: %s %s", r.Status, r.Detail)
+	}
+	// A node of the cluster given as one node is refused with what to give instead.
+	cfg := tg.cfg
+	cfg.RedisURL = "redis://127.0.0.1:17000/0"
+	r := result(t, run(t, cfg), "redis reachable")
+	if r.Status != finding.Fail || !strings.Contains(r.Detail, "is a node of a Redis Cluster: give the cluster as redis+cluster://") {
+		t.Errorf("a cluster node as one node: %s %s", r.Status, r.Detail)
+	}
 }
 
 // TestWrongPreloadIsFixedBeforeTheSale: a counter off by ten units fails; nothing was sold yet, so

@@ -7,11 +7,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/room"
 )
 
@@ -31,14 +33,53 @@ func checkRedis(ctx context.Context, e *env) []finding.Finding {
 		// other target loads its own scripts its own way.
 		want, cached = e.bundled.waitReplicas(), []finding.Finding{scripts(ctx, e)}
 	}
-	out := append([]finding.Finding{eviction(ctx, e.rdb), persistence(ctx, e.rdb), replication(ctx, e, want)}, cached...)
+	out := append([]finding.Finding{
+		perMaster(ctx, e.rdb, eviction), perMaster(ctx, e.rdb, persistence),
+		perMaster(ctx, e.rdb, func(ctx context.Context, node *redis.Client) finding.Finding {
+			return replication(ctx, node, e.fix.replica, want)
+		}),
+	}, cached...)
 	out = append(out, latency(ctx, e))
 	if e.roomRdb != nil {
 		// A separate Redis for the waiting rooms: evicting it loses places in the queue.
-		r := eviction(ctx, e.roomRdb)
+		r := perMaster(ctx, e.roomRdb, eviction)
 		r.Check = "room eviction policy"
 		out = append(out, r)
 	}
+	return out
+}
+
+// perMaster runs a node's check on the one node, or on every master of a cluster: the worst
+// result stands for the cluster, each master's detail named by its address.
+func perMaster(ctx context.Context, rdb redis.UniversalClient, check func(context.Context, *redis.Client) finding.Finding) finding.Finding {
+	if c, ok := rdb.(*redis.Client); ok {
+		return check(ctx, c)
+	}
+	var mu sync.Mutex
+	var got []finding.Finding
+	var addrs []string
+	err := redisconn.ForEachMaster(ctx, rdb, func(ctx context.Context, node *redis.Client) error {
+		r := check(ctx, node)
+		mu.Lock()
+		got, addrs = append(got, r), append(addrs, node.Options().Addr)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil || len(got) == 0 {
+		return finding.Finding{Group: "redis", Check: "cluster masters", Status: finding.Fail, Detail: fmt.Sprint("list the masters: ", err),
+			Fix: "check the cluster (redis-cli --cluster check)"}
+	}
+	worst := 0
+	var details []string
+	for i, r := range got {
+		if r.Status.Rank() > got[worst].Status.Rank() {
+			worst = i
+		}
+		details = append(details, addrs[i]+": "+r.Detail)
+	}
+	slices.Sort(details)
+	out := got[worst]
+	out.Detail = fmt.Sprintf("%d masters; %s", len(got), strings.Join(details, "; "))
 	return out
 }
 
@@ -112,10 +153,11 @@ func persistence(ctx context.Context, rdb *redis.Client) finding.Finding {
 	return r
 }
 
-// replication: the primary, with the want replicas the sale's writes wait for.
-func replication(ctx context.Context, e *env, want int) finding.Finding {
+// replication: the primary, with the want replicas the sale's writes wait for; fix is the advice
+// for a node without a replica.
+func replication(ctx context.Context, rdb *redis.Client, fix string, want int) finding.Finding {
 	r := finding.Finding{Group: "redis", Check: "replication"}
-	info, err := e.rdb.Info(ctx, "replication").Result()
+	info, err := rdb.Info(ctx, "replication").Result()
 	if err != nil {
 		r.Status, r.Detail = finding.Warn, fmt.Sprintf("INFO replication: %v", err)
 		return r
@@ -133,7 +175,7 @@ func replication(ctx context.Context, e *env, want int) finding.Finding {
 	case n == 0:
 		r.Status = finding.Warn
 		r.Detail += ": losing this node loses the sale's state"
-		r.Fix = e.fix.replica
+		r.Fix = fix
 	}
 	return r
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
@@ -86,7 +87,11 @@ func itemStock(ctx context.Context, e *env, item string, lag int64, l *ledger) [
 		r.Status, r.Detail = finding.Warn, a.settling+" ("+r.Detail+")"
 		r.Fix = "run again once the order consumer has drained"
 	}
-	return []finding.Finding{r, itemSlots(e, item, st.Shards, l.keys)}
+	out := []finding.Finding{r, itemSlots(e, item, st.Shards, l.keys)}
+	if _, cluster := e.rdb.(*redis.ClusterClient); cluster {
+		out = append(out, shardPlacement(ctx, e, item, st.Shards))
+	}
+	return out
 }
 
 // profileAccount holds an item's counters against what the profile's queries leave on sale:
@@ -160,7 +165,7 @@ func recountMissing(e *env, a *account, st profile.ItemState, missing []string) 
 
 // setMissing writes a counter only if it does not exist (SETNX): a counter that appeared since
 // the check is the target's and stays.
-func setMissing(ctx context.Context, rdb *redis.Client, key string, n int64) error {
+func setMissing(ctx context.Context, rdb redis.UniversalClient, key string, n int64) error {
 	set, err := rdb.SetNX(ctx, key, strconv.FormatInt(n, 10), 0).Result()
 	if err != nil {
 		return fmt.Errorf("redis: set %s: %w", key, err)
@@ -182,6 +187,41 @@ func (e *env) orderLag(ctx context.Context) int64 {
 		return 0
 	}
 	return g.Lag
+}
+
+// shardPlacement says which master of the cluster holds each shard of an item, and warns when two
+// shards share a master while another master holds none of them: the shards are there to spread
+// the item's load over the masters.
+func shardPlacement(ctx context.Context, e *env, item string, shards int) finding.Finding {
+	r := finding.Finding{Group: "stock", Check: "shard placement " + item, Status: finding.Pass}
+	keys := e.prof.Keys(e.cfg.SaleID, item, shards)
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = k.Stock
+	}
+	nodes, masters, err := redisconn.Placement(ctx, e.rdb, names)
+	if err != nil {
+		r.Status, r.Detail = finding.Warn, err.Error()
+		return r
+	}
+	per := map[string][]string{}
+	var parts []string
+	for i, n := range nodes {
+		per[n] = append(per[n], strconv.Itoa(keys[i].Shard))
+		parts = append(parts, fmt.Sprintf("shard %d on %s", keys[i].Shard, n))
+	}
+	r.Detail = fmt.Sprintf("%s (%d of %d masters)", strings.Join(parts, ", "), len(per), masters)
+	if len(per) < min(len(keys), masters) {
+		for n, sh := range per {
+			if len(sh) > 1 {
+				r.Status = finding.Warn
+				r.Detail += fmt.Sprintf(": shards %s share %s while another master holds none", strings.Join(sh, ", "), n)
+				r.Fix = "move a slot of one of them to a free master (redis-cli --cluster reshard), or split the item over more shards"
+				break
+			}
+		}
+	}
+	return r
 }
 
 // itemSlots checks that the keys of one shard hash to one slot, so a Lua script can touch them

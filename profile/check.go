@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/redisconn"
 )
 
 // CheckReport is a profile checked against a live target.
@@ -70,8 +71,8 @@ func (t *Target) keys(ctx context.Context, f Fit, items []string, shards []int) 
 	if len(items) == 0 {
 		return nil
 	}
-	if err := t.Redis().Ping(ctx).Err(); err != nil {
-		return []finding.Finding{found("redis", finding.Fail, fmt.Sprintf("Redis unreachable: %v", err), "check --redis-url")}
+	if err := redisconn.Check(ctx, t.Redis()); err != nil {
+		return []finding.Finding{found("redis", finding.Fail, err.Error(), "check --redis-url ("+redisconn.Forms+")")}
 	}
 	var out []finding.Finding
 	for i, item := range items {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fsctl/fsctl/redisconn"
 )
 
 // Target reads one checkout through its profile: its PostgreSQL through the profile's queries
@@ -18,20 +20,20 @@ type Target struct {
 	Stocks *Stocks
 
 	pool *pgxpool.Pool
-	rdb  *redis.Client
+	rdb  redis.UniversalClient
 }
 
 // Connect opens the target's PostgreSQL and Redis.
 func Connect(ctx context.Context, p *Profile, redisURL, postgresURL string) (*Target, error) {
-	ropt, err := redis.ParseURL(redisURL)
+	raddr, err := redisconn.Parse(redisURL)
 	if err != nil {
-		return nil, fmt.Errorf("redis url %q: %w", redisURL, err)
+		return nil, err
 	}
 	pool, err := pgxpool.New(ctx, postgresURL)
 	if err != nil {
 		return nil, fmt.Errorf("postgres url: %w", err)
 	}
-	rdb := redis.NewClient(ropt)
+	rdb := raddr.Open(redisconn.Tune{})
 	return &Target{P: p, DB: NewDB(p, pool), Stocks: NewStocks(p, rdb), pool: pool, rdb: rdb}, nil
 }
 
@@ -49,8 +51,8 @@ func (t *Target) Close() {
 func (t *Target) Ping(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := t.rdb.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("redis %s unreachable (is the stack up? try `fsctl stack up`): %w", t.rdb.Options().Addr, err)
+	if err := redisconn.Check(ctx, t.rdb); err != nil {
+		return err
 	}
 	if err := t.pool.Ping(ctx); err != nil {
 		c := t.pool.Config().ConnConfig
@@ -60,7 +62,7 @@ func (t *Target) Ping(ctx context.Context, timeout time.Duration) error {
 }
 
 // Redis is the target's Redis client.
-func (t *Target) Redis() *redis.Client { return t.rdb }
+func (t *Target) Redis() redis.UniversalClient { return t.rdb }
 
 // Pool is the target's PostgreSQL pool.
 func (t *Target) Pool() *pgxpool.Pool { return t.pool }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/reconcile"
-	"github.com/fsctl/fsctl/stack"
 	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/testenv"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
@@ -34,7 +33,7 @@ func startTarget(t *testing.T, o checkouttest.Options) *target {
 	t.Helper()
 	c := checkouttest.Start(t, o)
 	return &target{c: c, cfg: reconcile.Config{
-		SaleID: c.Sale.ID, RedisURL: stack.EndpointsFromEnv().RedisURL, PostgresURL: c.PostgresURL,
+		SaleID: c.Sale.ID, RedisURL: c.RedisURL, PostgresURL: c.PostgresURL,
 		Brokers: c.Brokers, OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic, ConsumerGroup: c.ConsumerGroup,
 		OrphanAge: time.Hour, DrainTimeout: 30 * time.Second,
 	}}
@@ -304,6 +303,44 @@ func TestNeverRecordedHoldIsRepublished(t *testing.T) {
 	}
 	if rep := tg.run(t, false); !rep.OK() || rep.Items[0].InFlight != 0 || rep.Items[0].Counts.Pending != 1 {
 		t.Fatalf("after the consumer recorded it: %v %+v", findings(rep), rep.Items)
+	}
+}
+
+// TestOnRedisCluster reconciles a sale whose 4 shards live on the local Redis Cluster's masters:
+// a consistent sale is OK, a planted unit and a deleted hold are found and repaired, and a
+// wiped Redis is rebuilt from PostgreSQL, every master read and written.
+func TestOnRedisCluster(t *testing.T) {
+	tg := startTarget(t, checkouttest.Options{Quantity: 12, Shards: 4, Cluster: true})
+	ids := tg.buy(t, 4)
+	if rep := tg.run(t, false); !rep.OK() || rep.Items[0].Holds != 4 || rep.Items[0].Stock != 8 {
+		t.Fatalf("a consistent sale on the cluster: %v %+v", findings(rep), rep.Items)
+	}
+	rdb := testenv.RedisCluster(t)
+	ctx := context.Background()
+	if err := rdb.Incr(ctx, stock.ShardKeys(tg.c.Sale.ID, "hot", 2).Stock()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	expectFound(t, tg, true, reconcile.KindUnits)
+	shard := stock.HomeShard("buyer-1", 4)
+	if err := rdb.ZRem(ctx, stock.ShardKeys(tg.c.Sale.ID, "hot", shard).Holds(), ids[1].String()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	expectFound(t, tg, true, reconcile.KindMissingHold, reconcile.KindUnits)
+	if err := tg.c.App.Stock.Reset(ctx, tg.c.Sale); err != nil {
+		t.Fatal(err)
+	}
+	for k := range 4 {
+		if n, err := rdb.Exists(ctx, stock.ShardKeys(tg.c.Sale.ID, "hot", k).Stock()).Result(); err != nil || n != 0 {
+			t.Fatalf("Reset left shard %d's stock key on the cluster (%v): it must scan every master", k, err)
+		}
+	}
+	tg.cfg.RebuildRedis = true
+	rep := tg.run(t, false)
+	if it := rep.Items[0]; !rep.OK() || it.Stock != 8 || it.Holds != 4 {
+		t.Fatalf("after the rebuild on the cluster: ok=%v %+v %v", rep.OK(), it, findings(rep))
+	}
+	if code, _ := tg.c.Buy("buyer-2", "hot", "again"); code != 409 {
+		t.Fatalf("buyer-2 bought twice after the rebuild: %d", code)
 	}
 }
 

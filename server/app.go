@@ -22,6 +22,7 @@ import (
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/payment"
 	"github.com/fsctl/fsctl/payment/fake"
+	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/room"
 	"github.com/fsctl/fsctl/stock"
 )
@@ -85,8 +86,8 @@ type App struct {
 	Room     *room.Store
 	consumer *ingest.Consumer
 	pub, dlq *events.Publisher
-	rdb      *redis.Client
-	roomRdb  *redis.Client
+	rdb      redis.UniversalClient
+	roomRdb  redis.UniversalClient
 	watcher  *control.Watcher
 	fakePay  *http.Server
 	log      *slog.Logger
@@ -120,14 +121,13 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 			a.Close()
 		}
 	}()
-	ropt, err := redis.ParseURL(cfg.RedisURL)
+	raddr, err := redisconn.Parse(cfg.RedisURL)
 	if err != nil {
-		return nil, fmt.Errorf("redis url: %w", err)
+		return nil, err
 	}
-	ropt.PoolSize = 256
-	a.rdb = redis.NewClient(ropt)
-	if err := a.rdb.Ping(ctx).Err(); err != nil {
-		return nil, fmt.Errorf("redis %s unreachable (is the stack up? try `fsctl stack up`): %w", ropt.Addr, err)
+	a.rdb = raddr.Open(redisconn.Tune{PoolSize: 256})
+	if err := redisconn.Check(ctx, a.rdb); err != nil {
+		return nil, err
 	}
 	batch := cfg.RedisBatch
 	switch {
@@ -209,12 +209,11 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 func (a *App) openRoom(ctx context.Context, cfg AppConfig) (*room.Store, *room.Tokens, *room.Challenges, error) {
 	a.roomRdb = a.rdb
 	if cfg.RoomRedisURL != "" && cfg.RoomRedisURL != cfg.RedisURL {
-		opt, err := redis.ParseURL(cfg.RoomRedisURL)
+		addr, err := redisconn.Parse(cfg.RoomRedisURL)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("room redis url: %w", err)
+			return nil, nil, nil, fmt.Errorf("room redis: %w", err)
 		}
-		opt.PoolSize = 128
-		a.roomRdb = redis.NewClient(opt)
+		a.roomRdb = addr.Open(redisconn.Tune{PoolSize: 128})
 	}
 	rm := room.New(a.roomRdb)
 	if err := rm.LoadScripts(ctx); err != nil {

@@ -26,7 +26,7 @@ type RateLimiter interface {
 type RedisLimiter struct{ l *redis_rate.Limiter }
 
 // NewRedisLimiter returns a limiter over rdb.
-func NewRedisLimiter(rdb *redis.Client) *RedisLimiter {
+func NewRedisLimiter(rdb redis.UniversalClient) *RedisLimiter {
 	return &RedisLimiter{l: redis_rate.NewLimiter(rdb)}
 }
 

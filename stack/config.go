@@ -18,6 +18,9 @@ const (
 	EnvRedisURL     = "FSCTL_REDIS_URL"
 	EnvPostgresURL  = "FSCTL_POSTGRES_URL"
 	EnvKafkaBrokers = "FSCTL_KAFKA_BROKERS"
+	// EnvRedisClusterURL points the cluster tests (and the user's eval of `fsctl stack env`) at
+	// the local Redis Cluster.
+	EnvRedisClusterURL = "FSCTL_REDIS_CLUSTER_URL"
 )
 
 // Default ports, chosen away from the services' usual ports so a system Redis, PostgreSQL or Kafka
@@ -43,7 +46,10 @@ type Config struct {
 	KafkaPort           int       // Kafka broker listener on 127.0.0.1
 	KafkaControllerPort int       // Kafka KRaft controller listener on 127.0.0.1
 	KafkaLibs           string    // folder of the Kafka broker's jars (filled by FetchKafka)
-	Log                 io.Writer // progress lines; nil discards them
+	// RedisCluster, when it has masters, adds a local Redis Cluster to the stack (remembered,
+	// so later calls without it keep the cluster).
+	RedisCluster ClusterLayout
+	Log          io.Writer // progress lines; nil discards them
 }
 
 // DefaultConfig is the stack in ./.stack (or $FSCTL_STACK_DIR) on the default ports.
@@ -71,23 +77,34 @@ type Endpoints struct {
 	RedisURL     string
 	PostgresURL  string
 	KafkaBrokers []string
+	// RedisClusterURL is the local Redis Cluster's (redis+cluster://...), empty without one.
+	RedisClusterURL string
 }
 
 // Endpoints returns the client addresses of the services this config starts.
 func (c Config) Endpoints() Endpoints {
-	return Endpoints{
+	e := Endpoints{
 		RedisURL:     fmt.Sprintf("redis://127.0.0.1:%d/0", c.RedisPort),
 		PostgresURL:  fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", PostgresUser, c.PostgresPort, PostgresDatabase),
 		KafkaBrokers: []string{fmt.Sprintf("127.0.0.1:%d", c.KafkaPort)},
 	}
+	if c.RedisCluster.Masters > 0 {
+		e.RedisClusterURL = c.RedisCluster.URL()
+	}
+	return e
 }
 
-// DefaultEndpoints are the endpoints of a stack started with the default ports.
+// DefaultClusterLayout is the local cluster `fsctl stack up --redis-cluster 3` starts.
+var DefaultClusterLayout = ClusterLayout{Masters: 3, Port: DefaultRedisClusterPort}
+
+// DefaultEndpoints are the endpoints of a stack started with the default ports (and the default
+// local cluster).
 func DefaultEndpoints() Endpoints {
 	return Config{
 		RedisPort:    DefaultRedisPort,
 		PostgresPort: DefaultPostgresPort,
 		KafkaPort:    DefaultKafkaPort,
+		RedisCluster: DefaultClusterLayout,
 	}.Endpoints()
 }
 
@@ -104,6 +121,9 @@ func endpointsFrom(lookup func(string) (string, bool)) Endpoints {
 	}
 	if v, ok := lookup(EnvPostgresURL); ok && strings.TrimSpace(v) != "" {
 		e.PostgresURL = strings.TrimSpace(v)
+	}
+	if v, ok := lookup(EnvRedisClusterURL); ok && strings.TrimSpace(v) != "" {
+		e.RedisClusterURL = strings.TrimSpace(v)
 	}
 	if v, ok := lookup(EnvKafkaBrokers); ok {
 		if brokers := SplitBrokers(v); len(brokers) > 0 {
@@ -157,8 +177,21 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
+	named := map[string]int{"redis": c.RedisPort, "postgres": c.PostgresPort, "kafka": c.KafkaPort, "kafka controller": c.KafkaControllerPort}
+	if l := &c.RedisCluster; l.Masters > 0 {
+		if l.Port == 0 {
+			l.Port = DefaultRedisClusterPort
+		}
+		if err := l.validate(); err != nil {
+			return c, err
+		}
+		for i := range l.Nodes() {
+			named[fmt.Sprintf("redis cluster node %d", i)] = l.Port + i
+			named[fmt.Sprintf("redis cluster node %d's bus", i)] = l.Port + i + 10000
+		}
+	}
 	ports := map[int]string{}
-	for name, p := range map[string]int{"redis": c.RedisPort, "postgres": c.PostgresPort, "kafka": c.KafkaPort, "kafka controller": c.KafkaControllerPort} {
+	for name, p := range named {
 		if p <= 0 || p > 65535 {
 			return c, fmt.Errorf("%s port %d out of range", name, p)
 		}

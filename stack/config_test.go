@@ -18,18 +18,21 @@ func TestEndpointsFrom(t *testing.T) {
 		want Endpoints
 	}{
 		{"defaults", nil, Endpoints{
-			RedisURL:     "redis://127.0.0.1:16379/0",
-			PostgresURL:  "postgres://fsctl@127.0.0.1:15432/fsctl?sslmode=disable",
-			KafkaBrokers: []string{"127.0.0.1:19092"},
+			RedisURL:        "redis://127.0.0.1:16379/0",
+			PostgresURL:     "postgres://fsctl@127.0.0.1:15432/fsctl?sslmode=disable",
+			KafkaBrokers:    []string{"127.0.0.1:19092"},
+			RedisClusterURL: "redis+cluster://127.0.0.1:17000,127.0.0.1:17001,127.0.0.1:17002",
 		}},
 		{"overrides", map[string]string{
-			EnvRedisURL:     "redis://r:6379/2",
-			EnvPostgresURL:  " postgres://u@p:5432/db ",
-			EnvKafkaBrokers: "k1:9092, k2:9092,,",
+			EnvRedisURL:        "redis://r:6379/2",
+			EnvPostgresURL:     " postgres://u@p:5432/db ",
+			EnvKafkaBrokers:    "k1:9092, k2:9092,,",
+			EnvRedisClusterURL: "redis+cluster://c1:7000,c2:7000",
 		}, Endpoints{
-			RedisURL:     "redis://r:6379/2",
-			PostgresURL:  "postgres://u@p:5432/db",
-			KafkaBrokers: []string{"k1:9092", "k2:9092"},
+			RedisURL:        "redis://r:6379/2",
+			PostgresURL:     "postgres://u@p:5432/db",
+			KafkaBrokers:    []string{"k1:9092", "k2:9092"},
+			RedisClusterURL: "redis+cluster://c1:7000,c2:7000",
 		}},
 		{"blank values keep defaults", map[string]string{EnvRedisURL: " ", EnvKafkaBrokers: " , "}, DefaultEndpoints()},
 	}
@@ -54,9 +57,32 @@ func TestEndpointsFromEnv(t *testing.T) {
 
 func TestConfigEndpointsFollowPorts(t *testing.T) {
 	e := Config{RedisPort: 1, PostgresPort: 2, KafkaPort: 3, KafkaControllerPort: 4}.Endpoints()
-	want := Endpoints{"redis://127.0.0.1:1/0", "postgres://fsctl@127.0.0.1:2/fsctl?sslmode=disable", []string{"127.0.0.1:3"}}
+	want := Endpoints{RedisURL: "redis://127.0.0.1:1/0", PostgresURL: "postgres://fsctl@127.0.0.1:2/fsctl?sslmode=disable", KafkaBrokers: []string{"127.0.0.1:3"}}
 	if !reflect.DeepEqual(e, want) {
 		t.Errorf("got %+v, want %+v", e, want)
+	}
+	e = Config{RedisCluster: ClusterLayout{Masters: 3, Port: 17000}}.Endpoints()
+	if e.RedisClusterURL != "redis+cluster://127.0.0.1:17000,127.0.0.1:17001,127.0.0.1:17002" {
+		t.Errorf("cluster url %q", e.RedisClusterURL)
+	}
+}
+
+// TestClusterLayoutRefusesWhatIsNoCluster: fewer than 3 masters, too many replicas, ports that do
+// not fit, and nodes on another service's port are each an error naming the flag.
+func TestClusterLayoutRefusesWhatIsNoCluster(t *testing.T) {
+	for _, tc := range []struct {
+		l    ClusterLayout
+		want string
+	}{
+		{ClusterLayout{Masters: 2, Port: 17000}, "at least 3 masters"},
+		{ClusterLayout{Masters: 3, Replicas: 4, Port: 17000}, "0 to 3 replicas"},
+		{ClusterLayout{Masters: 3, Port: 60000}, "must fit below 65536"},
+		{ClusterLayout{Masters: 3, Port: 16378}, "both on port 16379"},
+	} {
+		_, err := Config{Dir: t.TempDir(), RedisCluster: tc.l}.withDefaults()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.l, err, tc.want)
+		}
 	}
 }
 

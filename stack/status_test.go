@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -21,7 +22,8 @@ func TestStatusOfRunningStack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"redis", "postgres", "kafka"}
+	// make test starts the local Redis Cluster beside the single node.
+	want := []string{"redis", "postgres", "kafka", "redis-cluster"}
 	if len(statuses) != len(want) {
 		t.Fatalf("got %d services, want %d", len(statuses), len(want))
 	}
@@ -35,5 +37,18 @@ func TestStatusOfRunningStack(t *testing.T) {
 		if s.LogFile == "" || s.DataDir == "" {
 			t.Errorf("%s: empty paths %+v", s.Name, s)
 		}
+	}
+	nodes, err := ClusterNodes(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var slots []string
+	for _, n := range nodes {
+		if n.Role == "master" {
+			slots = append(slots, n.Slots...)
+		}
+	}
+	if len(nodes) < 3 || strings.Join(slots, " ") != "0-5460 5461-10921 10922-16383" {
+		t.Errorf("cluster nodes %+v: want 3 masters owning every slot", nodes)
 	}
 }

@@ -22,7 +22,7 @@ import (
 type fixture struct {
 	t     *testing.T
 	ctx   context.Context
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	store *stock.Store
 	sale  sale.Sale
 	item  string
@@ -33,7 +33,17 @@ type fixture struct {
 // given per-user limit; edit may change the sale before the preload. Its keys are reset at the end.
 func newFixture(t *testing.T, quantity int64, limit int, edit ...func(*sale.Sale)) *fixture {
 	t.Helper()
-	rdb := testenv.Redis(t)
+	return newFixtureOn(t, testenv.Redis(t), quantity, limit, edit...)
+}
+
+// newClusterFixture is newFixture on the local Redis Cluster.
+func newClusterFixture(t *testing.T, quantity int64, limit int, edit ...func(*sale.Sale)) *fixture {
+	t.Helper()
+	return newFixtureOn(t, testenv.RedisCluster(t), quantity, limit, edit...)
+}
+
+func newFixtureOn(t *testing.T, rdb redis.UniversalClient, quantity int64, limit int, edit ...func(*sale.Sale)) *fixture {
+	t.Helper()
 	f := &fixture{t: t, ctx: context.Background(), rdb: rdb, store: stock.New(rdb), item: "item"}
 	f.sale = sale.Sale{
 		ID: testenv.ID(t, "stock"), OpensAt: time.Now().Add(-time.Minute), PerUserLimit: limit,
@@ -111,8 +121,16 @@ func (f *fixture) checkInvariant(step string) {
 	}
 }
 
-// invariant reads every shard's counters, ledger and applied set in one MULTI (one Redis node), so
-// it sees a state between two scripts even while other goroutines run them and borrow.
+// atomic reports whether the fixture's Redis can read every shard in one MULTI: one node can; on a
+// cluster the shards live on different masters, and only a quiet sale can be read whole.
+func (f *fixture) atomic() bool {
+	_, one := f.rdb.(*redis.Client)
+	return one
+}
+
+// invariant reads every shard's counters, ledger and applied set in one MULTI on one Redis node, so
+// it sees a state between two scripts even while other goroutines run them and borrow (on a
+// cluster, in one pipeline: see atomic).
 func (f *fixture) invariant() error {
 	type shard struct {
 		stock         *redis.StringCmd
@@ -120,7 +138,10 @@ func (f *fixture) invariant() error {
 		ledger        *redis.MapStringStringCmd
 		appliedInto   *redis.StringSliceCmd
 	}
-	pipe := f.rdb.TxPipeline()
+	pipe := f.rdb.Pipeline()
+	if f.atomic() {
+		pipe = f.rdb.TxPipeline()
+	}
 	cs := make([]shard, f.shards())
 	for k := range cs {
 		keys := f.shardKeys(k)

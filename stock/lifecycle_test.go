@@ -274,7 +274,7 @@ func TestSetPaused(t *testing.T) {
 }
 
 // universal hides the *redis.Client type, so the store must pipeline WAIT with the script.
-type universal struct{ *redis.Client }
+type universal struct{ redis.UniversalClient }
 
 func TestWaitReplicas(t *testing.T) {
 	t.Parallel()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/sale"
 )
 
@@ -170,12 +171,8 @@ func (s *Store) Reset(ctx context.Context, sl sale.Sale) error {
 		// One scan per item finds every shard: "{fs:<sale>:<item>}:..." and "{fs:<sale>:<item>:<k>}:...".
 		// Ids are slugs, so "[}:]" after the item id cannot match another item's keys.
 		pattern := "{fs:" + sl.ID + ":" + it.ID + "[}:]*"
-		iter := s.rdb.Scan(ctx, 0, pattern, 1000).Iterator()
 		var batch []string
-		for iter.Next(ctx) {
-			batch = append(batch, iter.Val())
-		}
-		if err := iter.Err(); err != nil {
+		if err := redisconn.Scan(ctx, s.rdb, pattern, 1000, func(key string) { batch = append(batch, key) }); err != nil {
 			return fmt.Errorf("reset item %s: %w", it.ID, err)
 		}
 		// The references of the item's live orders are keyed by order id, outside the hash tags.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/stack"
 )
 
@@ -51,6 +52,25 @@ func Redis(tb testing.TB) *redis.Client {
 	defer cancel()
 	if err := client.Ping(ctx).Err(); err != nil {
 		tb.Fatalf("redis at %s unreachable: %v%s", url, err, hint(stack.EnvRedisURL))
+	}
+	return client
+}
+
+// RedisCluster returns a client of the Redis Cluster at FSCTL_REDIS_CLUSTER_URL (the local
+// stack's, `fsctl stack up --redis-cluster 3`, by default), closed when the test ends.
+func RedisCluster(tb testing.TB) redis.UniversalClient {
+	tb.Helper()
+	skipShort(tb)
+	url := stack.EndpointsFromEnv().RedisClusterURL
+	client, err := redisconn.Open(url, redisconn.Tune{})
+	if err != nil {
+		tb.Fatalf("%v", err)
+	}
+	tb.Cleanup(func() { _ = client.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	defer cancel()
+	if err := redisconn.Check(ctx, client); err != nil {
+		tb.Fatalf("redis cluster at %s: %v; start it with `fsctl stack up --redis-cluster 3` (make test does), or set %s", url, err, stack.EnvRedisClusterURL)
 	}
 	return client
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/stock"
 )
 
@@ -69,7 +70,7 @@ func openStores(src *Sources, closers *[]func(), e Endpoints, p *profile.Profile
 	if e.PostgresURL == "" {
 		src.Absent["orders"], src.Absent["items"] = noPostgres, noPostgres+" (the items and quantities come from sql.items and sql.item)"
 	}
-	var rdb *redis.Client
+	var rdb redis.UniversalClient
 	if e.RedisURL == "" {
 		src.Absent["items"] = noRedis
 	} else {
@@ -167,11 +168,10 @@ func newHTTPClient() *http.Client {
 
 // newRedis returns a client that makes one attempt per probe: the probe's own timeout, not
 // go-redis's retries, bounds a read.
-func newRedis(url string) (*redis.Client, error) {
-	opt, err := redis.ParseURL(url)
+func newRedis(url string) (redis.UniversalClient, error) {
+	c, err := redisconn.Open(url, redisconn.Tune{MaxRetries: -1, DialerRetries: 1, DialTimeout: 500 * time.Millisecond})
 	if err != nil {
 		return nil, fmt.Errorf("--redis-url: %w", err)
 	}
-	opt.MaxRetries, opt.DialerRetries, opt.DialTimeout = -1, 1, 500*time.Millisecond
-	return redis.NewClient(opt), nil
+	return c, nil
 }

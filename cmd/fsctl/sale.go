@@ -6,11 +6,11 @@ import (
 	"strconv"
 
 	"github.com/olekukonko/tablewriter"
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/provision"
+	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
 )
@@ -68,12 +68,14 @@ func createSale(cmd *cobra.Command, o saleCreateOptions) error {
 		return err
 	}
 	defer db.Close()
-	ropt, err := redis.ParseURL(o.endpoints.redisURL)
+	rdb, err := redisconn.Open(o.endpoints.redisURL, redisconn.Tune{})
 	if err != nil {
-		return fmt.Errorf("redis url: %w", err)
+		return usageError(err)
 	}
-	rdb := redis.NewClient(ropt)
 	defer rdb.Close()
+	if err := redisconn.Check(ctx, rdb); err != nil {
+		return err
+	}
 	rep, err := provision.Sale(ctx, db, stock.New(rdb), sl, provision.Options{Reset: o.reset})
 	if err != nil {
 		return err

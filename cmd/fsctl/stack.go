@@ -34,6 +34,9 @@ func newStackCmd() *cobra.Command {
 	f.IntVar(&opts.cfg.KafkaPort, "kafka-port", opts.cfg.KafkaPort, "Kafka broker port on 127.0.0.1")
 	f.IntVar(&opts.cfg.KafkaControllerPort, "kafka-controller-port", opts.cfg.KafkaControllerPort, "Kafka KRaft controller port on 127.0.0.1")
 	f.StringVar(&opts.cfg.KafkaLibs, "kafka-libs", "", "folder of the Kafka broker jars (default <dir>/kafka/libs)")
+	f.IntVar(&opts.cfg.RedisCluster.Masters, "redis-cluster", 0, "also run a local Redis Cluster of this many masters (at least 3; remembered until the stack's redis-cluster folder is deleted)")
+	f.IntVar(&opts.cfg.RedisCluster.Replicas, "redis-cluster-replicas", 0, "replicas per master of the local Redis Cluster")
+	f.IntVar(&opts.cfg.RedisCluster.Port, "redis-cluster-port", stack.DefaultRedisClusterPort, "port of the cluster's first node on 127.0.0.1 (node i on port+i, its bus on port+i+10000)")
 	cmd.AddCommand(
 		&cobra.Command{
 			Use:   "up",
@@ -46,8 +49,7 @@ func newStackCmd() *cobra.Command {
 					return err
 				}
 				fmt.Fprintf(cfg.Log, "stack ready in %s\n", time.Since(begin).Round(100*time.Millisecond))
-				printEndpoints(cfg.Log, cfg.Endpoints())
-				return nil
+				return printEndpoints(cfg.Log, cfg, "", false)
 			},
 		},
 		&cobra.Command{
@@ -67,7 +69,32 @@ func newStackCmd() *cobra.Command {
 			},
 		},
 		newStackDepsCmd(opts),
+		newStackEnvCmd(opts),
 	)
+	return cmd
+}
+
+func newStackEnvCmd(opts *stackOptions) *cobra.Command {
+	var cluster bool
+	cmd := &cobra.Command{
+		Use:   "env",
+		Short: "Print the FSCTL_* settings that point fsctl and the tests at this stack, for eval",
+		Long: `env prints one export line per setting, so a shell can take them all at once:
+
+  eval "$(fsctl stack env)"                   # every command on the local stack
+  eval "$(fsctl stack env --redis-cluster)"   # the same, with FSCTL_REDIS_URL on the local Redis Cluster`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg := opts.config(cmd.OutOrStdout())
+			if cluster {
+				if _, ok, err := stack.Layout(cfg); err != nil || !ok {
+					return usageError(fmt.Errorf("this stack keeps no Redis Cluster: start one with fsctl stack up --redis-cluster 3 (%v)", err))
+				}
+			}
+			return printEndpoints(cmd.OutOrStdout(), cfg, "export ", cluster)
+		},
+	}
+	cmd.Flags().BoolVar(&cluster, "redis-cluster", false, "point FSCTL_REDIS_URL at the local Redis Cluster")
 	return cmd
 }
 
@@ -112,17 +139,57 @@ func stackStatus(cmd *cobra.Command, cfg stack.Config) error {
 	if err := table.Render(); err != nil {
 		return err
 	}
+	if err := clusterStatus(cmd, cfg); err != nil {
+		return err
+	}
 	if down > 0 {
 		return &exitError{code: 3, err: fmt.Errorf("%d of %d services not running; start them with `fsctl stack up`", down, len(statuses))}
 	}
-	printEndpoints(cmd.OutOrStdout(), cfg.Endpoints())
-	return nil
+	return printEndpoints(cmd.OutOrStdout(), cfg, "", false)
 }
 
-// printEndpoints shows the variables that point the CLI and the tests at this stack.
-func printEndpoints(w io.Writer, e stack.Endpoints) {
-	fmt.Fprintf(w, "%s=%s\n%s=%s\n%s=%s\n",
-		stack.EnvRedisURL, e.RedisURL,
-		stack.EnvPostgresURL, e.PostgresURL,
-		stack.EnvKafkaBrokers, strings.Join(e.KafkaBrokers, ","))
+// clusterStatus shows each node of the local Redis Cluster: its role and the slots it owns.
+func clusterStatus(cmd *cobra.Command, cfg stack.Config) error {
+	nodes, err := stack.ClusterNodes(cmd.Context(), cfg)
+	if err != nil || len(nodes) == 0 {
+		return err
+	}
+	table := tablewriter.NewWriter(cmd.OutOrStdout())
+	table.Header("cluster node", "role", "slots", "pid")
+	for _, n := range nodes {
+		role, pid := n.Role, "-"
+		if n.MasterOf != "" {
+			role += " of " + n.MasterOf
+		}
+		if n.PID > 0 {
+			pid = strconv.Itoa(n.PID)
+		}
+		if err := table.Append(n.Address, role, strings.Join(n.Slots, " "), pid); err != nil {
+			return err
+		}
+	}
+	return table.Render()
+}
+
+// printEndpoints shows the variables that point the CLI and the tests at this stack, each line
+// after prefix ("export " for eval); onCluster points FSCTL_REDIS_URL at the local Redis Cluster.
+func printEndpoints(w io.Writer, cfg stack.Config, prefix string, onCluster bool) error {
+	l, hasCluster, err := stack.Layout(cfg)
+	if err != nil {
+		return err
+	}
+	cfg.RedisCluster = l
+	e := cfg.Endpoints()
+	redisURL := e.RedisURL
+	if onCluster {
+		redisURL = e.RedisClusterURL
+	}
+	fmt.Fprintf(w, "%s%s=%s\n%s%s=%s\n%s%s=%s\n",
+		prefix, stack.EnvRedisURL, redisURL,
+		prefix, stack.EnvPostgresURL, e.PostgresURL,
+		prefix, stack.EnvKafkaBrokers, strings.Join(e.KafkaBrokers, ","))
+	if hasCluster {
+		fmt.Fprintf(w, "%s%s=%s\n", prefix, stack.EnvRedisClusterURL, e.RedisClusterURL)
+	}
+	return nil
 }

@@ -42,12 +42,15 @@ type Options struct {
 	Workers bool
 	// NoProvision starts the server without creating the sale.
 	NoProvision bool
+	// Cluster runs the checkout on the local Redis Cluster instead of the single node.
+	Cluster bool
 }
 
 // Checkout is one running test checkout.
 type Checkout struct {
 	Base            string // http://127.0.0.1:port
 	App             *server.App
+	RedisURL        string
 	Sale            sale.Sale
 	PostgresURL     string
 	Brokers         []string
@@ -63,8 +66,14 @@ type Checkout struct {
 func Start(t testing.TB, o Options) *Checkout {
 	t.Helper()
 	testenv.Redis(t) // skip under -short, fail with a hint when the stack is down
+	redisURL := stack.EndpointsFromEnv().RedisURL
+	if o.Cluster {
+		testenv.RedisCluster(t)
+		redisURL = stack.EndpointsFromEnv().RedisClusterURL
+	}
 	topic := testenv.KafkaTopic(t, 3)
 	c := &Checkout{
+		RedisURL:    redisURL,
 		PostgresURL: testenv.Postgres(t), Brokers: testenv.KafkaBrokers(t), OrdersTopic: topic,
 		DeadLetterTopic: testenv.KafkaTopic(t, 1), ConsumerGroup: "g-" + topic,
 		SwitchesKey: testenv.ID(t, "switches"), t: t,
@@ -77,7 +86,7 @@ func Start(t testing.TB, o Options) *Checkout {
 	lc := lifecycle.DefaultConfig()
 	lc.ExpiryInterval, lc.SweepInterval = 50*time.Millisecond, 200*time.Millisecond
 	app, base := StartApp(t, server.AppConfig{
-		Server: cfg, RedisURL: stack.EndpointsFromEnv().RedisURL, PostgresURL: c.PostgresURL,
+		Server: cfg, RedisURL: c.RedisURL, PostgresURL: c.PostgresURL,
 		Brokers: c.Brokers, OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic,
 		JWTSecret: Secret, API: true, Consumer: true, ConsumerGroup: c.ConsumerGroup, Migrate: true,
 		Lifecycle: lc, Workers: o.Workers, SwitchesKey: c.SwitchesKey, ControlPoll: 20 * time.Millisecond,

@@ -1,0 +1,96 @@
+package redisconn
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		cluster bool
+		nodes   string
+		str     string
+	}{
+		{"redis://127.0.0.1:16379/0", false, "127.0.0.1:16379", "redis://127.0.0.1:16379/0"},
+		{"redis://:pw@10.0.0.1:6379/3", false, "10.0.0.1:6379", "redis://10.0.0.1:6379/3"},
+		{"redis+cluster://127.0.0.1:17000", true, "127.0.0.1:17000", "redis+cluster://127.0.0.1:17000"},
+		{"redis+cluster://a:7000,b:7001,c:7002", true, "a:7000,b:7001,c:7002", "redis+cluster://a:7000,b:7001,c:7002"},
+		{"rediss+cluster://u:secret@a:7000,b:7000/0?dial_timeout=2s", true, "a:7000,b:7000", "redis+cluster://a:7000,b:7000"},
+	} {
+		a, err := Parse(tc.in)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", tc.in, err)
+		}
+		if a.Cluster != tc.cluster || strings.Join(a.Nodes(), ",") != tc.nodes || a.String() != tc.str {
+			t.Errorf("Parse(%q) = cluster %v nodes %v %q, want %v %s %q", tc.in, a.Cluster, a.Nodes(), a.String(), tc.cluster, tc.nodes, tc.str)
+		}
+		c := a.Open(Tune{DialTimeout: time.Second})
+		_, isCluster := c.(*redis.ClusterClient)
+		if isCluster != tc.cluster {
+			t.Errorf("Open(%q) is a %T", tc.in, c)
+		}
+		_ = c.Close()
+	}
+	a, _ := Parse("rediss+cluster://u:secret@a:7000?dial_timeout=2s")
+	if a.cluster.Password != "secret" || a.cluster.TLSConfig == nil || a.cluster.DialTimeout != 2*time.Second {
+		t.Errorf("rediss+cluster options: %+v", a.cluster)
+	}
+}
+
+// TestParseRefuses: every malformed address is an error that names the address (without its
+// password) and the forms meant.
+func TestParseRefuses(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                                 "no scheme",
+		"127.0.0.1:6379":                   "no scheme",
+		"http://127.0.0.1:6379":            `unknown scheme "http"`,
+		"redis://a:1,b:2":                  "several nodes",
+		"redis+cluster://a:7000/2":         "only database 0",
+		"redis+cluster://a:7000,,b:7000":   `seed "" is not host:port`,
+		"redis+cluster://a":                `seed "a" is not host:port`,
+		"redis+cluster://:pw@a:7000,b":     `seed "b" is not host:port`,
+		"redis+cluster://a:7000?foo=bar":   "foo",
+		"redis://:hunter2@a:1,b:2":         "redis://:xxxxx@a:1,b:2",
+		"redis+cluster://:hunter2@a:1?x=%": "invalid",
+		"redis://:hunter2@a:1/x":           "invalid database",
+	} {
+		_, err := Parse(in)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), Forms) {
+			t.Errorf("Parse(%q) = %v, want an error saying %q and the forms", in, err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Parse(%q) printed the password: %v", in, err)
+		}
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"redis://:pw@a:1/0":            "redis://:xxxxx@a:1/0",
+		"redis+cluster://u:pw@a:1,b:2": "redis+cluster://u:xxxxx@a:1,b:2",
+		"redis://a:1/0":                "redis://a:1/0",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"redis://127.0.0.1:6379/0", "redis+cluster://a:1,b:2", "rediss+cluster://u:p@a:1?dial_timeout=1s", "redis+cluster://"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		a, err := Parse(s)
+		if err != nil {
+			return
+		}
+		if len(a.Nodes()) == 0 || a.String() == "" {
+			t.Fatalf("Parse(%q) accepted an address with no node: %+v", s, a)
+		}
+	})
+}
