@@ -14,8 +14,8 @@ import (
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/profile"
-	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/reconcile"
+	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
 )

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/verify"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
+	"github.com/fsctl/fsctl/verify"
 )
 
 // TestPurchaseOnRedisCluster: the checkout on the local Redis Cluster, a hot item split over 4

@@ -40,12 +40,12 @@ const (
 
 // Config says where the stack keeps its files and which loopback ports its services listen on.
 type Config struct {
-	Dir                 string    // root of the stack's data, logs and pidfiles
-	RedisPort           int       // Redis on 127.0.0.1
-	PostgresPort        int       // PostgreSQL on 127.0.0.1
-	KafkaPort           int       // Kafka broker listener on 127.0.0.1
-	KafkaControllerPort int       // Kafka KRaft controller listener on 127.0.0.1
-	KafkaLibs           string    // folder of the Kafka broker's jars (filled by FetchKafka)
+	Dir                 string // root of the stack's data, logs and pidfiles
+	RedisPort           int    // Redis on 127.0.0.1
+	PostgresPort        int    // PostgreSQL on 127.0.0.1
+	KafkaPort           int    // Kafka broker listener on 127.0.0.1
+	KafkaControllerPort int    // Kafka KRaft controller listener on 127.0.0.1
+	KafkaLibs           string // folder of the Kafka broker's jars (filled by FetchKafka)
 	// RedisCluster, when it has masters, adds a local Redis Cluster to the stack (remembered,
 	// so later calls without it keep the cluster).
 	RedisCluster ClusterLayout
