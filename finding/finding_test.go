@@ -101,3 +101,12 @@ func TestTableKeepsLongWords(t *testing.T) {
 		t.Fatalf("the path lost letters:\n%s", b.String())
 	}
 }
+
+func TestRank(t *testing.T) {
+	order := []Status{Pass, Skip, Warn, Fail}
+	for i := 1; i < len(order); i++ {
+		if order[i-1].Rank() >= order[i].Rank() {
+			t.Errorf("%s ranks %d, not below %s's %d", order[i-1], order[i-1].Rank(), order[i], order[i].Rank())
+		}
+	}
+}

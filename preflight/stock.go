@@ -204,22 +204,16 @@ func shardPlacement(ctx context.Context, e *env, item string, shards int) findin
 		r.Status, r.Detail = finding.Warn, err.Error()
 		return r
 	}
-	per := map[string][]string{}
-	var parts []string
-	for i, n := range nodes {
-		per[n] = append(per[n], strconv.Itoa(keys[i].Shard))
-		parts = append(parts, fmt.Sprintf("shard %d on %s", keys[i].Shard, n))
+	labels := make([]string, len(keys))
+	for i, k := range keys {
+		labels[i] = "shard " + strconv.Itoa(k.Shard)
 	}
-	r.Detail = fmt.Sprintf("%s (%d of %d masters)", strings.Join(parts, ", "), len(per), masters)
-	if len(per) < min(len(keys), masters) {
-		for n, sh := range per {
-			if len(sh) > 1 {
-				r.Status = finding.Warn
-				r.Detail += fmt.Sprintf(": shards %s share %s while another master holds none", strings.Join(sh, ", "), n)
-				r.Fix = "move a slot of one of them to a free master (redis-cli --cluster reshard), or split the item over more shards"
-				break
-			}
-		}
+	var crowded string
+	r.Detail, crowded = redisconn.Spread(labels, nodes, masters)
+	if crowded != "" {
+		r.Status = finding.Warn
+		r.Detail += ": " + crowded
+		r.Fix = "move a slot of one of them to a free master (redis-cli --cluster reshard), or split the item over more shards"
 	}
 	return r
 }

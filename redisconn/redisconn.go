@@ -228,7 +228,8 @@ func Check(ctx context.Context, c redis.UniversalClient) error {
 			return nil
 		})
 		if err != nil && nodeErr == nil && strings.Contains(err.Error(), "cluster support disabled") {
-			return fmt.Errorf("redis %s: the seeds are not nodes of a Redis Cluster: give one node as redis://host:port", name)
+			seed := c.Options().Addrs[0]
+			return fmt.Errorf("redis %s is not a node of a Redis Cluster: give it as redis://%s/0", seed, seed)
 		}
 		if err != nil && !errors.Is(err, nodeErr) {
 			return fmt.Errorf("redis %s unreachable: %w", name, err)
@@ -326,4 +327,26 @@ func Placement(ctx context.Context, c redis.UniversalClient, keys []string) (nod
 		nodes = append(nodes, m.Options().Addr)
 	}
 	return nodes, masters, nil
+}
+
+// Spread says how labelled keys spread over the masters ("shard 0 on A, shard 1 on B (2 of 3
+// masters)") and, when two of them share a master while another master holds none, which share
+// it (empty otherwise).
+func Spread(labels, nodes []string, masters int) (detail, crowded string) {
+	per := map[string][]string{}
+	parts := make([]string, len(nodes))
+	for i, n := range nodes {
+		per[n] = append(per[n], labels[i])
+		parts[i] = labels[i] + " on " + n
+	}
+	detail = fmt.Sprintf("%s (%d of %d masters)", strings.Join(parts, ", "), len(per), masters)
+	if len(per) >= min(len(nodes), masters) {
+		return detail, ""
+	}
+	for _, n := range nodes { // in key order, so the message is stable
+		if ls := per[n]; len(ls) > 1 {
+			return detail, fmt.Sprintf("%s share %s while another master holds none", strings.Join(ls, " and "), n)
+		}
+	}
+	return detail, ""
 }

@@ -94,3 +94,19 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestSpread(t *testing.T) {
+	labels := []string{"shard 0", "shard 1", "shard 2"}
+	if d, c := Spread(labels, []string{"a", "b", "c"}, 3); c != "" || d != "shard 0 on a, shard 1 on b, shard 2 on c (3 of 3 masters)" {
+		t.Errorf("spread evenly: %q %q", d, c)
+	}
+	if _, c := Spread(labels, []string{"a", "b", "a"}, 3); c != "shard 0 and shard 2 share a while another master holds none" {
+		t.Errorf("crowded: %q", c)
+	}
+	if _, c := Spread(labels, []string{"a", "b", "a"}, 2); c != "" {
+		t.Errorf("3 shards on 2 masters must share one: %q", c)
+	}
+	if _, c := Spread(labels, []string{"n", "n", "n"}, 1); c != "" {
+		t.Errorf("one node: %q", c)
+	}
+}

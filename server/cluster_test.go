@@ -3,11 +3,13 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/fsctl/fsctl/stock"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
 	"github.com/fsctl/fsctl/verify"
 )
@@ -59,5 +61,37 @@ func TestPurchaseOnRedisCluster(t *testing.T) {
 	})
 	if err != nil || len(waiting) > 0 || live != 40 {
 		t.Fatalf("orders in PostgreSQL: %d (%v %v)", live, waiting, err)
+	}
+}
+
+// TestLifecycleOnRedisCluster: every end of a reservation on the cluster, the item split over 4
+// shards on its masters, with the lifecycle jobs of two instances running: a payment settles, a
+// cancel and an expiry each return their unit once, an orphaned hold is re-published by the
+// sweeper, and Redis and PostgreSQL then agree on every invariant.
+func TestLifecycleOnRedisCluster(t *testing.T) {
+	e := newEnvWith(t, envOptions{Cluster: true, Quantity: 6, Limit: 1, Shards: 4, HoldTTL: time.Second, Workers: true})
+	e.start(false) // a second instance running the same jobs
+	paid := e.mustBuy("payer", "k")
+	if code, body := e.pay("payer", paid, "tok_ok"); code != http.StatusOK || !strings.Contains(body, `"PAID"`) {
+		t.Fatalf("pay: %d %s", code, body)
+	}
+	cancelled := e.mustBuy("canceller", "k")
+	if code, body := e.cancel("canceller", cancelled); code != http.StatusOK {
+		t.Fatalf("cancel: %d %s", code, body)
+	}
+	expired := e.mustBuy("expirer", "k")
+	orphan := mustV7(t)
+	if rv, err := e.app.Stock.Reserve(context.Background(), stock.Request{SaleID: e.sale.ID, ItemID: "hot", UserID: "crashed",
+		IdemKey: "k", OrderID: orphan, Shards: 4}); err != nil || rv.OrderID != orphan {
+		t.Fatalf("reserve the orphan: %+v %v", rv, err)
+	}
+	e.waitStatus(paid, "PAID")
+	e.waitStatus(cancelled, "CANCELLED")
+	e.waitStatus(expired, "EXPIRED")
+	e.waitStatus(orphan, "EXPIRED") // re-published by the sweeper, recorded, then expired
+	rep := e.settled()
+	if rep.Stock != 5 || rep.Holds != 0 || rep.Counts.Paid != 1 || rep.Counts.Cancelled != 1 || rep.Counts.Expired != 2 {
+		t.Fatalf("after every end on the cluster: stock %d holds %d, counts %+v; want stock 5, 1 paid, 1 cancelled, 2 expired",
+			rep.Stock, rep.Holds, rep.Counts)
 	}
 }

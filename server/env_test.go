@@ -44,6 +44,8 @@ type env struct {
 
 // envOptions shape a test checkout; zero values take the defaults of newEnv.
 type envOptions struct {
+	// Cluster runs the checkout on the local Redis Cluster.
+	Cluster  bool
 	Quantity int64
 	Limit    int
 	HoldTTL  time.Duration
@@ -127,12 +129,21 @@ func (e *env) start(api bool) (*server.App, string) {
 		lc.ClaimTimeout = e.opts.ClaimTimeout
 	}
 	return checkouttest.StartApp(t, server.AppConfig{
-		Server: cfg, RedisURL: stack.EndpointsFromEnv().RedisURL, PostgresURL: e.pgURL, Brokers: e.brokers,
+		Server: cfg, RedisURL: e.redisURL(), PostgresURL: e.pgURL, Brokers: e.brokers,
 		OrdersTopic: e.topic, DeadLetterTopic: e.dlq, JWTSecret: testSecret, API: api, Consumer: true,
 		ConsumerGroup: "g-" + e.topic, Migrate: true, PaymentURL: e.opts.PaymentURL, Breaker: e.opts.Breaker,
 		Lifecycle: lc, Workers: e.opts.Workers, SwitchesKey: e.switches, ControlPoll: 20 * time.Millisecond,
 		RoomRedisURL: e.opts.RoomRedisURL, RoomTick: 20 * time.Millisecond,
 	}, log)
+}
+
+// redisURL is the single node of the stack, or its Redis Cluster when the env asks for one.
+func (e *env) redisURL() string {
+	if e.opts.Cluster {
+		testenv.RedisCluster(e.t)
+		return stack.EndpointsFromEnv().RedisClusterURL
+	}
+	return stack.EndpointsFromEnv().RedisURL
 }
 
 type testWriter struct{ t *testing.T }

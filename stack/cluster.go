@@ -52,6 +52,8 @@ func (l ClusterLayout) validate() error {
 		return fmt.Errorf("--redis-cluster-replicas %d: 0 to 3 replicas per master", l.Replicas)
 	case l.Port <= 0 || l.Port+l.Nodes()+10000 > 65535:
 		return fmt.Errorf("--redis-cluster-port %d: the nodes and their cluster bus (port + 10000) must fit below 65536", l.Port)
+	case l.Port+l.Nodes()+10000 > 32768:
+		return fmt.Errorf("--redis-cluster-port %d: the cluster bus (port + 10000) would reach Linux's ephemeral ports (32768 up), where any client socket may take it; pick a port below %d", l.Port, 32768-10000-l.Nodes())
 	}
 	return nil
 }

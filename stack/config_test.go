@@ -77,6 +77,7 @@ func TestClusterLayoutRefusesWhatIsNoCluster(t *testing.T) {
 		{ClusterLayout{Masters: 2, Port: 17000}, "at least 3 masters"},
 		{ClusterLayout{Masters: 3, Replicas: 4, Port: 17000}, "0 to 3 replicas"},
 		{ClusterLayout{Masters: 3, Port: 60000}, "must fit below 65536"},
+		{ClusterLayout{Masters: 3, Port: 30000}, "ephemeral ports"},
 		{ClusterLayout{Masters: 3, Port: 16378}, "both on port 16379"},
 	} {
 		_, err := Config{Dir: t.TempDir(), RedisCluster: tc.l}.withDefaults()

@@ -19,7 +19,7 @@ type endpointFlags struct {
 
 func (e *endpointFlags) bind(fs *pflag.FlagSet, kafka bool) {
 	env := stack.EndpointsFromEnv()
-	fs.StringVar(&e.redisURL, "redis-url", env.RedisURL, "Redis URL (env "+stack.EnvRedisURL+")")
+	fs.StringVar(&e.redisURL, "redis-url", env.RedisURL, "Redis: redis://host:port/db, or redis+cluster://host:port,host:port for a Redis Cluster (env "+stack.EnvRedisURL+")")
 	fs.StringVar(&e.postgresURL, "postgres-url", env.PostgresURL, "PostgreSQL URL (env "+stack.EnvPostgresURL+")")
 	if kafka {
 		fs.StringSliceVar(&e.brokers, "kafka-brokers", env.KafkaBrokers, "Kafka bootstrap brokers, comma separated (env "+stack.EnvKafkaBrokers+")")

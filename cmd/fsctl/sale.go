@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
 
 	"github.com/olekukonko/tablewriter"
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/fsctl/fsctl/orders"
@@ -80,7 +82,34 @@ func createSale(cmd *cobra.Command, o saleCreateOptions) error {
 	if err != nil {
 		return err
 	}
-	return printProvision(cmd.OutOrStdout(), sl, rep)
+	if err := printProvision(cmd.OutOrStdout(), sl, rep); err != nil {
+		return err
+	}
+	return printPlacement(ctx, cmd.OutOrStdout(), rdb, sl)
+}
+
+// printPlacement says, on a Redis Cluster, which master holds each shard of each item, and warns
+// when two shards of an item share a master while another holds none.
+func printPlacement(ctx context.Context, w io.Writer, rdb redis.UniversalClient, sl sale.Sale) error {
+	if _, cluster := rdb.(*redis.ClusterClient); !cluster {
+		return nil
+	}
+	for _, it := range sl.Items {
+		var keys, labels []string
+		for k := range it.ShardCount() {
+			keys, labels = append(keys, stock.ShardKeys(sl.ID, it.ID, k).Stock()), append(labels, "shard "+strconv.Itoa(k))
+		}
+		nodes, masters, err := redisconn.Placement(ctx, rdb, keys)
+		if err != nil {
+			return err
+		}
+		detail, crowded := redisconn.Spread(labels, nodes, masters)
+		fmt.Fprintf(w, "%s: %s\n", it.ID, detail)
+		if crowded != "" {
+			fmt.Fprintf(w, "warning: %s: %s; move a slot to a free master (redis-cli --cluster reshard) or use more shards\n", it.ID, crowded)
+		}
+	}
+	return nil
 }
 
 func printProvision(w io.Writer, sl sale.Sale, rep provision.Report) error {
