@@ -133,36 +133,31 @@ type Tune struct {
 // Open returns the client for the address: a *redis.Client for one node, a *redis.ClusterClient
 // for a cluster.
 func (a Addr) Open(t Tune) redis.UniversalClient {
-	set := func(d *time.Duration, v time.Duration) {
-		if v != 0 {
-			*d = v
-		}
-	}
-	setInt := func(d *int, v int) {
-		if v != 0 {
-			*d = v
-		}
-	}
 	if a.Cluster {
 		o := *a.cluster
-		set(&o.DialTimeout, t.DialTimeout)
-		set(&o.ReadTimeout, t.ReadTimeout)
-		set(&o.WriteTimeout, t.WriteTimeout)
-		setInt(&o.PoolSize, t.PoolSize)
-		setInt(&o.MinIdleConns, t.MinIdleConns)
-		setInt(&o.MaxRetries, t.MaxRetries)
-		setInt(&o.DialerRetries, t.DialerRetries)
+		t.apply(&o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolSize, &o.MinIdleConns, &o.MaxRetries, &o.DialerRetries)
 		return redis.NewClusterClient(&o)
 	}
 	o := *a.single
-	set(&o.DialTimeout, t.DialTimeout)
-	set(&o.ReadTimeout, t.ReadTimeout)
-	set(&o.WriteTimeout, t.WriteTimeout)
-	setInt(&o.PoolSize, t.PoolSize)
-	setInt(&o.MinIdleConns, t.MinIdleConns)
-	setInt(&o.MaxRetries, t.MaxRetries)
-	setInt(&o.DialerRetries, t.DialerRetries)
+	t.apply(&o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolSize, &o.MinIdleConns, &o.MaxRetries, &o.DialerRetries)
 	return redis.NewClient(&o)
+}
+
+// apply sets the options a caller chose over go-redis's, one node's or a cluster's alike.
+func (t Tune) apply(dial, read, write *time.Duration, pool, idle, retries, dialRetries *int) {
+	for _, d := range []struct {
+		to *time.Duration
+		v  time.Duration
+	}{{dial, t.DialTimeout}, {read, t.ReadTimeout}, {write, t.WriteTimeout}} {
+		if d.v != 0 {
+			*d.to = d.v
+		}
+	}
+	for _, n := range []struct{ to, v *int }{{pool, &t.PoolSize}, {idle, &t.MinIdleConns}, {retries, &t.MaxRetries}, {dialRetries, &t.DialerRetries}} {
+		if *n.v != 0 {
+			*n.to = *n.v
+		}
+	}
 }
 
 // Open parses the address and opens its client.

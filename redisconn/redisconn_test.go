@@ -110,3 +110,19 @@ func TestSpread(t *testing.T) {
 		t.Errorf("one node: %q", c)
 	}
 }
+
+// TestTune: what a caller tunes reaches the client of either kind; what it leaves zero keeps
+// go-redis's default (MaxRetries -1, no retries, reads back as 0 on one node).
+func TestTune(t *testing.T) {
+	tune := Tune{PoolSize: 7, DialTimeout: 3 * time.Second, MaxRetries: -1}
+	one, _ := Open("redis://127.0.0.1:1/0", tune)
+	defer one.Close()
+	if o := one.(*redis.Client).Options(); o.PoolSize != 7 || o.DialTimeout != 3*time.Second || o.MaxRetries > 0 || o.ReadTimeout == 0 {
+		t.Errorf("one node: pool %d dial %s retries %d read %s", o.PoolSize, o.DialTimeout, o.MaxRetries, o.ReadTimeout)
+	}
+	cl, _ := Open("redis+cluster://127.0.0.1:1,127.0.0.1:2", tune)
+	defer cl.Close()
+	if o := cl.(*redis.ClusterClient).Options(); o.PoolSize != 7 || o.DialTimeout != 3*time.Second || o.MaxRetries > 0 || len(o.Addrs) != 2 {
+		t.Errorf("cluster: pool %d dial %s retries %d addrs %v", o.PoolSize, o.DialTimeout, o.MaxRetries, o.Addrs)
+	}
+}
