@@ -9,7 +9,6 @@ import (
 
 	"github.com/fsctl/fsctl/examples/articleshop/articletest"
 	"github.com/fsctl/fsctl/profile"
-	"github.com/fsctl/fsctl/stack"
 	"github.com/fsctl/fsctl/testenv"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
 )
@@ -42,14 +41,24 @@ func reserved(rep *Report) int64 {
 	return n
 }
 
-// TestDrillBundled drills fsctl serve through its own (deep) profile: the burst sells the stock
-// exactly, the sale settles and the order-by-order reconcile finds nothing.
+// TestDrillBundled drills fsctl serve through its own (deep) profile, on one Redis node and on the
+// local Redis Cluster: the burst sells the stock exactly, the sale settles, blast's state check
+// and the order-by-order reconcile read every master and find nothing.
 func TestDrillBundled(t *testing.T) {
 	t.Parallel()
-	c := checkouttest.Start(t, checkouttest.Options{Quantity: 100, Shards: 2})
+	for name, cluster := range map[string]bool{"one node": false, "cluster": true} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testDrillBundled(t, cluster)
+		})
+	}
+}
+
+func testDrillBundled(t *testing.T, cluster bool) {
+	c := checkouttest.Start(t, checkouttest.Options{Quantity: 100, Shards: 2, Cluster: cluster})
 	p := profile.Default()
 	p.Kafka.Topic, p.Kafka.DeadLetter, p.Kafka.Group = c.OrdersTopic, c.DeadLetterTopic, c.ConsumerGroup
-	rep := run(t, Config{Profile: p, Target: c.Base, Sale: c.Sale.ID, RedisURL: stack.EndpointsFromEnv().RedisURL,
+	rep := run(t, Config{Profile: p, Target: c.Base, Sale: c.Sale.ID, RedisURL: c.RedisURL,
 		PostgresURL: c.PostgresURL, Brokers: c.Brokers, Secret: string(checkouttest.Secret), Buyers: 400})
 	if !rep.Passed {
 		t.Fatalf("drill failed: %v", rep.Failures)

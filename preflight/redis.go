@@ -207,23 +207,43 @@ func scripts(ctx context.Context, e *env) finding.Finding {
 	for i, n := range names {
 		shas[i] = hashes[n]
 	}
-	exists, err := e.rdb.ScriptExists(ctx, shas...).Result()
+	// Each master has a script cache of its own: a failover or a restarted node comes back
+	// without the scripts, while the others still have them.
+	var mu sync.Mutex
+	var missing []string
+	err := redisconn.ForEachMaster(ctx, e.rdb, func(ctx context.Context, node *redis.Client) error {
+		exists, err := node.ScriptExists(ctx, shas...).Result()
+		if err != nil {
+			return fmt.Errorf("%s: %w", node.Options().Addr, err)
+		}
+		var here []string
+		for i, ok := range exists {
+			if !ok {
+				here = append(here, names[i])
+			}
+		}
+		if len(here) > 0 {
+			on := ""
+			if _, cluster := e.rdb.(*redis.ClusterClient); cluster {
+				on = " on " + node.Options().Addr
+			}
+			mu.Lock()
+			missing = append(missing, strings.Join(here, ", ")+on)
+			mu.Unlock()
+		}
+		return nil
+	})
 	if err != nil {
 		r.Status, r.Detail = finding.Fail, fmt.Sprintf("SCRIPT EXISTS: %v", err)
 		return r
 	}
-	var missing []string
-	for i, ok := range exists {
-		if !ok {
-			missing = append(missing, names[i])
-		}
-	}
+	slices.Sort(missing)
 	if len(missing) == 0 {
 		r.Status, r.Detail = finding.Pass, fmt.Sprintf("%d scripts cached", len(names))
 		return r
 	}
 	r.Status = finding.Fail
-	r.Detail = "not in the script cache: " + strings.Join(missing, ", ")
+	r.Detail = "not in the script cache: " + strings.Join(missing, "; ")
 	r.Fix = "fsctl preflight --fix loads them (servers load them at start)"
 	r.Repair = fmt.Sprintf("SCRIPT LOAD %d scripts", len(names))
 	r.Apply = func(ctx context.Context) error {

@@ -61,9 +61,9 @@ func up(ctx context.Context, c Config) error {
 			case err != nil:
 				errs[i] = fmt.Errorf("%s: %w", st.Name, err)
 			case started:
-				fmt.Fprintf(out, "%-13s started on %s (pid %d) in %s\n", st.Name, st.Address, pid, time.Since(begin).Round(100*time.Millisecond))
+				fmt.Fprintf(out, "%-9s started on %s (pid %d) in %s\n", st.Name, st.Address, pid, time.Since(begin).Round(100*time.Millisecond))
 			default:
-				fmt.Fprintf(out, "%-13s already running on %s (pid %d)\n", st.Name, st.Address, pid)
+				fmt.Fprintf(out, "%-9s already running on %s (pid %d)\n", st.Name, st.Address, pid)
 			}
 		}()
 	}
@@ -83,14 +83,14 @@ func down(ctx context.Context, c Config) error {
 	for i := len(svcs) - 1; i >= 0; i-- {
 		st := svcs[i].status()
 		if !st.Running {
-			fmt.Fprintf(c.Log, "%-13s not running\n", st.Name)
+			fmt.Fprintf(c.Log, "%-9s not running\n", st.Name)
 			continue
 		}
 		if err := svcs[i].down(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", st.Name, err))
 			continue
 		}
-		fmt.Fprintf(c.Log, "%-13s stopped (pid %d)\n", st.Name, st.PID)
+		fmt.Fprintf(c.Log, "%-9s stopped (pid %d)\n", st.Name, st.PID)
 	}
 	return errors.Join(errs...)
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/fsctl/fsctl/orders"
-	"github.com/fsctl/fsctl/stack"
 	"github.com/fsctl/fsctl/stock"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
 )
@@ -27,7 +26,7 @@ var capture = flag.String("warroom.capture", "", "write a mid-burst text capture
 
 func stackSources(t testing.TB, c *checkouttest.Checkout, servers ...string) Sources {
 	t.Helper()
-	src, closeFn, err := Open(Endpoints{Sale: c.Sale.ID, RedisURL: stack.EndpointsFromEnv().RedisURL, PostgresURL: c.PostgresURL,
+	src, closeFn, err := Open(Endpoints{Sale: c.Sale.ID, RedisURL: c.RedisURL, PostgresURL: c.PostgresURL,
 		Brokers: c.Brokers, OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic, ConsumerGroup: c.ConsumerGroup,
 		Servers: append([]string{c.Base}, servers...), AdminToken: checkouttest.AdminToken})
 	if err != nil {
@@ -135,6 +134,22 @@ func TestSnapshotMatchesRedisAndPostgresAfterABurst(t *testing.T) {
 	if *capture != "" {
 		t.Logf("captured; settled snapshot of the same run: items %+v orders %+v", it, o)
 		_ = m
+	}
+}
+
+// TestSnapshotOnRedisCluster: the war room on a checkout whose hot item is split over 4 shards on
+// the local Redis Cluster's masters reads every shard and agrees with Redis and PostgreSQL.
+func TestSnapshotOnRedisCluster(t *testing.T) {
+	c := checkouttest.Start(t, checkouttest.Options{Quantity: 40, Limit: 1, Shards: 4, Cluster: true})
+	src := stackSources(t, c)
+	if answers := burst(t, c, 100, 16, 0); answers[http.StatusAccepted] != 40 || answers[http.StatusGone] != 60 {
+		t.Fatalf("burst answers %v, want 40 reserved and 60 sold out", answers)
+	}
+	s := settle(t, src)
+	state, count := checkoutState(t, c)
+	it, o := s.Items.Data[0], s.Orders.Data[0]
+	if it.Remaining != 0 || it.Held != 40 || it.Held != state.Holds || o.Pending != count.Pending || o.Pending != 40 || s.Derived.MaxDrift != 0 {
+		t.Errorf("on the cluster: items %+v orders %+v derived %+v; redis %+v postgres %+v", it, o, s.Derived, state, count)
 	}
 }
 
