@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -123,6 +124,8 @@ func (s clusterService) nodeArgs(port int) []string {
 		"--cluster-enabled", "yes",
 		"--cluster-config-file", filepath.Join(d, "nodes.conf"),
 		"--cluster-node-timeout", "2000",
+		// A replica syncs at once rather than after Redis's default 5 s wait for more replicas.
+		"--repl-diskless-sync-delay", "0",
 	}
 }
 
@@ -220,6 +223,23 @@ func (s clusterService) form(ctx context.Context, l ClusterLayout) error {
 	}
 	if err := waitCluster(ctx, nodes, func(info string) bool { return infoValue(info, "cluster_state") == "ok" }); err != nil {
 		return fmt.Errorf("the cluster did not reach cluster_state:ok: %w", err)
+	}
+	// A replica that never synced cannot take over: wait until every one holds its master's data.
+	for r := l.Masters; r < len(nodes); r++ {
+		n := nodes[r]
+		err := waitReady(ctx, 30*time.Second, func() error { return nil }, func(ctx context.Context) error {
+			info, err := n.Info(ctx, "replication").Result()
+			if err != nil {
+				return err
+			}
+			if v := infoValue(info, "master_link_status"); v != "up" {
+				return fmt.Errorf("replica %s: master_link_status:%s", n.Options().Addr, v)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("replica %d never synced with its master: %w", l.Port+r, err)
+		}
 	}
 	return s.formed(ctx, nodes)
 }
@@ -360,4 +380,75 @@ func Layout(cfg Config) (ClusterLayout, bool, error) {
 		return ClusterLayout{}, false, err
 	}
 	return clusterService{c}.layout()
+}
+
+// clusterNode finds one node of the local cluster by its address.
+func clusterNode(cfg Config, addr string) (clusterService, int, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return clusterService{}, 0, err
+	}
+	s := clusterService{c}
+	l, ok, err := s.layout()
+	if err != nil {
+		return s, 0, err
+	}
+	if !ok {
+		return s, 0, errors.New("this stack keeps no Redis Cluster: start one with fsctl stack up --redis-cluster 3")
+	}
+	for i := range l.Nodes() {
+		if fmt.Sprintf("127.0.0.1:%d", l.Port+i) == addr {
+			return s, l.Port + i, nil
+		}
+	}
+	return s, 0, fmt.Errorf("%s is not a node of the local cluster (%s and its replicas)", addr, strings.Join(l.Seeds(), ","))
+}
+
+// KillClusterNode kills one node of the local Redis Cluster with SIGKILL, as a crash would (no
+// AOF fsync), and waits until it is gone; it returns the pid, or ErrNotRunning.
+func KillClusterNode(ctx context.Context, cfg Config, addr string) (int, error) {
+	s, port, err := clusterNode(cfg, addr)
+	if err != nil {
+		return 0, err
+	}
+	pid, ok := pidFromFile(filepath.Join(s.nodeDir(port), "redis.pid"), "redis-server")
+	if !ok {
+		return 0, fmt.Errorf("kill cluster node %s: %w", addr, ErrNotRunning)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return pid, fmt.Errorf("kill cluster node %s (pid %d): %w", addr, pid, err)
+	}
+	if !waitGone(ctx, pid, "redis-server", 10*time.Second) {
+		return pid, fmt.Errorf("cluster node %s (pid %d) still alive 10s after SIGKILL", addr, pid)
+	}
+	return pid, nil
+}
+
+// StartClusterNode starts a stopped node of the local Redis Cluster again with its data and its
+// nodes.conf, so it rejoins the cluster (as a replica, when another node took over its slots),
+// and waits until it answers; it returns the new pid.
+func StartClusterNode(ctx context.Context, cfg Config, addr string) (int, error) {
+	s, port, err := clusterNode(cfg, addr)
+	if err != nil {
+		return 0, err
+	}
+	d := s.nodeDir(port)
+	if pid, ok := pidFromFile(filepath.Join(d, "redis.pid"), "redis-server"); ok {
+		return pid, nil
+	}
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return 0, errors.New("redis-server not found on PATH; run `make deps` (apt-get install redis-server)")
+	}
+	_ = os.Remove(filepath.Join(d, "redis.pid"))
+	if _, err := runTool(ctx, d, bin, s.nodeArgs(port)...); err != nil {
+		return 0, fmt.Errorf("start cluster node %s: %w\nlog:\n%s", addr, err, tail(filepath.Join(d, "redis.log"), 20))
+	}
+	n := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
+	defer n.Close()
+	if err := waitReady(ctx, 20*time.Second, func() error { return nil }, func(ctx context.Context) error { return n.Ping(ctx).Err() }); err != nil {
+		return 0, fmt.Errorf("start cluster node %s: %w", addr, err)
+	}
+	pid, _ := pidFromFile(filepath.Join(d, "redis.pid"), "redis-server")
+	return pid, nil
 }

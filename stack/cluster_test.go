@@ -2,11 +2,14 @@ package stack
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fsctl/fsctl/redisconn"
 )
 
 // TestLocalClusterWithReplicas starts a cluster of 3 masters with a replica each in a folder of its
@@ -54,6 +57,9 @@ func TestLocalClusterWithReplicas(t *testing.T) {
 	if !s.status().Running {
 		t.Fatalf("status %+v", s.status())
 	}
+	// A master killed with SIGKILL: its replica takes its slots over, the cluster is ok again,
+	// and the old master, started again, rejoins as a replica.
+	failoverAndRejoin(t, ctx, c, nodes)
 	// Another layout over the remembered one is refused with what to do.
 	other := c
 	other.RedisCluster.Masters = 4
@@ -65,5 +71,102 @@ func TestLocalClusterWithReplicas(t *testing.T) {
 	}
 	if s.status().Running {
 		t.Fatal("nodes still running after down")
+	}
+}
+
+func failoverAndRejoin(t *testing.T, ctx context.Context, c Config, nodes []ClusterNode) {
+	t.Helper()
+	victim := nodes[0]
+	if _, err := KillClusterNode(ctx, c, victim.Address); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	var promoted string
+	err := waitReady(ctx, 30*time.Second, func() error { return nil }, func(ctx context.Context) error {
+		now, err := ClusterNodes(ctx, c)
+		if err != nil {
+			return err
+		}
+		for _, n := range now {
+			if n.Role == "master" && n.Address != victim.Address && strings.Join(n.Slots, " ") == strings.Join(victim.Slots, " ") {
+				promoted = n.Address
+				return nil
+			}
+		}
+		return fmt.Errorf("no replica has taken %v over yet: %+v", victim.Slots, now)
+	})
+	if err != nil {
+		t.Fatalf("failover: %v", err)
+	}
+	t.Logf("master %s killed: replica %s took its slots over after %s", victim.Address, promoted, time.Since(killed).Round(100*time.Millisecond))
+	if _, err := StartClusterNode(ctx, c, victim.Address); err != nil {
+		t.Fatal(err)
+	}
+	restarted := time.Now()
+	err = waitReady(ctx, 30*time.Second, func() error { return nil }, func(ctx context.Context) error {
+		now, err := ClusterNodes(ctx, c)
+		if err != nil {
+			return err
+		}
+		for _, n := range now {
+			if n.Address == victim.Address && n.Role == "replica" && n.MasterOf == promoted {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s has not rejoined as a replica of %s: %+v", victim.Address, promoted, now)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s started again: a replica of %s after %s", victim.Address, promoted, time.Since(restarted).Round(100*time.Millisecond))
+}
+
+// TestLocalClusterMasterLost: with no replica, a killed master takes its slots away: the other
+// nodes say cluster_state:fail, redisconn.Check refuses the cluster with that, and the master
+// started again brings it back to ok.
+func TestLocalClusterMasterLost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; run without -short")
+	}
+	c, err := Config{Dir: t.TempDir(), RedisPort: 36379, PostgresPort: 35432, KafkaPort: 39092, KafkaControllerPort: 39093,
+		RedisCluster: ClusterLayout{Masters: 3, Port: 17200}}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s := clusterService{c}
+	t.Cleanup(func() { _ = s.down(context.Background()) })
+	if _, _, err := s.up(ctx, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	client, err := redisconn.Open(c.RedisCluster.URL(), redisconn.Tune{MaxRetries: -1, DialTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if err := redisconn.Check(ctx, client); err != nil {
+		t.Fatalf("a healthy cluster: %v", err)
+	}
+	if _, err := KillClusterNode(ctx, c, "127.0.0.1:17201"); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	err = waitReady(ctx, 30*time.Second, func() error { return nil }, func(ctx context.Context) error {
+		err := redisconn.Check(ctx, client)
+		if err != nil && strings.Contains(err.Error(), "cluster_state:fail") {
+			return nil
+		}
+		return fmt.Errorf("Check still says %v", err)
+	})
+	if err != nil {
+		t.Fatalf("a cluster without one of its masters: %v", err)
+	}
+	t.Logf("master killed without a replica: cluster_state:fail, and Check refuses the cluster, after %s", time.Since(killed).Round(100*time.Millisecond))
+	if _, err := StartClusterNode(ctx, c, "127.0.0.1:17201"); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitReady(ctx, 30*time.Second, func() error { return nil }, func(ctx context.Context) error { return redisconn.Check(ctx, client) }); err != nil {
+		t.Fatalf("after the master came back: %v", err)
 	}
 }
