@@ -17,24 +17,7 @@ import (
 // range, 32768 up, so no client socket takes one), checks the roles and slots, starts it again
 // (only probed), and stops every node.
 func TestLocalClusterWithReplicas(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test; run without -short")
-	}
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Fatal("redis-server not found: run `make deps`")
-	}
-	c, err := Config{Dir: t.TempDir(), RedisPort: 36379, PostgresPort: 35432, KafkaPort: 39092, KafkaControllerPort: 39093,
-		RedisCluster: ClusterLayout{Masters: 3, Replicas: 1, Port: 17100}}.withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	s := clusterService{c}
-	t.Cleanup(func() { _ = s.down(context.Background()) })
-	if _, started, err := s.up(ctx, io.Discard); err != nil || !started {
-		t.Fatalf("up: started %v, %v", started, err)
-	}
+	ctx, c, s := privateCluster(t, ClusterLayout{Masters: 3, Replicas: 1, Port: 17100})
 	nodes, err := ClusterNodes(ctx, c)
 	if err != nil {
 		t.Fatal(err)
@@ -125,21 +108,7 @@ func failoverAndRejoin(t *testing.T, ctx context.Context, c Config, nodes []Clus
 // nodes say cluster_state:fail, redisconn.Check refuses the cluster with that, and the master
 // started again brings it back to ok.
 func TestLocalClusterMasterLost(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test; run without -short")
-	}
-	c, err := Config{Dir: t.TempDir(), RedisPort: 36379, PostgresPort: 35432, KafkaPort: 39092, KafkaControllerPort: 39093,
-		RedisCluster: ClusterLayout{Masters: 3, Port: 17200}}.withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	s := clusterService{c}
-	t.Cleanup(func() { _ = s.down(context.Background()) })
-	if _, _, err := s.up(ctx, io.Discard); err != nil {
-		t.Fatal(err)
-	}
+	ctx, c, _ := privateCluster(t, ClusterLayout{Masters: 3, Port: 17200})
 	client, err := redisconn.Open(c.RedisCluster.URL(), redisconn.Tune{MaxRetries: -1, DialTimeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -169,4 +138,29 @@ func TestLocalClusterMasterLost(t *testing.T) {
 	if err := waitReady(ctx, 30*time.Second, func() error { return nil }, func(ctx context.Context) error { return redisconn.Check(ctx, client) }); err != nil {
 		t.Fatalf("after the master came back: %v", err)
 	}
+}
+
+// privateCluster starts a local cluster of layout in a folder of the test's own, stopped when the
+// test ends, and returns a context bounding the test with it.
+func privateCluster(t *testing.T, layout ClusterLayout) (context.Context, Config, clusterService) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test; run without -short")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatal("redis-server not found: run `make deps`")
+	}
+	c, err := Config{Dir: t.TempDir(), RedisPort: 36379, PostgresPort: 35432, KafkaPort: 39092, KafkaControllerPort: 39093,
+		RedisCluster: layout}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	s := clusterService{c}
+	t.Cleanup(func() { _ = s.down(context.Background()) })
+	if _, started, err := s.up(ctx, io.Discard); err != nil || !started {
+		t.Fatalf("up: started %v, %v", started, err)
+	}
+	return ctx, c, s
 }
