@@ -71,8 +71,8 @@ func (b *book) read(ctx context.Context, r *run, items []*itemRead, lag int64) e
 	for i, it := range items {
 		an := a.item(states[i])
 		it.ordered, it.inFlight = an.findings, an.inFlight
-		// What only the book knows joins the item's row: the orders closed, the units in
-		// transit between shards (still the item's stock), the most live orders one buyer holds.
+		// What only the book knows joins the item's row: the orders closed, each shard with its
+		// units in transit, the most live orders one buyer holds.
 		c := states[i].counts
 		it.row.Shards = snap[i].Shards
 		it.row.Counts.Expired, it.row.Counts.Cancelled, it.row.Counts.Failed = c.Expired, c.Cancelled, c.Failed
@@ -81,9 +81,10 @@ func (b *book) read(ctx context.Context, r *run, items []*itemRead, lag int64) e
 			perUser[o.UserID]++
 			it.row.MaxLivePerUser = max(it.row.MaxLivePerUser, perUser[o.UserID])
 		}
-		for _, sh := range snap[i].Shards {
-			it.state.Stock += sh.InTransit
-		}
+		// The item's Redis totals from the book's one snapshot: stock, the units in transit
+		// between shards (still its stock) and holds read together, so a transfer or a reserve
+		// between the profile's read and this one cannot show as a unit lost.
+		it.state.Stock, it.state.Holds = snap[i].Stock, snap[i].Holds
 	}
 	return nil
 }
