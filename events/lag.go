@@ -5,9 +5,19 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/segmentio/kafka-go"
 )
+
+// NewClient is a Kafka client for reading offsets, lags and metadata, each call within timeout,
+// on a transport of its own: kafka-go's default one is shared by the process and caches metadata
+// for seconds, so it would call a topic created moments ago unknown. closeIdle releases its
+// connections.
+func NewClient(brokers []string, timeout time.Duration) (c *kafka.Client, closeIdle func()) {
+	tr := &kafka.Transport{DialTimeout: timeout, MetadataTTL: time.Second}
+	return &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: timeout, Transport: tr}, tr.CloseIdleConnections
+}
 
 // GroupState is how far a consumer group is behind on one topic.
 type GroupState struct {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/profile"
@@ -24,9 +24,9 @@ type env struct {
 	roomRdb redis.UniversalClient
 	db      *orders.Store
 	kafka   *kafka.Client
-	// transport is the Kafka client's own, closed with the env.
-	transport *kafka.Transport
-	meta      *kafka.MetadataResponse
+	// closeKafka closes the Kafka client's idle connections, with the env.
+	closeKafka func()
+	meta       *kafka.MetadataResponse
 	// prof is the target's profile; pdb runs its queries (nil when PostgreSQL is unreachable) and
 	// target reads both stores through it (nil when PostgreSQL or Redis is).
 	prof   *profile.Profile
@@ -61,8 +61,8 @@ func (e *env) close() {
 	if e.db != nil {
 		e.db.Close()
 	}
-	if e.transport != nil {
-		e.transport.CloseIdleConnections()
+	if e.closeKafka != nil {
+		e.closeKafka()
 	}
 }
 
@@ -134,10 +134,8 @@ func (e *env) dialKafka(ctx context.Context) {
 			Fix: "set --kafka-brokers / FSCTL_KAFKA_BROKERS"})
 		return
 	}
-	// A transport of its own: the default one caches metadata across runs, and would call a
-	// topic created a moment ago missing.
-	e.transport = &kafka.Transport{DialTimeout: e.cfg.Timeout, MetadataTTL: time.Second}
-	c := &kafka.Client{Addr: kafka.TCP(e.cfg.Brokers...), Timeout: e.cfg.Timeout, Transport: e.transport}
+	c, closeIdle := events.NewClient(e.cfg.Brokers, e.cfg.Timeout)
+	e.closeKafka = closeIdle
 	var topics []string
 	for _, t := range []string{e.cfg.OrdersTopic, e.cfg.DeadLetterTopic} {
 		if t != "" {

@@ -40,9 +40,9 @@ func open(ctx context.Context, cfg Config, p *profile.Profile) (*run, error) {
 		return nil, err
 	}
 	if len(cfg.Brokers) > 0 && p.Kafka.Topic != "" && p.Kafka.Group != "" {
-		tr := &kafka.Transport{DialTimeout: cfg.Timeout, MetadataTTL: time.Second}
-		r.kafka = &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: cfg.Timeout, Transport: tr}
-		r.closer = append(r.closer, tr.CloseIdleConnections)
+		var closeIdle func()
+		r.kafka, closeIdle = events.NewClient(cfg.Brokers, cfg.Timeout)
+		r.closer = append(r.closer, closeIdle)
 	}
 	if p.IsDeep() {
 		if r.book, err = openBook(ctx, r); err != nil {
