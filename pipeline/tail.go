@@ -22,11 +22,9 @@ func (r *Run) Settle(ctx context.Context) (string, bool, error) {
 	p := r.cfg.Profile
 	var client *kafka.Client
 	if len(r.cfg.Brokers) > 0 && p.Kafka.Topic != "" && p.Kafka.Group != "" {
-		// Its own transport: the shared default caches metadata for seconds and calls a
-		// topic created moments ago unknown.
-		tr := &kafka.Transport{DialTimeout: 5 * time.Second, MetadataTTL: time.Second}
-		defer tr.CloseIdleConnections()
-		client = &kafka.Client{Addr: kafka.TCP(r.cfg.Brokers...), Timeout: 5 * time.Second, Transport: tr}
+		var closeIdle func()
+		client, closeIdle = events.NewClient(r.cfg.Brokers, 5*time.Second)
+		defer closeIdle()
 	}
 	start := r.cfg.Now()
 	last, noted := "", time.Time{}
@@ -91,17 +89,33 @@ func (r *Run) unsettled(ctx context.Context, client *kafka.Client) ([]string, er
 		}
 	}
 	for _, it := range r.Items {
-		st, err := r.Target.State(ctx, r.cfg.Sale, it.Item)
+		w, err := r.itemWaits(ctx, it)
 		switch {
 		case err != nil:
 			out = append(out, fmt.Sprintf("item %s unreadable: %v", it.Item, err))
-		case r.cfg.Ended && (st.Live-st.Paid > 0 || st.Holds > 0):
-			out = append(out, fmt.Sprintf("item %s: %d pending in PostgreSQL, %d holds in Redis", it.Item, st.Live-st.Paid, st.Holds))
-		case !r.cfg.Ended && st.Live != it.LiveBefore+it.Reserved:
-			out = append(out, fmt.Sprintf("item %s: %d live orders for %d before and %d RESERVED answers", it.Item, st.Live, it.LiveBefore, it.Reserved))
+		case w != "":
+			out = append(out, "item "+it.Item+": "+w)
 		}
 	}
 	return out, nil
+}
+
+// itemWaits says what one item still waits for, empty when it has settled, reading only what the
+// rule needs on every poll: the live orders, or, when reservations must end, the item's whole
+// state (pending orders and Redis holds).
+func (r *Run) itemWaits(ctx context.Context, it Item) (string, error) {
+	if !r.cfg.Ended {
+		live, err := r.Target.DB.Live(ctx, r.cfg.Sale, it.Item)
+		if err != nil || live == it.LiveBefore+it.Reserved {
+			return "", err
+		}
+		return fmt.Sprintf("%d live orders for %d before and %d RESERVED answers", live, it.LiveBefore, it.Reserved), nil
+	}
+	st, err := r.Target.State(ctx, r.cfg.Sale, it.Item)
+	if err != nil || (st.Live-st.Paid == 0 && st.Holds == 0) {
+		return "", err
+	}
+	return fmt.Sprintf("%d pending in PostgreSQL, %d holds in Redis", st.Live-st.Paid, st.Holds), nil
 }
 
 // readItems records each item's live orders and Redis stock after the settle.
