@@ -74,6 +74,12 @@ func (v *Verifier) Verify(token string) (string, error) {
 		}
 		return c.sub, nil
 	}
+	// Only the compact form (a cached token passed this already): Go's base64 decoder skips CR
+	// and LF, so a token with one inserted would verify as the token it was copied from while
+	// being another string.
+	if !compact(token) {
+		return "", outcome.Errorf(outcome.Unauthorized, "invalid token: only base64url characters and dots")
+	}
 	var claims jwt.RegisteredClaims
 	_, err := v.parser.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return v.secret, nil })
 	switch {
@@ -92,6 +98,18 @@ func (v *Verifier) Verify(token string) (string, error) {
 	// Only a token that passed every check is remembered; exp is required, so it is set.
 	v.cache.put(token, verified{sub: claims.Subject, exp: claims.ExpiresAt.Time})
 	return claims.Subject, nil
+}
+
+// compact reports whether token holds nothing but the characters of a compact JWS: base64url
+// and the dots between its parts.
+func compact(token string) bool {
+	for i := 0; i < len(token); i++ {
+		c := token[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // Mint signs an HS256 token for user valid for ttl from now.

@@ -60,6 +60,27 @@ func TestVerify(t *testing.T) {
 	}
 }
 
+// TestOnlyCompactTokens: a signed token with a CR, an LF or a space inserted (which Go's base64
+// decoder would skip) is refused, not verified as the token it was copied from.
+func TestOnlyCompactTokens(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	good, err := Mint(secret, "u", now, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := NewVerifier(secret, func() time.Time { return now })
+	if _, err := v.Verify(good); err != nil {
+		t.Fatalf("the signed token: %v", err)
+	}
+	cut := len(good) - 6
+	for _, c := range []string{"\r", "\n", " ", "="} {
+		bad := good[:cut] + c + good[cut:]
+		if user, err := v.Verify(bad); err == nil || outcome.CodeOf(err) != outcome.Unauthorized {
+			t.Errorf("%q inserted: user %q, %v; want Unauthorized", c, user, err)
+		}
+	}
+}
+
 func TestShortSecretRejected(t *testing.T) {
 	if _, err := NewVerifier([]byte("short"), nil); err == nil {
 		t.Fatal("a 5-byte secret was accepted")
