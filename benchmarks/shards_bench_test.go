@@ -40,10 +40,10 @@ func BenchmarkReserveShards(b *testing.B) {
 		ctx, rdb := context.Background(), s.Client()
 		for k := 1; k < shards; k++ {
 			n := int64(neverSellsOut / shards)
-			if err := rdb.DecrBy(ctx, stock.ShardKeys(sl.ID, hotItem, k).Stock(), n).Err(); err != nil {
+			if err := rdb.DecrBy(ctx, stock.ShardKeys(sl.ID, hotItem, k, shards).Stock(), n).Err(); err != nil {
 				b.Fatal(err)
 			}
-			if err := rdb.IncrBy(ctx, stock.ShardKeys(sl.ID, hotItem, 0).Stock(), n).Err(); err != nil {
+			if err := rdb.IncrBy(ctx, stock.ShardKeys(sl.ID, hotItem, 0, shards).Stock(), n).Err(); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -43,8 +43,10 @@ type OrderPlaced struct {
 	ItemID  string    `json:"itemId"`
 	UserID  string    `json:"userId"`
 	Slot    int       `json:"slot"`
-	// Shard is the stock shard that holds the unit (the buyer's home shard).
+	// Shard is the stock shard that holds the unit (the buyer's home shard), of the item's Shards
+	// (0 or 1: unsharded); a shard's keys depend on both.
 	Shard     int       `json:"shard,omitempty"`
+	Shards    int       `json:"shards,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 	ExpiresAt time.Time `json:"expiresAt"`
 	// IdemKey is the buyer's Idempotency-Key, so a refused order's key can be forgotten and the
@@ -57,7 +59,7 @@ func (e OrderPlaced) Key() []byte { return []byte(e.SaleID + "/" + e.ItemID) }
 
 // Validate reports whether the event can become an order row.
 func (e OrderPlaced) Validate() error {
-	if err := validateOrder(e.Type, TypeOrderPlaced, e.OrderID, e.SaleID, e.ItemID, e.UserID, e.Shard); err != nil {
+	if err := validateOrder(e.Type, TypeOrderPlaced, e.OrderID, e.SaleID, e.ItemID, e.UserID, e.Shard, e.Shards); err != nil {
 		return err
 	}
 	switch {
@@ -79,6 +81,7 @@ type OrderPaid struct {
 	ItemID     string    `json:"itemId"`
 	UserID     string    `json:"userId"`
 	Shard      int       `json:"shard,omitempty"`
+	Shards     int       `json:"shards,omitempty"`
 	PaymentRef string    `json:"paymentRef"`
 	PaidAt     time.Time `json:"paidAt"`
 }
@@ -88,7 +91,7 @@ func (e OrderPaid) Key() []byte { return []byte(e.SaleID + "/" + e.ItemID) }
 
 // Validate reports whether the event can mark an order paid.
 func (e OrderPaid) Validate() error {
-	if err := validateOrder(e.Type, TypeOrderPaid, e.OrderID, e.SaleID, e.ItemID, e.UserID, e.Shard); err != nil {
+	if err := validateOrder(e.Type, TypeOrderPaid, e.OrderID, e.SaleID, e.ItemID, e.UserID, e.Shard, e.Shards); err != nil {
 		return err
 	}
 	switch {
@@ -101,7 +104,7 @@ func (e OrderPaid) Validate() error {
 }
 
 // validateOrder checks what every order event carries: its type tag and which order it is about.
-func validateOrder(typ, want string, id uuid.UUID, saleID, itemID, userID string, shard int) error {
+func validateOrder(typ, want string, id uuid.UUID, saleID, itemID, userID string, shard, shards int) error {
 	switch {
 	case typ != want:
 		return fmt.Errorf("event type %q, want %s", typ, want)
@@ -111,8 +114,10 @@ func validateOrder(typ, want string, id uuid.UUID, saleID, itemID, userID string
 		return fmt.Errorf("invalid sale/item %q/%q", saleID, itemID)
 	case !sale.ValidUserID(userID):
 		return errors.New("invalid userId")
-	case shard < 0 || shard >= sale.MaxShards:
-		return fmt.Errorf("shard %d out of range", shard)
+	case shards < 0 || shards > sale.MaxShards:
+		return fmt.Errorf("shards %d out of range 0..%d", shards, sale.MaxShards)
+	case shard < 0 || shard >= max(shards, 1):
+		return fmt.Errorf("shard %d out of range of %d shards", shard, max(shards, 1))
 	}
 	return nil
 }

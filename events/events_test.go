@@ -54,7 +54,7 @@ func FuzzDecodeOrderPlaced(f *testing.F) {
 
 func TestDecodeOrderPaid(t *testing.T) {
 	e := OrderPaid{Type: TypeOrderPaid, OrderID: uuid.Must(uuid.NewV7()), SaleID: "s", ItemID: "i", UserID: "u",
-		Shard: 3, PaymentRef: "ch_1", PaidAt: time.Unix(5, 0).UTC()}
+		Shard: 3, Shards: 4, PaymentRef: "ch_1", PaidAt: time.Unix(5, 0).UTC()}
 	b, err := json.Marshal(e)
 	if err != nil {
 		t.Fatal(err)

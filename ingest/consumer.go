@@ -182,7 +182,7 @@ func (c *Consumer) dropStale(ctx context.Context, ps []orders.Placement, evs []e
 	}
 	refs := make([]stock.OrderRef, len(ps))
 	for i, p := range ps {
-		refs[i] = stock.OrderRef{SaleID: p.SaleID, ItemID: p.ItemID, Shard: p.Shard, OrderID: p.OrderID}
+		refs[i] = stock.OrderRef{SaleID: p.SaleID, ItemID: p.ItemID, Shard: p.Shard, Shards: evs[i].Shards, OrderID: p.OrderID}
 	}
 	ended, err := c.release.ReleasedOrders(ctx, refs)
 	if err != nil {
@@ -276,7 +276,7 @@ func (c *Consumer) handle(ctx context.Context, batch []kafka.Message) error {
 	for _, e := range refused {
 		// The buyer may have been told "reserved" by a replay; forgetting the key makes their
 		// retry a fresh attempt instead of a reservation that will never exist.
-		if _, err := c.release.Release(ctx, stock.Release{SaleID: e.SaleID, ItemID: e.ItemID, Shard: e.Shard,
+		if _, err := c.release.Release(ctx, stock.Release{SaleID: e.SaleID, ItemID: e.ItemID, Shard: e.Shard, Shards: e.Shards,
 			OrderID: e.OrderID, Status: "FAILED", ForgetUser: e.UserID, ForgetKey: e.IdemKey}); err != nil {
 			return err
 		}
@@ -313,7 +313,7 @@ func (c *Consumer) markPaid(ctx context.Context, marks []orders.PaidMark, src []
 			c.log.Error("payment for an order that is no longer live; refund it", "order", r.OrderID, "status", r.Status)
 			dead = append(dead, deadLetter(src[i], ReasonPaidClosed, "order is "+r.Status))
 		default:
-			settle = append(settle, stock.Settle{SaleID: r.SaleID, ItemID: r.ItemID, Shard: r.Shard, OrderID: r.OrderID})
+			settle = append(settle, stock.Settle{SaleID: r.SaleID, ItemID: r.ItemID, Shard: r.Shard, Shards: r.Shards, OrderID: r.OrderID})
 		}
 	}
 	return settle, dead, nil

@@ -37,7 +37,7 @@ type Stock interface {
 	Release(ctx context.Context, r stock.Release) (bool, error)
 	Settle(ctx context.Context, s stock.Settle) (bool, error)
 	LookupOrder(ctx context.Context, orderID uuid.UUID) (stock.OrderState, bool, error)
-	Holds(ctx context.Context, saleID, itemID string, shard int) ([]stock.Hold, error)
+	Holds(ctx context.Context, saleID, itemID string, shard, shards int) ([]stock.Hold, error)
 	RepairTransfers(ctx context.Context, saleID, itemID string, shards int, olderThan time.Duration) (int, error)
 }
 
@@ -146,7 +146,7 @@ func (s *Service) release(ctx context.Context, o orders.Order, reason string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	released, err := s.Stock.Release(rctx, stock.Release{
-		SaleID: o.SaleID, ItemID: o.ItemID, Shard: o.Shard, OrderID: o.ID, Status: o.Status,
+		SaleID: o.SaleID, ItemID: o.ItemID, Shard: o.Shard, Shards: o.Shards, OrderID: o.ID, Status: o.Status,
 	})
 	if err != nil {
 		s.Log.Error("release after commit failed; the sweeper will return this unit", "order", o.ID, "status", o.Status, "err", err)

@@ -105,7 +105,7 @@ func (s *Service) paid(ctx context.Context, o orders.Order, ref string) (PayResu
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	err := s.Publisher.PublishOrderPaid(pctx, events.OrderPaid{
-		OrderID: o.ID, SaleID: o.SaleID, ItemID: o.ItemID, UserID: o.UserID, Shard: o.Shard,
+		OrderID: o.ID, SaleID: o.SaleID, ItemID: o.ItemID, UserID: o.UserID, Shard: o.Shard, Shards: o.Shards,
 		PaymentRef: ref, PaidAt: s.Now().UTC(),
 	})
 	if err != nil {
@@ -124,7 +124,7 @@ func (s *Service) settlePaid(ctx context.Context, o orders.Order, ref string) er
 	if _, _, err := s.Orders.MarkPaid(ctx, o.ID, ref); err != nil {
 		return err
 	}
-	_, err := s.Stock.Settle(ctx, stock.Settle{SaleID: o.SaleID, ItemID: o.ItemID, Shard: o.Shard, OrderID: o.ID})
+	_, err := s.Stock.Settle(ctx, stock.Settle{SaleID: o.SaleID, ItemID: o.ItemID, Shard: o.Shard, Shards: o.Shards, OrderID: o.ID})
 	return err
 }
 

@@ -67,7 +67,7 @@ func (s *Service) sweepItem(ctx context.Context, sl sale.Sale, it sale.Item, rep
 	}
 	cutoff := s.Now().Add(-s.cfg.OrphanAge)
 	for shard := range it.ShardCount() {
-		holds, err := s.Stock.Holds(ctx, sl.ID, it.ID, shard)
+		holds, err := s.Stock.Holds(ctx, sl.ID, it.ID, shard, it.ShardCount())
 		if err != nil {
 			return err
 		}
@@ -89,7 +89,7 @@ func (s *Service) sweepItem(ctx context.Context, sl sale.Sale, it sale.Item, rep
 			return err
 		}
 		for _, h := range old {
-			if err := s.sweepHold(ctx, sl.ID, it.ID, h, statuses[h.OrderID], rep); err != nil {
+			if err := s.sweepHold(ctx, sl.ID, it, h, statuses[h.OrderID], rep); err != nil {
 				return err
 			}
 		}
@@ -97,24 +97,24 @@ func (s *Service) sweepItem(ctx context.Context, sl sale.Sale, it sale.Item, rep
 	return nil
 }
 
-func (s *Service) sweepHold(ctx context.Context, saleID, itemID string, h stock.Hold, status string, rep *SweepReport) error {
+func (s *Service) sweepHold(ctx context.Context, saleID string, it sale.Item, h stock.Hold, status string, rep *SweepReport) error {
 	switch status {
 	case "":
 		if s.recentlyRepublished(h.OrderID) {
 			return nil
 		}
 		err := s.Publisher.PublishOrderPlaced(ctx, events.OrderPlaced{
-			OrderID: h.OrderID, SaleID: saleID, ItemID: itemID, UserID: h.UserID, Slot: h.Slot, Shard: h.Shard,
+			OrderID: h.OrderID, SaleID: saleID, ItemID: it.ID, UserID: h.UserID, Slot: h.Slot, Shard: h.Shard, Shards: it.ShardCount(),
 			CreatedAt: createdAt(h.OrderID), ExpiresAt: h.ExpiresAt, IdemKey: h.IdemKey,
 		})
 		if err != nil {
 			return fmt.Errorf("re-publish orphaned order %s: %w", h.OrderID, err)
 		}
 		s.markRepublished(h.OrderID)
-		s.Log.Warn("orphaned hold re-published", "order", h.OrderID, "sale", saleID, "item", itemID)
+		s.Log.Warn("orphaned hold re-published", "order", h.OrderID, "sale", saleID, "item", it.ID)
 		rep.Republished++
 	case orders.StatusPaid:
-		ok, err := s.Stock.Settle(ctx, stock.Settle{SaleID: saleID, ItemID: itemID, Shard: h.Shard, OrderID: h.OrderID})
+		ok, err := s.Stock.Settle(ctx, stock.Settle{SaleID: saleID, ItemID: it.ID, Shard: h.Shard, Shards: it.ShardCount(), OrderID: h.OrderID})
 		if err != nil {
 			return err
 		}
@@ -122,7 +122,7 @@ func (s *Service) sweepHold(ctx context.Context, saleID, itemID string, h stock.
 			rep.Settled++
 		}
 	case orders.StatusExpired, orders.StatusCancelled, orders.StatusFailed:
-		ok, err := s.Stock.Release(ctx, stock.Release{SaleID: saleID, ItemID: itemID, Shard: h.Shard, OrderID: h.OrderID, Status: status})
+		ok, err := s.Stock.Release(ctx, stock.Release{SaleID: saleID, ItemID: it.ID, Shard: h.Shard, Shards: it.ShardCount(), OrderID: h.OrderID, Status: status})
 		if err != nil {
 			return err
 		}

@@ -28,6 +28,7 @@ type Order struct {
 	UserID string
 	Slot   int
 	Shard  int // the stock shard that holds the order's unit, where a release must go
+	Shards int // the item's shard count, which with Shard names the shard's keys
 	Status string
 	// PayingSince is set while a payment is under way (the payment claim); an order with a claim
 	// is never expired, so a charge and an expiry cannot both win.
@@ -40,19 +41,24 @@ type Order struct {
 
 // orderColumns is the select list scanOrder reads, shared so every query returns whole orders.
 const orderColumns = `id, sale_id, item_id, user_id, slot, shard, status, paying_since, payment_ref,
-	created_at, expires_at, updated_at`
+	created_at, expires_at, updated_at,
+	(SELECT si.shards FROM sale_items si WHERE si.sale_id = orders.sale_id AND si.id = orders.item_id)`
 
 // scanOrder reads one row of orderColumns, followed by any extra destinations.
 func scanOrder(row pgx.Row, extra ...any) (Order, error) {
 	var o Order
 	var slot, shard int16
 	var ref *string
+	var shards *int32 // NULL only for an order whose item is gone (the foreign key forbids it)
 	dest := append([]any{&o.ID, &o.SaleID, &o.ItemID, &o.UserID, &slot, &shard, &o.Status, &o.PayingSince, &ref,
-		&o.CreatedAt, &o.ExpiresAt, &o.UpdatedAt}, extra...)
+		&o.CreatedAt, &o.ExpiresAt, &o.UpdatedAt, &shards}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return Order{}, err
 	}
-	o.Slot, o.Shard = int(slot), int(shard)
+	o.Slot, o.Shard, o.Shards = int(slot), int(shard), 1
+	if shards != nil {
+		o.Shards = int(*shards)
+	}
 	if ref != nil {
 		o.PaymentRef = *ref
 	}

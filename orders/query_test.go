@@ -31,7 +31,7 @@ func TestGetOrder(t *testing.T) {
 	}
 	got.UpdatedAt = time.Time{}
 	want := orders.Order{
-		ID: p.OrderID, SaleID: "s", ItemID: "item", UserID: "alice@example.com", Slot: 7,
+		ID: p.OrderID, SaleID: "s", ItemID: "item", UserID: "alice@example.com", Slot: 7, Shards: 1,
 		Status: orders.StatusPending, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
 	}
 	if !got.CreatedAt.Equal(want.CreatedAt) || !got.ExpiresAt.Equal(want.ExpiresAt) {

@@ -14,8 +14,10 @@ import (
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/skew"
+	"github.com/fsctl/fsctl/stock"
 )
 
 func testSale() sale.Sale {
@@ -154,7 +156,8 @@ func TestSlotsBlameWhoStrays(t *testing.T) {
 	e := &env{cfg: Config{SaleID: "s1"}, prof: &p}
 	none := func(string, int) []string { return nil }
 	if r := itemSlots(e, "hot", 2, none); r.Status != finding.Pass || r.Detail != "3 keys per shard share one slot: "+
-		strconv.Itoa(profile.KeySlot("{fs:s1:hot}"))+", "+strconv.Itoa(profile.KeySlot("{fs:s1:hot:1}")) {
+		strconv.Itoa(redisconn.KeySlot(stock.ShardKeys("s1", "hot", 0, 2).Stock()))+", "+
+		strconv.Itoa(redisconn.KeySlot(stock.ShardKeys("s1", "hot", 1, 2).Stock())) {
 		t.Fatalf("one tag: %+v", r)
 	}
 	stray := func(string, int) []string { return []string{"{elsewhere}:meta"} }

@@ -68,7 +68,7 @@ func salePause(ctx context.Context, e *env, sl sale.Sale) finding.Finding {
 	var where []string
 	for _, it := range sl.Items {
 		for k := range it.ShardCount() {
-			flags = append(flags, pipe.HGet(ctx, stock.ShardKeys(sl.ID, it.ID, k).Meta(), "paused"))
+			flags = append(flags, pipe.HGet(ctx, stock.ShardKeys(sl.ID, it.ID, k, it.ShardCount()).Meta(), "paused"))
 			where = append(where, fmt.Sprintf("%s/%d", it.ID, k))
 		}
 	}

@@ -61,7 +61,7 @@ func TestWrongPreloadIsFixedBeforeTheSale(t *testing.T) {
 	tg := newTarget(t, checkouttest.Options{Quantity: 40, Shards: 2})
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
-	if err := rdb.DecrBy(ctx, stock.ShardKeys(tg.c.Sale.ID, "hot", 1).Stock(), 10).Err(); err != nil {
+	if err := rdb.DecrBy(ctx, stock.ShardKeys(tg.c.Sale.ID, "hot", 1, 2).Stock(), 10).Err(); err != nil {
 		t.Fatal(err)
 	}
 	expect(t, tg.run(t), "stock hot", finding.Fail, "redis 30")
@@ -113,7 +113,7 @@ func waitPending(t *testing.T, tg *target, n int64) {
 func TestMissingCounterIsPreloaded(t *testing.T) {
 	tg := newTarget(t, checkouttest.Options{Quantity: 9, Shards: 3})
 	rdb := testenv.Redis(t)
-	if err := rdb.Del(context.Background(), stock.ShardKeys(tg.c.Sale.ID, "hot", 2).Stock()).Err(); err != nil {
+	if err := rdb.Del(context.Background(), stock.ShardKeys(tg.c.Sale.ID, "hot", 2, 3).Stock()).Err(); err != nil {
 		t.Fatal(err)
 	}
 	expect(t, tg.run(t), "stock hot", finding.Fail, "no stock counter on shard(s) [2]")

@@ -132,7 +132,7 @@ func TestForeignShardedItem(t *testing.T) {
 	p.Fix.Stock = profile.Recount
 	tg.cfg.Profile = p
 	expect(t, tg.run(t), "stock hot", finding.Pass, "redis 9 on 3 shard(s), expected 9")
-	key := stock.ShardKeys(tg.c.Sale.ID, "hot", 2).Stock()
+	key := stock.ShardKeys(tg.c.Sale.ID, "hot", 2, 3).Stock()
 	if err := testenv.Redis(t).Del(context.Background(), key).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -233,7 +233,7 @@ func itemSlots(e *env, item string, shards int, extra func(item string, shard in
 				names = append(names, n)
 			}
 		}
-		slot, stray, straySlot, ok := profile.SharedSlot(names)
+		slot, stray, straySlot, ok := redisconn.SharedSlot(names)
 		if !ok {
 			r.Status = finding.Fail
 			r.Detail = fmt.Sprintf("shard %d: %s is in slot %d, %s in slot %d", k.Shard, names[0], slot, stray, straySlot)
@@ -353,7 +353,8 @@ func (l *ledger) keys(item string, shard int) []string {
 	if l == nil {
 		return nil
 	}
-	k := stock.ShardKeys(l.sale.ID, item, shard)
+	it, _ := l.sale.Item(item)
+	k := stock.ShardKeys(l.sale.ID, item, shard, it.ShardCount())
 	return []string{k.Meta(), k.Stock(), k.Buyers(), k.Holds(), k.Orders(), k.Ledger(),
 		k.Applied(), k.TransferSeq(), k.Idem("user", "key"), k.Released(uuid.Nil)}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/stock"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
 )
 
@@ -84,7 +85,7 @@ func TestCheckBundledTarget(t *testing.T) {
 		t.Fatalf("the bundled profile does not fit the bundled server: %v", lines(rep, finding.Fail))
 	}
 	ok := strings.Join(lines(rep, finding.Pass), "\n")
-	for _, want := range []string{"sql.shards: item hot: 3 shard(s)", "{fs:" + c.Sale.ID + ":hot:2}:stock", "http.metrics: GET", "sql.perUserLimit: per-user limit 1"} {
+	for _, want := range []string{"sql.shards: item hot: 3 shard(s)", stock.ShardKeys(c.Sale.ID, "hot", 2, 3).Stock(), "http.metrics: GET", "sql.perUserLimit: per-user limit 1"} {
 		if !strings.Contains(ok, want) {
 			t.Errorf("no ok line %q in\n%s", want, ok)
 		}

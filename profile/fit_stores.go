@@ -11,6 +11,7 @@ import (
 
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/redisconn"
 )
 
 // HTTP GETs each endpoint the profile declares under base; an empty base is a skip per endpoint.
@@ -83,7 +84,7 @@ func (f Fit) Keys(ctx context.Context, st *Stocks, item string, shards int) []fi
 			}
 		}
 		for _, key := range k.Names()[1:] {
-			if KeySlot(key) != KeySlot(k.Stock) {
+			if redisconn.KeySlot(key) != redisconn.KeySlot(k.Stock) {
 				out = append(out, found("redis.tag", finding.Warn, fmt.Sprintf("%s and %s are in different hash slots: one Lua script cannot touch both on a cluster", k.Stock, key),
 					"give the keys of one item one hash tag, e.g. {item:${item}}"))
 			}

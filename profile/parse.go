@@ -193,6 +193,9 @@ func (p *Profile) validateRedis() error {
 	if r.ShardTag != "" && !strings.Contains(r.ShardTag, "${shard}") {
 		return yamlfield.Errorf("redis.shardTag", "%q: must use ${shard}, or every shard would share one key", r.ShardTag)
 	}
+	if r.Spread && (r.ShardTag == "" || !strings.Contains(r.Tag, "{") || !strings.Contains(r.ShardTag, "{")) {
+		return yamlfield.Errorf("redis.spread", "needs redis.tag and redis.shardTag, each with a {hash tag} to salt")
+	}
 	if r.ShardTag != "" && p.SQL.Shards == "" {
 		return yamlfield.Errorf("sql.shards", "missing: redis.shardTag needs the query of an item's shard count")
 	}

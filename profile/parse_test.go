@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fsctl/fsctl/profiles"
+	"github.com/fsctl/fsctl/stock"
 )
 
 func TestShippedProfilesParse(t *testing.T) {
@@ -122,12 +123,17 @@ func TestLoadMissingFile(t *testing.T) {
 
 func TestRenderAndKeys(t *testing.T) {
 	d := Default()
-	keys := d.Keys("bf", "tv", 3)
-	want := []string{"{fs:bf:tv}:stock", "{fs:bf:tv:1}:stock", "{fs:bf:tv:2}:stock"}
-	for i, k := range keys {
-		if k.Stock != want[i] || k.Buyers != strings.Replace(want[i], "stock", "buyers", 1) {
-			t.Fatalf("shard %d keys %+v, want stock %s", i, k, want[i])
+	// The bundled profile names exactly the keys fsctl serve's scripts use, salted tags included.
+	for _, n := range []int{1, 3} {
+		for i, k := range d.Keys("bf", "tv", n) {
+			want := stock.ShardKeys("bf", "tv", i, n)
+			if k.Stock != want.Stock() || k.Buyers != want.Buyers() || k.Holds != want.Holds() {
+				t.Fatalf("shard %d of %d keys %+v, want stock %s", i, n, k, want.Stock())
+			}
 		}
+	}
+	if k := d.Keys("bf", "tv", 1)[0]; k.Stock != "{fs:bf:tv}:stock" {
+		t.Fatalf("an unsharded item's stock key %q, want {fs:bf:tv}:stock", k.Stock)
 	}
 	req, err := d.PurchaseRequest("http://h:1/", Buy{Sale: "bf", Item: "tv", User: "u", Key: "k1", Token: "tok"})
 	if err != nil {

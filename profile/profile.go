@@ -104,6 +104,9 @@ type Redis struct {
 	Tag string `yaml:"tag"`
 	// ShardTag is the hash tag of shard k >= 1; without it items are not sharded.
 	ShardTag string `yaml:"shardTag"`
+	// Spread salts each rendered tag of a sharded item as fsctl serve does (redisconn.SpreadTag),
+	// so shard k of n hashes into the k-th n-th of the cluster's slots.
+	Spread bool `yaml:"spread"`
 	// Stock is the counter of units left (a string integer).
 	Stock string `yaml:"stock"`
 	// Buyers records who bought: a set of users, or a hash of user to units.

@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fsctl/fsctl/redisconn"
 )
 
 // ShardKeys are the rendered keys of one shard of an item; Buyers and Holds are empty when the
@@ -29,14 +31,18 @@ func (k ShardKeys) Names() []string {
 
 // Keys renders an item's keys, shard by shard.
 func (p *Profile) Keys(sale, item string, shards int) []ShardKeys {
-	out := make([]ShardKeys, 0, max(shards, 1))
-	for k := range max(shards, 1) {
+	n := max(shards, 1)
+	out := make([]ShardKeys, 0, n)
+	for k := range n {
 		v := Vars{"sale": sale, "item": item, "shard": strconv.Itoa(k)}
 		tmpl := p.Redis.Tag
 		if k > 0 {
 			tmpl = p.Redis.ShardTag
 		}
 		v["tag"] = Render(tmpl, v)
+		if p.Redis.Spread {
+			v["tag"] = redisconn.SpreadTag(v["tag"], k, n)
+		}
 		key := func(t string) string {
 			if t == "" {
 				return ""

@@ -63,7 +63,7 @@ func (b *book) read(ctx context.Context, r *run, items []*itemRead, lag int64) e
 		a.republish = func(ctx context.Context, h stock.Hold, it sale.Item) error {
 			sec, nsec := h.OrderID.Time().UnixTime()
 			return b.publisher(r.cfg).PublishOrderPlaced(ctx, events.OrderPlaced{
-				OrderID: h.OrderID, SaleID: sl.ID, ItemID: it.ID, UserID: h.UserID, Slot: h.Slot, Shard: h.Shard,
+				OrderID: h.OrderID, SaleID: sl.ID, ItemID: it.ID, UserID: h.UserID, Slot: h.Slot, Shard: h.Shard, Shards: it.ShardCount(),
 				CreatedAt: time.Unix(sec, nsec).UTC(), ExpiresAt: h.ExpiresAt, IdemKey: h.IdemKey,
 			})
 		}
@@ -118,7 +118,7 @@ func (b *book) adjust(r *run, s profile.ItemState, delta int64) (string, func(co
 		}
 	}
 	return fmt.Sprintf("move shard %d's counter by %+d", shard, delta), func(ctx context.Context) error {
-		return b.st.AdjustStock(ctx, r.cfg.SaleID, s.Item, shard, delta)
+		return b.st.AdjustStock(ctx, r.cfg.SaleID, s.Item, shard, len(shards), delta)
 	}
 }
 

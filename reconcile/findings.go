@@ -132,14 +132,14 @@ func (a analyzer) hold(out *analysis, s itemState, shard int, id uuid.UUID, exp 
 	case live && o.Status == "PAID":
 		out.findings = append(out.findings, disagreement(KindUnsettledHold, "paid in PostgreSQL, still held in Redis (it would be released again at expiry)",
 			"settle the hold").of(id.String(), "", shard).repairedBy(func(ctx context.Context) error {
-			_, err := a.st.Settle(ctx, stock.Settle{SaleID: a.sale.ID, ItemID: it.ID, Shard: shard, OrderID: id})
+			_, err := a.st.Settle(ctx, stock.Settle{SaleID: a.sale.ID, ItemID: it.ID, Shard: shard, Shards: it.ShardCount(), OrderID: id})
 			return err
 		}))
 	case s.other[id] != "":
 		status := s.other[id]
 		out.findings = append(out.findings, disagreement(KindOrphanedHold, fmt.Sprintf("%s in PostgreSQL, still held in Redis: its unit never came back", status),
 			"release the hold (the unit returns to stock once)").of(id.String(), "", shard).repairedBy(func(ctx context.Context) error {
-			_, err := a.st.Release(ctx, stock.Release{SaleID: a.sale.ID, ItemID: it.ID, Shard: shard, OrderID: id, Status: status})
+			_, err := a.st.Release(ctx, stock.Release{SaleID: a.sale.ID, ItemID: it.ID, Shard: shard, Shards: it.ShardCount(), OrderID: id, Status: status})
 			return err
 		}))
 	case a.lag != 0 || exp.Add(-a.sale.HoldTTL).After(a.now.Add(-a.orphanAge)):
@@ -237,15 +237,23 @@ func sortedOrders(m map[uuid.UUID]pgOrder) []pgOrder {
 
 func (a analyzer) restore(itemID string, o pgOrder, takeUnit bool) func(context.Context) error {
 	return func(ctx context.Context) error {
-		_, err := a.st.RestoreOrder(ctx, stock.Restore{SaleID: a.sale.ID, ItemID: itemID, Shard: o.Shard,
+		_, err := a.st.RestoreOrder(ctx, stock.Restore{SaleID: a.sale.ID, ItemID: itemID, Shard: o.Shard, Shards: a.shards(itemID),
 			Hold:    stock.Hold{OrderID: o.ID, UserID: o.UserID, Slot: o.Slot, ExpiresAt: o.ExpiresAt},
 			Pending: o.Status == "PENDING", TakeUnit: takeUnit})
 		return err
 	}
 }
 
+// shards is an item's shard count, which with a shard number names the shard's keys.
+func (a analyzer) shards(itemID string) int {
+	it, _ := a.sale.Item(itemID)
+	return it.ShardCount()
+}
+
 func (a analyzer) setMask(itemID string, shard int, user string, mask uint32) func(context.Context) error {
-	return func(ctx context.Context) error { return a.st.SetBuyerMask(ctx, a.sale.ID, itemID, shard, user, mask) }
+	return func(ctx context.Context) error {
+		return a.st.SetBuyerMask(ctx, a.sale.ID, itemID, shard, a.shards(itemID), user, mask)
+	}
 }
 
 // invariantFindings turns the item-level rules an item breaks into findings: a stock that went

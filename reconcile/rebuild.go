@@ -56,13 +56,14 @@ func (r *run) rebuild(ctx context.Context) ([]Action, error) {
 	}
 	restored := map[string][2]int{}
 	for _, o := range live {
-		_, err := c.st.RestoreOrder(ctx, stock.Restore{SaleID: sl.ID, ItemID: o.ItemID, Shard: o.Shard,
+		it, _ := sl.Item(o.ItemID)
+		_, err := c.st.RestoreOrder(ctx, stock.Restore{SaleID: sl.ID, ItemID: o.ItemID, Shard: o.Shard, Shards: it.ShardCount(),
 			Hold:    stock.Hold{OrderID: o.ID, UserID: o.UserID, Slot: o.Slot, ExpiresAt: o.ExpiresAt},
 			Pending: o.Status == "PENDING"})
 		if err != nil {
 			return acts, fmt.Errorf("restore order %s: %w", o.ID, err)
 		}
-		if err := c.st.SetOrderRef(ctx, o.ID, sl.ID, o.ItemID, o.UserID, o.Shard); err != nil {
+		if err := c.st.SetOrderRef(ctx, o.ID, sl.ID, o.ItemID, o.UserID, o.Shard, it.ShardCount()); err != nil {
 			return acts, err
 		}
 		n := restored[o.ItemID]

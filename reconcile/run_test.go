@@ -317,12 +317,12 @@ func TestOnRedisCluster(t *testing.T) {
 	}
 	rdb := testenv.RedisCluster(t)
 	ctx := context.Background()
-	if err := rdb.Incr(ctx, stock.ShardKeys(tg.c.Sale.ID, "hot", 2).Stock()).Err(); err != nil {
+	if err := rdb.Incr(ctx, stock.ShardKeys(tg.c.Sale.ID, "hot", 2, 4).Stock()).Err(); err != nil {
 		t.Fatal(err)
 	}
 	expectFound(t, tg, true, reconcile.KindUnits)
 	shard := stock.HomeShard("buyer-1", 4)
-	if err := rdb.ZRem(ctx, stock.ShardKeys(tg.c.Sale.ID, "hot", shard).Holds(), ids[1].String()).Err(); err != nil {
+	if err := rdb.ZRem(ctx, stock.ShardKeys(tg.c.Sale.ID, "hot", shard, 4).Holds(), ids[1].String()).Err(); err != nil {
 		t.Fatal(err)
 	}
 	expectFound(t, tg, true, reconcile.KindMissingHold, reconcile.KindUnits)
@@ -330,7 +330,7 @@ func TestOnRedisCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k := range 4 {
-		if n, err := rdb.Exists(ctx, stock.ShardKeys(tg.c.Sale.ID, "hot", k).Stock()).Result(); err != nil || n != 0 {
+		if n, err := rdb.Exists(ctx, stock.ShardKeys(tg.c.Sale.ID, "hot", k, 4).Stock()).Result(); err != nil || n != 0 {
 			t.Fatalf("Reset left shard %d's stock key on the cluster (%v): it must scan every master", k, err)
 		}
 	}
@@ -350,7 +350,7 @@ func TestRebuildRedis(t *testing.T) {
 	ids := tg.buy(t, 4)
 	tg.exec(t, `UPDATE orders SET status = 'PAID' WHERE id = $1`, ids[0])
 	if _, err := tg.c.App.Stock.Settle(context.Background(), stock.Settle{SaleID: tg.c.Sale.ID, ItemID: "hot",
-		Shard: stock.HomeShard("buyer-0", 3), OrderID: ids[0]}); err != nil {
+		Shard: stock.HomeShard("buyer-0", 3), Shards: 3, OrderID: ids[0]}); err != nil {
 		t.Fatal(err)
 	}
 	if !tg.run(t, false).OK() {

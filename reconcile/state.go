@@ -45,7 +45,7 @@ func readItems(ctx context.Context, st *stock.Store, db *orders.Store, sl sale.S
 	for i, it := range sl.Items {
 		out[i].item = it
 		for k := range it.ShardCount() {
-			rec, err := st.Inspect(ctx, sl.ID, it.ID, k)
+			rec, err := st.Inspect(ctx, sl.ID, it.ID, k, it.ShardCount())
 			if err != nil {
 				return nil, err
 			}

@@ -166,7 +166,7 @@ func (s *Server) handOff(ctx context.Context, req purchaseRequest, user string, 
 	start := time.Now()
 	err := s.pub.PublishOrderPlaced(pctx, events.OrderPlaced{
 		OrderID: rv.OrderID, SaleID: req.SaleID, ItemID: req.ItemID, UserID: user, Slot: rv.Slot,
-		Shard: rv.Shard, CreatedAt: s.now().UTC(), ExpiresAt: rv.ExpiresAt, IdemKey: req.IdemKey,
+		Shard: rv.Shard, Shards: rv.Shards, CreatedAt: s.now().UTC(), ExpiresAt: rv.ExpiresAt, IdemKey: req.IdemKey,
 	})
 	s.metrics.publish.Observe(time.Since(start).Seconds())
 	cancel()
@@ -178,7 +178,7 @@ func (s *Server) handOff(ctx context.Context, req purchaseRequest, user string, 
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	released, rerr := s.stock.Release(rctx, stock.Release{
-		SaleID: req.SaleID, ItemID: req.ItemID, Shard: rv.Shard, OrderID: rv.OrderID, Status: "FAILED",
+		SaleID: req.SaleID, ItemID: req.ItemID, Shard: rv.Shard, Shards: rv.Shards, OrderID: rv.OrderID, Status: "FAILED",
 		ForgetUser: user, ForgetKey: req.IdemKey,
 	})
 	if rerr != nil {

@@ -190,7 +190,7 @@ func testRandomInterleaving(t *testing.T, newF func(*testing.T, int64, int, ...f
 				}
 				h := orders[rng.IntN(len(orders))] // may be released already: double releases
 				mu.Unlock()
-				rel := stock.Release{SaleID: f.sale.ID, ItemID: f.item, Shard: h.shard, OrderID: h.id, Status: "EXPIRED"}
+				rel := stock.Release{SaleID: f.sale.ID, ItemID: f.item, Shard: h.shard, Shards: f.sale.Items[0].ShardCount(), OrderID: h.id, Status: "EXPIRED"}
 				if rng.IntN(2) == 0 {
 					rel.ForgetUser, rel.ForgetKey = h.user, h.key
 				}

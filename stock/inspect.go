@@ -35,8 +35,8 @@ type ShardRecords struct {
 // can run during a sale without blocking Redis. The reads are not one snapshot: an order reserved
 // or released meanwhile may show in one structure and not another, which the caller treats as in
 // flight.
-func (s *Store) Inspect(ctx context.Context, saleID, itemID string, shard int) (ShardRecords, error) {
-	k := ShardKeys(saleID, itemID, shard)
+func (s *Store) Inspect(ctx context.Context, saleID, itemID string, shard, shards int) (ShardRecords, error) {
+	k := ShardKeys(saleID, itemID, shard, shards)
 	r := ShardRecords{Shard: shard, Orders: map[uuid.UUID]Hold{}, Holds: map[uuid.UUID]time.Time{}, Buyers: map[string]uint32{}}
 	n, err := s.rdb.Get(ctx, k.Stock()).Int64()
 	switch {
@@ -105,8 +105,9 @@ func (s *Store) scanHash(ctx context.Context, key string, fn func(field, val str
 // Restore is one order to put back into Redis.
 type Restore struct {
 	SaleID, ItemID string
-	Shard          int
-	Hold           Hold
+	// Shard of Shards is where the order lives.
+	Shard, Shards int
+	Hold          Hold
 	// Pending orders get their hold back (expiring at Hold.ExpiresAt); paid ones only the record.
 	Pending bool
 	// TakeUnit takes the order's unit out of the stock counter (the counter was counting it as
@@ -124,7 +125,7 @@ var (
 // buyer record and, when pending, its hold. It reports whether anything changed; an order whose
 // record is there already only gets a lost hold back.
 func (s *Store) RestoreOrder(ctx context.Context, r Restore) (bool, error) {
-	k := ShardKeys(r.SaleID, r.ItemID, r.Shard)
+	k := ShardKeys(r.SaleID, r.ItemID, r.Shard, r.Shards)
 	exp, take := "", "0"
 	if r.Pending {
 		exp = strconv.FormatInt(r.Hold.ExpiresAt.UnixMilli(), 10)
@@ -147,8 +148,8 @@ func (s *Store) RestoreOrder(ctx context.Context, r Restore) (bool, error) {
 
 // SetBuyerMask overwrites a buyer record (HDEL when mask is 0): reconcile clears slots no live
 // order occupies, which would otherwise refuse the buyer as ALREADY_PURCHASED.
-func (s *Store) SetBuyerMask(ctx context.Context, saleID, itemID string, shard int, userID string, mask uint32) error {
-	k := ShardKeys(saleID, itemID, shard)
+func (s *Store) SetBuyerMask(ctx context.Context, saleID, itemID string, shard, shards int, userID string, mask uint32) error {
+	k := ShardKeys(saleID, itemID, shard, shards)
 	var err error
 	if mask == 0 {
 		err = s.rdb.HDel(ctx, k.Buyers(), userID).Err()
@@ -162,8 +163,8 @@ func (s *Store) SetBuyerMask(ctx context.Context, saleID, itemID string, shard i
 }
 
 // AdjustStock moves a shard's counter by delta, refusing to take it below zero.
-func (s *Store) AdjustStock(ctx context.Context, saleID, itemID string, shard int, delta int64) error {
-	k := ShardKeys(saleID, itemID, shard)
+func (s *Store) AdjustStock(ctx context.Context, saleID, itemID string, shard, shards int, delta int64) error {
+	k := ShardKeys(saleID, itemID, shard, shards)
 	n, err := s.rdb.IncrBy(ctx, k.Stock(), delta).Result()
 	if err != nil {
 		return fmt.Errorf("adjust stock of %s/%s shard %d: %w", saleID, itemID, shard, err)

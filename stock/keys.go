@@ -4,23 +4,29 @@ import (
 	"strconv"
 
 	"github.com/google/uuid"
+
+	"github.com/fsctl/fsctl/redisconn"
 )
 
 // Keys names the Redis keys of one shard of one item of one sale. Every key carries the same hash
-// tag, so one Lua script can touch them all on a Redis Cluster: {fs:<sale>:<item>} for shard 0 (so
-// an unsharded item is just its shard 0) and {fs:<sale>:<item>:<k>} for shard k ≥ 1.
+// tag, so one Lua script can touch them all on a Redis Cluster: {fs:<sale>:<item>} for shard 0 (an
+// unsharded item is just its shard 0) and {fs:<sale>:<item>:<k>} for shard k ≥ 1. A sharded item's
+// tags are salted by redisconn.SpreadTag ({fs:<sale>:<item>:<k>~<salt>}, unless the plain tag
+// already lands there), so that its shards spread over the slot space, and so over a cluster's
+// masters, instead of wherever the names happen to hash.
 type Keys struct{ tag string }
 
-// ItemKeys returns the key set of an item, which is its shard 0. Sale and item ids are slugs, so
-// they cannot contain the braces or colons that would change the hash tag.
-func ItemKeys(saleID, itemID string) Keys { return ShardKeys(saleID, itemID, 0) }
+// ItemKeys returns the key set of an unsharded item.
+func ItemKeys(saleID, itemID string) Keys { return ShardKeys(saleID, itemID, 0, 1) }
 
-// ShardKeys returns the key set of one shard of an item.
-func ShardKeys(saleID, itemID string, shard int) Keys {
-	if shard <= 0 {
-		return Keys{tag: "{fs:" + saleID + ":" + itemID + "}"}
+// ShardKeys returns the key set of shard k of an item split into n shards (sale.Item.ShardCount();
+// n ≤ 1 is an unsharded item). Sale and item ids are slugs, so they cannot contain the braces,
+// colons or tildes that would change the hash tag.
+func ShardKeys(saleID, itemID string, k, n int) Keys {
+	if k <= 0 {
+		return Keys{tag: redisconn.SpreadTag("{fs:"+saleID+":"+itemID+"}", 0, n)}
 	}
-	return Keys{tag: "{fs:" + saleID + ":" + itemID + ":" + strconv.Itoa(shard) + "}"}
+	return Keys{tag: redisconn.SpreadTag("{fs:"+saleID+":"+itemID+":"+strconv.Itoa(k)+"}", k, n)}
 }
 
 // HomeShard is the shard that holds everything about a buyer for an item (buyer record, holds,

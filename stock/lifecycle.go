@@ -15,9 +15,10 @@ import (
 // Release is a request to return one live hold's unit to stock.
 type Release struct {
 	SaleID, ItemID string
-	// Shard is where the hold lives (Reservation.Shard, the buyer's home shard).
-	Shard   int
-	OrderID uuid.UUID
+	// Shard is where the hold lives (Reservation.Shard, the buyer's home shard), of the item's
+	// Shards (sale.Item.ShardCount()).
+	Shard, Shards int
+	OrderID       uuid.UUID
 	// Status is what the order became: FAILED, EXPIRED or CANCELLED. A FAILED order also forgets the
 	// idempotency record its reserve wrote, so the buyer's retry with that key is a fresh attempt.
 	Status string
@@ -30,7 +31,7 @@ type Release struct {
 // call released it: a second release, a release of a settled (paid) order and a release of an order
 // never reserved are no-ops that return false.
 func (s *Store) Release(ctx context.Context, r Release) (bool, error) {
-	k := ShardKeys(r.SaleID, r.ItemID, r.Shard)
+	k := ShardKeys(r.SaleID, r.ItemID, r.Shard, r.Shards)
 	keys := []string{k.Stock(), k.Buyers(), k.Holds(), k.Orders(), k.Released(r.OrderID)}
 	if r.ForgetKey != "" {
 		keys = append(keys, k.Idem(r.ForgetUser, r.ForgetKey))
@@ -45,7 +46,7 @@ func (s *Store) Release(ctx context.Context, r Release) (bool, error) {
 // Settle is a request to record that an order was paid.
 type Settle struct {
 	SaleID, ItemID string
-	Shard          int
+	Shard, Shards  int
 	OrderID        uuid.UUID
 }
 
@@ -53,7 +54,7 @@ type Settle struct {
 // record and the buyer's limit slot, stock does not move. It reports whether this call settled it;
 // settling twice, or settling a released order, returns false.
 func (s *Store) Settle(ctx context.Context, r Settle) (bool, error) {
-	k := ShardKeys(r.SaleID, r.ItemID, r.Shard)
+	k := ShardKeys(r.SaleID, r.ItemID, r.Shard, r.Shards)
 	n, err := s.settle.Run(ctx, s.rdb, []string{k.Holds(), k.Released(r.OrderID)},
 		r.OrderID.String(), s.markerTTL.Milliseconds()).Int()
 	if err != nil {
@@ -63,16 +64,16 @@ func (s *Store) Settle(ctx context.Context, r Settle) (bool, error) {
 }
 
 // SetOrderRef records which sale, item, user and shard an order belongs to, for lookups by order id.
-func (s *Store) SetOrderRef(ctx context.Context, orderID uuid.UUID, saleID, itemID, userID string, shard int) error {
-	if err := s.rdb.Set(ctx, OrderRefKey(orderID), orderRef(saleID, itemID, userID, shard), s.markerTTL).Err(); err != nil {
+func (s *Store) SetOrderRef(ctx context.Context, orderID uuid.UUID, saleID, itemID, userID string, shard, shards int) error {
+	if err := s.rdb.Set(ctx, OrderRefKey(orderID), orderRef(saleID, itemID, userID, shard, shards), s.markerTTL).Err(); err != nil {
 		return fmt.Errorf("record order %s: %w", orderID, err)
 	}
 	return nil
 }
 
-// orderRef is the value of an order's reference: "sale\nitem\nuser\nshard".
-func orderRef(saleID, itemID, userID string, shard int) string {
-	return saleID + "\n" + itemID + "\n" + userID + "\n" + strconv.Itoa(shard)
+// orderRef is the value of an order's reference: "sale\nitem\nuser\nshard\nshards".
+func orderRef(saleID, itemID, userID string, shard, shards int) string {
+	return saleID + "\n" + itemID + "\n" + userID + "\n" + strconv.Itoa(shard) + "\n" + strconv.Itoa(shards)
 }
 
 // Order statuses Redis reports besides the final ones a release records.
@@ -84,7 +85,8 @@ const (
 // OrderState is what Redis knows of an order that PostgreSQL may not have yet.
 type OrderState struct {
 	SaleID, ItemID, UserID string
-	Shard                  int
+	// Shard of Shards holds the order.
+	Shard, Shards int
 	// Status is PENDING while the hold is live, PAID once settled, or the final status a release
 	// recorded.
 	Status string
@@ -103,7 +105,7 @@ func (s *Store) LookupOrder(ctx context.Context, orderID uuid.UUID) (st OrderSta
 	if err != nil {
 		return OrderState{}, false, fmt.Errorf("order %s: %w", orderID, err)
 	}
-	k := ShardKeys(st.SaleID, st.ItemID, st.Shard)
+	k := ShardKeys(st.SaleID, st.ItemID, st.Shard, st.Shards)
 	pipe := s.rdb.Pipeline()
 	held := pipe.ZScore(ctx, k.Holds(), orderID.String())
 	recorded := pipe.HExists(ctx, k.Orders(), orderID.String())
@@ -124,22 +126,23 @@ func (s *Store) LookupOrder(ctx context.Context, orderID uuid.UUID) (st OrderSta
 	return st, true, nil
 }
 
-// parseOrderRef reads "sale\nitem\nuser\nshard", or the "sale\nitem\nuser" written before shards
-// (shard 0).
+// parseOrderRef reads "sale\nitem\nuser\nshard\nshards", or the "sale\nitem\nuser" of an unsharded
+// item written before shards. The "sale\nitem\nuser\nshard" of the fsctl that did not spread
+// shards is refused: its shard's keys are no longer where they were.
 func parseOrderRef(ref string) (OrderState, error) {
 	parts := strings.Split(ref, "\n")
-	if len(parts) != 3 && len(parts) != 4 {
-		return OrderState{}, fmt.Errorf("malformed reference %q", ref)
-	}
-	st := OrderState{SaleID: parts[0], ItemID: parts[1], UserID: parts[2]}
-	if len(parts) == 4 {
-		n, err := strconv.Atoi(parts[3])
-		if err != nil || n < 0 {
+	switch len(parts) {
+	case 3:
+		return OrderState{SaleID: parts[0], ItemID: parts[1], UserID: parts[2], Shards: 1}, nil
+	case 5:
+		k, err1 := strconv.Atoi(parts[3])
+		n, err2 := strconv.Atoi(parts[4])
+		if err1 != nil || err2 != nil || k < 0 || n < 1 || k >= n {
 			return OrderState{}, fmt.Errorf("malformed shard in reference %q", ref)
 		}
-		st.Shard = n
+		return OrderState{SaleID: parts[0], ItemID: parts[1], UserID: parts[2], Shard: k, Shards: n}, nil
 	}
-	return st, nil
+	return OrderState{}, fmt.Errorf("malformed reference %q (one written by an fsctl older than spread shards? re-create the sale)", ref)
 }
 
 // Hold is one live (unpaid, unreleased) hold, as the orphaned-hold sweeper needs it.
@@ -159,8 +162,8 @@ const holdsPage = 1000
 // trips per 1,000 holds), so holds released or settled meanwhile can shift only holds sharing the
 // last listed expiry millisecond into the next sweep; a hold that leaves between its page's two
 // reads is left out, one that arrives may or may not be listed.
-func (s *Store) Holds(ctx context.Context, saleID, itemID string, shard int) ([]Hold, error) {
-	k := ShardKeys(saleID, itemID, shard)
+func (s *Store) Holds(ctx context.Context, saleID, itemID string, shard, shards int) ([]Hold, error) {
+	k := ShardKeys(saleID, itemID, shard, shards)
 	var out []Hold
 	minScore, skip := "-inf", int64(0) // skip: members at exactly minScore already listed
 	for {
@@ -231,7 +234,7 @@ func parseHold(orderID, rec string) (Hold, error) {
 // OrderRef names one order's shard, for lookups across many orders.
 type OrderRef struct {
 	SaleID, ItemID string
-	Shard          int
+	Shard, Shards  int
 	OrderID        uuid.UUID
 }
 
@@ -247,7 +250,7 @@ func (s *Store) ReleasedOrders(ctx context.Context, refs []OrderRef) ([]bool, er
 	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.IntCmd, len(refs))
 	for i, r := range refs {
-		cmds[i] = pipe.Exists(ctx, ShardKeys(r.SaleID, r.ItemID, r.Shard).Released(r.OrderID))
+		cmds[i] = pipe.Exists(ctx, ShardKeys(r.SaleID, r.ItemID, r.Shard, r.Shards).Released(r.OrderID))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("read release markers: %w", err)

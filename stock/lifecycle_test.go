@@ -3,6 +3,7 @@ package stock_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,7 +24,7 @@ func borrowFixture(t *testing.T) (*fixture, string) {
 
 func (f *fixture) releaseAt(shard int, id uuid.UUID, status string) bool {
 	f.t.Helper()
-	ok, err := f.store.Release(f.ctx, stock.Release{SaleID: f.sale.ID, ItemID: f.item, Shard: shard, OrderID: id, Status: status})
+	ok, err := f.store.Release(f.ctx, stock.Release{SaleID: f.sale.ID, ItemID: f.item, Shard: shard, Shards: f.sale.Items[0].ShardCount(), OrderID: id, Status: status})
 	if err != nil {
 		f.t.Fatalf("release %s: %v", id, err)
 	}
@@ -32,7 +33,7 @@ func (f *fixture) releaseAt(shard int, id uuid.UUID, status string) bool {
 
 func (f *fixture) settleAt(shard int, id uuid.UUID) bool {
 	f.t.Helper()
-	ok, err := f.store.Settle(f.ctx, stock.Settle{SaleID: f.sale.ID, ItemID: f.item, Shard: shard, OrderID: id})
+	ok, err := f.store.Settle(f.ctx, stock.Settle{SaleID: f.sale.ID, ItemID: f.item, Shard: shard, Shards: f.sale.Items[0].ShardCount(), OrderID: id})
 	if err != nil {
 		f.t.Fatalf("settle %s: %v", id, err)
 	}
@@ -68,7 +69,7 @@ func TestSettle(t *testing.T) {
 		t.Parallel()
 		f, user := borrowFixture(t)
 		r := f.mustReserve(user, "k")
-		if err := f.store.SetOrderRef(f.ctx, r.OrderID, f.sale.ID, f.item, user, r.Shard); err != nil {
+		if err := f.store.SetOrderRef(f.ctx, r.OrderID, f.sale.ID, f.item, user, r.Shard, r.Shards); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { f.rdb.Del(context.Background(), stock.OrderRefKey(r.OrderID)) })
@@ -89,14 +90,14 @@ func TestSettle(t *testing.T) {
 		if got := f.shardStocks(); got[0] != 0 || got[1] != 0 {
 			t.Errorf("stocks %v, want [0 0]: the unit is sold", got)
 		}
-		want := stock.OrderState{SaleID: f.sale.ID, ItemID: f.item, UserID: user, Shard: 1, Status: stock.StatusPaid}
+		want := stock.OrderState{SaleID: f.sale.ID, ItemID: f.item, UserID: user, Shard: 1, Shards: 2, Status: stock.StatusPaid}
 		if st, ok, err := f.store.LookupOrder(f.ctx, r.OrderID); err != nil || !ok || st != want {
 			t.Fatalf("LookupOrder = %+v, %v, %v; want %+v", st, ok, err, want)
 		}
 		if r := f.reserve(user, "k2"); r.Outcome != outcome.AlreadyPurchased {
 			t.Errorf("second purchase of a buyer who paid = %+v, want ALREADY_PURCHASED", r)
 		}
-		holds, err := f.store.Holds(f.ctx, f.sale.ID, f.item, 1)
+		holds, err := f.store.Holds(f.ctx, f.sale.ID, f.item, 1, f.sale.Items[0].ShardCount())
 		if err != nil || len(holds) != 0 {
 			t.Errorf("Holds = %+v, %v; want no live hold", holds, err)
 		}
@@ -204,9 +205,16 @@ func TestOrderRefShards(t *testing.T) {
 	if err := f.rdb.Set(f.ctx, stock.OrderRefKey(id), f.sale.ID+"\n"+f.item+"\nalice", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	want := stock.OrderState{SaleID: f.sale.ID, ItemID: f.item, UserID: "alice", Status: stock.StatusPending}
+	want := stock.OrderState{SaleID: f.sale.ID, ItemID: f.item, UserID: "alice", Shards: 1, Status: stock.StatusPending}
 	if st, ok, err := f.store.LookupOrder(f.ctx, id); err != nil || !ok || st != want {
 		t.Fatalf("LookupOrder of a 3-field reference = %+v, %v, %v; want %+v", st, ok, err, want)
+	}
+	// The four fields of an fsctl that did not spread shards name keys that moved: refused, not misread.
+	if err := f.rdb.Set(f.ctx, stock.OrderRefKey(id), f.sale.ID+"\n"+f.item+"\nalice\n0", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.store.LookupOrder(f.ctx, id); err == nil || !strings.Contains(err.Error(), "re-create the sale") {
+		t.Fatalf("LookupOrder of a 4-field reference: %v, want a refusal that says to re-create the sale", err)
 	}
 }
 
@@ -215,7 +223,7 @@ func TestHolds(t *testing.T) {
 	f := newFixture(t, 5, 2, sharded(2))
 	user := userAt("holder", 2, 1)
 	r1, r2 := f.mustReserve(user, "k1"), f.mustReserve(user, "k2")
-	holds, err := f.store.Holds(f.ctx, f.sale.ID, f.item, 1)
+	holds, err := f.store.Holds(f.ctx, f.sale.ID, f.item, 1, f.sale.Items[0].ShardCount())
 	if err != nil || len(holds) != 2 {
 		t.Fatalf("Holds = %+v, %v; want 2", holds, err)
 	}
@@ -240,7 +248,7 @@ func TestHolds(t *testing.T) {
 	if _, err := pipe.Exec(f.ctx); err != nil {
 		t.Fatal(err)
 	}
-	holds, err = f.store.Holds(f.ctx, f.sale.ID, f.item, 0)
+	holds, err = f.store.Holds(f.ctx, f.sale.ID, f.item, 0, f.sale.Items[0].ShardCount())
 	if err != nil || len(holds) != many {
 		t.Fatalf("Holds of shard 0 = %d holds, %v; want %d", len(holds), err, many)
 	}

@@ -54,7 +54,7 @@ func (s *Store) Preload(ctx context.Context, sl sale.Sale, remaining map[string]
 		}
 		action := Kept
 		for k := range n {
-			keys := ShardKeys(sl.ID, it.ID, k)
+			keys := ShardKeys(sl.ID, it.ID, k, n)
 			res, err := s.preload.Run(ctx, s.rdb, []string{keys.Meta(), keys.Stock()}, shardArgs(sl, it, k, left)...).Text()
 			if err != nil {
 				return out, fmt.Errorf("preload item %s shard %d: %w", it.ID, k, err)
@@ -68,9 +68,22 @@ func (s *Store) Preload(ctx context.Context, sl sale.Sale, remaining map[string]
 				}
 			}
 		}
+		if err := s.markLayout(ctx, sl.ID, it); err != nil {
+			return out, fmt.Errorf("preload item %s: %w", it.ID, err)
+		}
 		out[it.ID] = action
 	}
 	return out, nil
+}
+
+// markLayout records a sharded item's shard count at the item's unsalted key ({fs:<sale>:<item>}:meta,
+// an unsharded item's own meta), the one place that does not move with the shard count, so a later
+// preload with another count is refused instead of loading a second set of shards beside the first.
+func (s *Store) markLayout(ctx context.Context, saleID string, it sale.Item) error {
+	if it.ShardCount() <= 1 {
+		return nil // its meta is the marker, written by the script
+	}
+	return s.rdb.HSet(ctx, ItemKeys(saleID, it.ID).Meta(), "shards", it.ShardCount()).Err()
 }
 
 // Reload overwrites every shard of every item of a sale, each in one atomic step: its counter is set
@@ -82,12 +95,15 @@ func (s *Store) Preload(ctx context.Context, sl sale.Sale, remaining map[string]
 func (s *Store) Reload(ctx context.Context, sl sale.Sale, remaining map[string]int64) error {
 	for _, it := range sl.Items {
 		for k := range it.ShardCount() {
-			keys := ShardKeys(sl.ID, it.ID, k)
+			keys := ShardKeys(sl.ID, it.ID, k, it.ShardCount())
 			err := s.reload.Run(ctx, s.rdb, []string{keys.Meta(), keys.Stock(), keys.Buyers(), keys.Holds(),
 				keys.Orders(), keys.Ledger(), keys.Applied()}, shardArgs(sl, it, k, remaining[it.ID])...).Err()
 			if err != nil {
 				return fmt.Errorf("reload item %s shard %d: %w", it.ID, k, err)
 			}
+		}
+		if err := s.markLayout(ctx, sl.ID, it); err != nil {
+			return fmt.Errorf("reload item %s: %w", it.ID, err)
 		}
 	}
 	return nil
@@ -111,15 +127,19 @@ func shardArgs(sl sale.Sale, it sale.Item, k int, left int64) []any {
 func (s *Store) checkPreload(ctx context.Context, saleID string, it sale.Item) error {
 	n := it.ShardCount()
 	pipe := s.rdb.Pipeline()
+	layout := pipe.HGet(ctx, ItemKeys(saleID, it.ID).Meta(), "shards")
 	metas := make([]*redis.SliceCmd, n)
 	stocks := make([]*redis.StringCmd, n)
 	for k := range n {
-		keys := ShardKeys(saleID, it.ID, k)
+		keys := ShardKeys(saleID, it.ID, k, n)
 		metas[k] = pipe.HMGet(ctx, keys.Meta(), "quantity", "shards")
 		stocks[k] = pipe.Get(ctx, keys.Stock())
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return err
+	}
+	if olds, err := layout.Int(); err == nil && olds != n {
+		return fmt.Errorf("SHARDS_CHANGED the item has %d shards in Redis and %d in the sale; reset the item first", olds, n)
 	}
 	var oldTotal, left int64
 	short := -1
@@ -168,16 +188,17 @@ func metaInt(v any, def int64) int64 {
 // idempotency records, ledgers. Only for tests, demos and a sale that has not opened.
 func (s *Store) Reset(ctx context.Context, sl sale.Sale) error {
 	for _, it := range sl.Items {
-		// One scan per item finds every shard: "{fs:<sale>:<item>}:..." and "{fs:<sale>:<item>:<k>}:...".
-		// Ids are slugs, so "[}:]" after the item id cannot match another item's keys.
-		pattern := "{fs:" + sl.ID + ":" + it.ID + "[}:]*"
+		// One scan per item finds every shard, whatever the shard count was: "{fs:<sale>:<item>}:...",
+		// "{fs:<sale>:<item>:<k>}:..." and "{fs:<sale>:<item>:<k>~<salt>}:...". Ids are slugs, so
+		// "[}:~]" after the item id cannot match another item's keys.
+		pattern := "{fs:" + sl.ID + ":" + it.ID + "[}:~]*"
 		var batch []string
 		if err := redisconn.Scan(ctx, s.rdb, pattern, 1000, func(key string) { batch = append(batch, key) }); err != nil {
 			return fmt.Errorf("reset item %s: %w", it.ID, err)
 		}
 		// The references of the item's live orders are keyed by order id, outside the hash tags.
 		for k := range it.ShardCount() {
-			ids, err := s.rdb.HKeys(ctx, ShardKeys(sl.ID, it.ID, k).Orders()).Result()
+			ids, err := s.rdb.HKeys(ctx, ShardKeys(sl.ID, it.ID, k, it.ShardCount()).Orders()).Result()
 			if err != nil {
 				return fmt.Errorf("reset item %s: %w", it.ID, err)
 			}
@@ -210,7 +231,7 @@ func (s *Store) SetPaused(ctx context.Context, sl sale.Sale, paused bool) error 
 	pipe := s.rdb.Pipeline()
 	for _, it := range sl.Items {
 		for k := range it.ShardCount() {
-			pipe.HSet(ctx, ShardKeys(sl.ID, it.ID, k).Meta(), "paused", flag)
+			pipe.HSet(ctx, ShardKeys(sl.ID, it.ID, k, it.ShardCount()).Meta(), "paused", flag)
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil {

@@ -31,7 +31,7 @@ func TestReload(t *testing.T) {
 		t.Fatalf("stocks %v after reloading 7 units over 2 shards, want [4 3]", got)
 	}
 	for k := range 2 {
-		rec, err := f.store.Inspect(f.ctx, f.sale.ID, f.item, k)
+		rec, err := f.store.Inspect(f.ctx, f.sale.ID, f.item, k, f.sale.Items[0].ShardCount())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +43,7 @@ func TestReload(t *testing.T) {
 	if r := f.reserve(buyer, "k2"); r.Outcome != outcome.Reserved {
 		t.Fatalf("reserve after the reload = %+v, want RESERVED", r)
 	}
-	if rec, err := f.store.Inspect(f.ctx, f.sale.ID, f.item, 1); err != nil || len(rec.Holds) != 1 {
+	if rec, err := f.store.Inspect(f.ctx, f.sale.ID, f.item, 1, f.sale.Items[0].ShardCount()); err != nil || len(rec.Holds) != 1 {
 		t.Fatalf("the new hold: %+v %v", rec, err)
 	}
 }

@@ -47,8 +47,9 @@ type Reservation struct {
 	Slot      int
 	// Replay is true when the answer was remembered from an earlier request with the same key.
 	Replay bool
-	// Shard is where the buyer's records and hold live: always the buyer's home shard.
-	Shard int
+	// Shard is where the buyer's records and hold live: always the buyer's home shard, of the
+	// item's Shards (at least 1).
+	Shard, Shards int
 	// Borrowed is how many units were moved into the home shard from other shards for this request.
 	Borrowed int
 	// Replicas is how many replicas acknowledged the reservation when WaitReplicas asked for it
@@ -63,7 +64,7 @@ type Reservation struct {
 // last call remembers SOLD_OUT under the idempotency key.
 func (s *Store) Reserve(ctx context.Context, r Request) (Reservation, error) {
 	home := HomeShard(r.UserID, r.Shards)
-	k := ShardKeys(r.SaleID, r.ItemID, home)
+	k := ShardKeys(r.SaleID, r.ItemID, home, r.Shards)
 	call, done, err := s.homeCaller(ctx, r, k)
 	if err != nil {
 		return Reservation{}, fmt.Errorf("reserve %s/%s: %w", r.SaleID, r.ItemID, err)
@@ -86,7 +87,7 @@ func (s *Store) reserveSharded(ctx context.Context, call homeCall, r Request, ho
 	borrowed := 0
 	for i := range n - 1 {
 		from := (home + 1 + (first+i)%(n-1)) % n
-		id, got, err := s.moveOut(ctx, r.SaleID, r.ItemID, from, home)
+		id, got, err := s.moveOut(ctx, r.SaleID, r.ItemID, from, home, r.Shards)
 		if err != nil {
 			return Reservation{}, err
 		}
@@ -101,7 +102,7 @@ func (s *Store) reserveSharded(ctx context.Context, call homeCall, r Request, ho
 		}
 		// The units are in the home shard now. An entry this fails to delete is harmless: Snapshot
 		// sees it applied, and RepairTransfers deletes it.
-		_ = s.rdb.HDel(ctx, ShardKeys(r.SaleID, r.ItemID, from).Ledger(), id).Err()
+		_ = s.rdb.HDel(ctx, ShardKeys(r.SaleID, r.ItemID, from, r.Shards).Ledger(), id).Err()
 		if rv.Outcome != empty {
 			rv.Borrowed = borrowed
 			return rv, nil
@@ -114,7 +115,7 @@ func (s *Store) reserveSharded(ctx context.Context, call homeCall, r Request, ho
 
 // reserveOnce runs the reserve script on the home shard, applying an incoming transfer when id is set.
 func (s *Store) reserveOnce(ctx context.Context, call homeCall, r Request, home int, sharded bool, id string, units int64) (Reservation, error) {
-	rk := s.reserveKeysOf(r.SaleID, r.ItemID, home)
+	rk := s.reserveKeysOf(r.SaleID, r.ItemID, home, r.Shards)
 	keys := make([]string, 7, 8)
 	copy(keys, rk.static[:])
 	keys[5] = rk.k.Idem(r.UserID, r.IdemKey)
@@ -127,24 +128,24 @@ func (s *Store) reserveOnce(ctx context.Context, call homeCall, r Request, home 
 	args[0], args[1], args[2], args[3], args[4], args[5], args[6] = r.UserID, orderID, s.idemTTLms, flag, r.IdemKey, id, units
 	if s.refInScript {
 		keys = append(keys, orderRefPrefix+orderID)
-		args = append(args, orderRef(r.SaleID, r.ItemID, r.UserID, home), s.markerTTLms)
+		args = append(args, orderRef(r.SaleID, r.ItemID, r.UserID, home, max(r.Shards, 1)), s.markerTTLms)
 	}
 	res, replicas, err := call(ctx, keys, args...)
 	if err != nil {
 		return Reservation{}, err
 	}
 	rv, err := parseReservation(res)
-	rv.Shard, rv.Replicas = home, replicas
+	rv.Shard, rv.Shards, rv.Replicas = home, max(r.Shards, 1), replicas
 	if err == nil && rv.Outcome == outcome.Reserved && !s.refInScript {
 		// A replay rewrites it too: the first request may have died between the script and this.
-		err = s.SetOrderRef(ctx, rv.OrderID, r.SaleID, r.ItemID, r.UserID, home)
+		err = s.SetOrderRef(ctx, rv.OrderID, r.SaleID, r.ItemID, r.UserID, home, max(r.Shards, 1))
 	}
 	return rv, err
 }
 
 // moveOut takes up to the store's transfer batch out of shard from, on its way to shard to.
-func (s *Store) moveOut(ctx context.Context, saleID, itemID string, from, to int) (string, int64, error) {
-	k := ShardKeys(saleID, itemID, from)
+func (s *Store) moveOut(ctx context.Context, saleID, itemID string, from, to, shards int) (string, int64, error) {
+	k := ShardKeys(saleID, itemID, from, shards)
 	res, err := s.eval(ctx, s.transferOut, []string{k.Stock(), k.Ledger(), k.TransferSeq()},
 		s.transferBatch, to, from).StringSlice()
 	if err != nil {
@@ -279,21 +280,21 @@ type reserveKeys struct {
 
 type shardID struct {
 	saleID, itemID string
-	shard          int
+	shard, shards  int
 }
 
 // maxCachedShards bounds the key cache; past it the cache starts again (sales come and go).
 const maxCachedShards = 4096
 
-func (s *Store) reserveKeysOf(saleID, itemID string, shard int) *reserveKeys {
-	id := shardID{saleID, itemID, shard}
+func (s *Store) reserveKeysOf(saleID, itemID string, shard, shards int) *reserveKeys {
+	id := shardID{saleID, itemID, shard, shards}
 	s.keysMu.RLock()
 	rk := s.keys[id]
 	s.keysMu.RUnlock()
 	if rk != nil {
 		return rk
 	}
-	k := ShardKeys(saleID, itemID, shard)
+	k := ShardKeys(saleID, itemID, shard, shards)
 	rk = &reserveKeys{k: k, static: [7]string{k.Meta(), k.Stock(), k.Buyers(), k.Holds(), k.Orders(), "", k.Applied()}}
 	s.keysMu.Lock()
 	if len(s.keys) >= maxCachedShards {

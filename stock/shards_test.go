@@ -16,6 +16,7 @@ import (
 
 	"github.com/fsctl/fsctl/lua"
 	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
 )
@@ -34,7 +35,9 @@ func userAt(prefix string, shards, want int) string {
 
 func (f *fixture) shards() int { return f.sale.Items[0].ShardCount() }
 
-func (f *fixture) shardKeys(k int) stock.Keys { return stock.ShardKeys(f.sale.ID, f.item, k) }
+func (f *fixture) shardKeys(k int) stock.Keys {
+	return stock.ShardKeys(f.sale.ID, f.item, k, f.sale.Items[0].ShardCount())
+}
 
 func (f *fixture) snapshot() stock.ItemState {
 	f.t.Helper()
@@ -46,6 +49,16 @@ func (f *fixture) snapshot() stock.ItemState {
 }
 
 // shardStocks reads every shard's counter.
+// stockOf reads shard k's counter of the item split into n shards.
+func (f *fixture) stockOf(k, n int) int64 {
+	f.t.Helper()
+	v, err := f.rdb.Get(f.ctx, stock.ShardKeys(f.sale.ID, f.item, k, n).Stock()).Int64()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		f.t.Fatalf("stock of shard %d of %d: %v", k, n, err)
+	}
+	return v
+}
+
 func (f *fixture) shardStocks() []int64 {
 	f.t.Helper()
 	out := make([]int64, f.shards())
@@ -109,11 +122,40 @@ func (f *fixture) checkShards(step string) stock.ItemState {
 
 func TestShardKeys(t *testing.T) {
 	t.Parallel()
-	if a, b := stock.ItemKeys("s", "i").Stock(), stock.ShardKeys("s", "i", 0).Stock(); a != b || a != "{fs:s:i}:stock" {
-		t.Errorf("shard 0 stock key %q, item key %q; want both {fs:s:i}:stock", b, a)
+	if a, b := stock.ItemKeys("s", "i").Stock(), stock.ShardKeys("s", "i", 0, 1).Stock(); a != b || a != "{fs:s:i}:stock" {
+		t.Errorf("shard 0 of 1 stock key %q, item key %q; want both {fs:s:i}:stock", b, a)
 	}
-	if got := stock.ShardKeys("s", "i", 3).Ledger(); got != "{fs:s:i:3}:ledger" {
-		t.Errorf("shard 3 ledger key = %q", got)
+	// A sharded item's tags are part of the data format too: a change strands every live shard.
+	for _, c := range []struct {
+		k, n int
+		want string
+	}{{0, 3, "{fs:s1:hot~10}:ledger"}, {1, 3, "{fs:s1:hot:1~129}:ledger"}, {2, 3, "{fs:s1:hot:2}:ledger"}} {
+		if got := stock.ShardKeys("s1", "hot", c.k, c.n).Ledger(); got != c.want {
+			t.Errorf("shard %d of %d ledger key = %q, want %q", c.k, c.n, got, c.want)
+		}
+	}
+	// Every shard of n lands in its own n-th of the slots, so a cluster whose m masters own equal
+	// contiguous ranges holds n <= m shards on n different masters, and more as evenly as it can.
+	for _, n := range []int{2, 3, 4, 8, 16, 64} {
+		for _, masters := range []int{3, 5, 8} {
+			per := map[int]int{}
+			for k := range n {
+				keys := stock.ShardKeys("s1", "hot", k, n)
+				slot, _, _, ok := redisconn.SharedSlot([]string{keys.Meta(), keys.Stock(), keys.Buyers(), keys.Holds(),
+					keys.Orders(), keys.Idem("u", "k"), keys.Ledger(), keys.Applied(), keys.TransferSeq()})
+				if !ok {
+					t.Fatalf("shard %d of %d: its keys are in more than one slot", k, n)
+				}
+				if lo, hi := k*redisconn.Slots/n, (k+1)*redisconn.Slots/n; slot < lo || slot >= hi {
+					t.Errorf("shard %d of %d in slot %d, outside its range %d..%d", k, n, slot, lo, hi-1)
+				}
+				per[slot*masters/redisconn.Slots]++
+			}
+			if most, least := maxOf(per, masters), minOf(per, masters); n >= masters && most-least > 1 ||
+				n < masters && most > 1 {
+				t.Errorf("%d shards on %d even masters: %v", n, masters, per)
+			}
+		}
 	}
 	// The placement of a user is part of the data format: a change strands live buyer records.
 	for u, want := range map[string][2]int{"": {4, 3}, "alice": {5, 2}, "42": {2, 1}, "user@example.com": {3, 0}} {
@@ -418,7 +460,7 @@ func TestShardedPreload(t *testing.T) {
 	if a, err := preload(11, 2, nil); err != nil || a != stock.Loaded {
 		t.Fatalf("preload over 2 shards after a reset = %v, %v; want loaded", a, err)
 	}
-	if got, want := f.shardStocks()[:2], []int64{6, 5}; !equal(got, want) {
+	if got, want := []int64{f.stockOf(0, 2), f.stockOf(1, 2)}, []int64{6, 5}; !equal(got, want) {
 		t.Errorf("stocks %v, want %v", got, want)
 	}
 }
@@ -468,4 +510,20 @@ func TestTransferBatch(t *testing.T) {
 		t.Errorf("stocks %v, want %v", got, want)
 	}
 	f.checkShards("a batch transfer")
+}
+
+func maxOf(per map[int]int, n int) int {
+	m := 0
+	for i := range n {
+		m = max(m, per[i])
+	}
+	return m
+}
+
+func minOf(per map[int]int, n int) int {
+	m := per[0]
+	for i := range n {
+		m = min(m, per[i])
+	}
+	return m
 }

@@ -346,7 +346,7 @@ func TestLookupOrder(t *testing.T) {
 	r := f.mustReserve("alice", "k")
 	t.Cleanup(func() { f.rdb.Del(context.Background(), stock.OrderRefKey(r.OrderID)) })
 
-	want := stock.OrderState{SaleID: f.sale.ID, ItemID: f.item, UserID: "alice", Status: "PENDING"}
+	want := stock.OrderState{SaleID: f.sale.ID, ItemID: f.item, UserID: "alice", Shards: 1, Status: "PENDING"}
 	if st, ok, err := f.store.LookupOrder(f.ctx, r.OrderID); err != nil || !ok || st != want {
 		t.Fatalf("held order: %+v, %v, %v; want %+v", st, ok, err, want)
 	}

@@ -76,7 +76,7 @@ func (s *Store) Snapshot(ctx context.Context, saleID string, items []sale.Item) 
 	for i, it := range items {
 		cs[i] = make([]cmds, it.ShardCount())
 		for k := range cs[i] {
-			keys := ShardKeys(saleID, it.ID, k)
+			keys := ShardKeys(saleID, it.ID, k, len(cs[i]))
 			cs[i][k] = cmds{pipe.Get(ctx, keys.Stock()), pipe.ZCard(ctx, keys.Holds()), pipe.HLen(ctx, keys.Buyers()),
 				pipe.HGetAll(ctx, keys.Ledger())}
 		}
@@ -104,7 +104,7 @@ func (s *Store) Snapshot(ctx context.Context, saleID string, items []sale.Item) 
 				return nil, fmt.Errorf("snapshot %s/%s: %w", saleID, it.ID, err)
 			}
 			for _, t := range ts {
-				cmd := applied.SMIsMember(ctx, ShardKeys(saleID, it.ID, t.To).Applied(), t.ID)
+				cmd := applied.SMIsMember(ctx, ShardKeys(saleID, it.ID, t.To, len(cs[i])).Applied(), t.ID)
 				checks = append(checks, pending{i, t, cmd})
 			}
 		}
@@ -140,7 +140,7 @@ func (s *Store) Remaining(ctx context.Context, refs []ItemRef) ([]int64, error) 
 	for i, r := range refs {
 		cmds[i] = make([]*redis.StringCmd, max(r.Shards, 1))
 		for k := range cmds[i] {
-			cmds[i][k] = pipe.Get(ctx, ShardKeys(r.SaleID, r.ItemID, k).Stock())
+			cmds[i][k] = pipe.Get(ctx, ShardKeys(r.SaleID, r.ItemID, k, r.Shards).Stock())
 		}
 	}
 	if len(refs) > 0 {
@@ -168,7 +168,7 @@ func (s *Store) RepairTransfers(ctx context.Context, saleID, itemID string, shar
 	now := pipe.Time(ctx)
 	ledgers := make([]*redis.MapStringStringCmd, n)
 	for k := range n {
-		ledgers[k] = pipe.HGetAll(ctx, ShardKeys(saleID, itemID, k).Ledger())
+		ledgers[k] = pipe.HGetAll(ctx, ShardKeys(saleID, itemID, k, n).Ledger())
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, fmt.Errorf("repair transfers of %s/%s: %w", saleID, itemID, err)
@@ -184,13 +184,13 @@ func (s *Store) RepairTransfers(ctx context.Context, saleID, itemID string, shar
 			if t.At.After(cutoff) {
 				continue
 			}
-			to := ShardKeys(saleID, itemID, t.To)
+			to := ShardKeys(saleID, itemID, t.To, n)
 			added, err := s.applyTransfer.Run(ctx, s.rdb, []string{to.Applied(), to.Stock()}, t.ID, t.Units).Int()
 			if err != nil {
 				return moved, fmt.Errorf("apply transfer %s of %s/%s: %w", t.ID, saleID, itemID, err)
 			}
 			moved += added
-			if err := s.rdb.HDel(ctx, ShardKeys(saleID, itemID, k).Ledger(), t.ID).Err(); err != nil {
+			if err := s.rdb.HDel(ctx, ShardKeys(saleID, itemID, k, n).Ledger(), t.ID).Err(); err != nil {
 				return moved, fmt.Errorf("delete transfer %s of %s/%s: %w", t.ID, saleID, itemID, err)
 			}
 		}

@@ -121,7 +121,7 @@ func TestBundledProfileAddsWhatOnlyFsctlServeKeeps(t *testing.T) {
 	if code, body := c.Buy("ann", "hot", "k-ann"); code != http.StatusAccepted {
 		t.Fatalf("purchase: %d %s", code, body)
 	}
-	from := stock.ShardKeys(c.Sale.ID, "hot", 2)
+	from := stock.ShardKeys(c.Sale.ID, "hot", 2, 4)
 	cut := redis.NewScript(lua.TransferOut) // a transfer to shard 3 that a crash cut short
 	if res, err := cut.Run(context.Background(), testenv.Redis(t), []string{from.Stock(), from.Ledger(), from.TransferSeq()}, 1, 3, 2).StringSlice(); err != nil || res[0] != "1" {
 		t.Fatalf("transfer_out = %v, %v", res, err)

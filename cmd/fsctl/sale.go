@@ -97,7 +97,7 @@ func printPlacement(ctx context.Context, w io.Writer, rdb redis.UniversalClient,
 	for _, it := range sl.Items {
 		var keys, labels []string
 		for k := range it.ShardCount() {
-			keys, labels = append(keys, stock.ShardKeys(sl.ID, it.ID, k).Stock()), append(labels, "shard "+strconv.Itoa(k))
+			keys, labels = append(keys, stock.ShardKeys(sl.ID, it.ID, k, it.ShardCount()).Stock()), append(labels, "shard "+strconv.Itoa(k))
 		}
 		nodes, masters, err := redisconn.Placement(ctx, rdb, keys)
 		if err != nil {

@@ -1,6 +1,10 @@
-package profile
+package redisconn
 
-import "testing"
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
 
 func TestKeySlot(t *testing.T) {
 	// foo and somekey are the examples of the Redis Cluster spec; the tag cases show which part is hashed.
@@ -55,5 +59,39 @@ func TestSharedSlot(t *testing.T) {
 	}
 	if _, _, _, ok := SharedSlot(nil); !ok {
 		t.Fatal("no keys share no slot trouble")
+	}
+}
+
+func TestSpreadTag(t *testing.T) {
+	for _, c := range []struct {
+		tag  string
+		k, n int
+		want string
+	}{
+		{"{fs:s:i}", 0, 1, "{fs:s:i}"},     // unsharded: as it is
+		{"plain:key", 1, 4, "plain:key"},   // no hash tag to salt
+		{"{}:x", 1, 4, "{}:x"},             // an empty tag is no hash tag
+		{"{fs:s:i:9}", 9, 4, "{fs:s:i:9}"}, // k out of range
+	} {
+		if got := SpreadTag(c.tag, c.k, c.n); got != c.want {
+			t.Errorf("SpreadTag(%q, %d, %d) = %q, want %q", c.tag, c.k, c.n, got, c.want)
+		}
+	}
+	for _, n := range []int{2, 3, 7, 64} {
+		for k := range n {
+			tag := "{item:" + strconv.Itoa(k) + "}"
+			got := SpreadTag(tag, k, n)
+			slot := KeySlot(got + ":stock")
+			mid := (float64(k) + 0.5) * Slots / float64(n)
+			if d := float64(slot) + 0.5 - mid; d > Slots/float64(n)/16+0.5 || d < -Slots/float64(n)/16-0.5 {
+				t.Errorf("SpreadTag(%q, %d, %d) = %q in slot %d, %.0f from the middle of its stride", tag, k, n, got, slot, d)
+			}
+			if !strings.HasPrefix(got, "{item:"+strconv.Itoa(k)) || !strings.HasSuffix(got, "}") {
+				t.Errorf("SpreadTag(%q, %d, %d) = %q: the salt must stay inside the braces", tag, k, n, got)
+			}
+			if again := SpreadTag(tag, k, n); again != got {
+				t.Errorf("SpreadTag is not stable: %q then %q", got, again)
+			}
+		}
 	}
 }
