@@ -56,10 +56,12 @@ stack-down: build ## stop the local stack; its data stays in .stack
 stack-status: build ## show what runs where (exit 3 when a service is down)
 	$(FSCTL) stack status $(STACK_FLAGS)
 
-# The tests that run on a Redis Cluster use a local one of 3 masters beside the single node.
+# The tests that run on a Redis Cluster or a replicated Kafka use a local one of 3 masters and one
+# of 3 brokers beside the single node and the single broker.
 REDIS_CLUSTER ?= 3
-test: stack-up ## vet, race-enabled tests against the local stack (and its Redis Cluster), then every fuzz target
-	$(FSCTL) stack up --redis-cluster $(REDIS_CLUSTER) $(STACK_FLAGS)
+KAFKA_BROKERS ?= 3
+test: stack-up ## vet, race-enabled tests against the local stack (and its Redis Cluster and replicated Kafka), then every fuzz target
+	$(FSCTL) stack up --redis-cluster $(REDIS_CLUSTER) --kafka-brokers $(KAFKA_BROKERS) $(STACK_FLAGS)
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
 	@$(MAKE) --no-print-directory fuzz

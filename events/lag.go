@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -88,10 +89,15 @@ func TopicOffsets(ctx context.Context, c *kafka.Client, topic string) (Offsets, 
 // of topic; a partition it never committed counts from its first offset.
 func GroupLag(ctx context.Context, c *kafka.Client, topic, group string) (GroupState, error) {
 	g := GroupState{Group: group}
-	desc, err := c.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
-	if err == nil && len(desc.Groups) == 1 {
-		err = desc.Groups[0].Error
-	}
+	var desc *kafka.DescribeGroupsResponse
+	err := whileLoading(ctx, func() error {
+		var err error
+		desc, err = c.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
+		if err == nil && len(desc.Groups) == 1 {
+			err = desc.Groups[0].Error
+		}
+		return err
+	})
 	if err != nil {
 		return g, fmt.Errorf("describe group %s: %w", group, err)
 	}
@@ -101,10 +107,15 @@ func GroupLag(ctx context.Context, c *kafka.Client, topic, group string) (GroupS
 		return g, err
 	}
 	parts := slices.Sorted(maps.Keys(offs.End))
-	committed, err := c.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
-	if err == nil {
-		err = committed.Error
-	}
+	var committed *kafka.OffsetFetchResponse
+	err = whileLoading(ctx, func() error {
+		var err error
+		committed, err = c.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
+		if err == nil {
+			err = committed.Error
+		}
+		return err
+	})
 	if err != nil {
 		return g, fmt.Errorf("offsets of group %s: %w", group, err)
 	}
@@ -127,4 +138,26 @@ func GroupLag(ctx context.Context, c *kafka.Client, topic, group string) (GroupS
 		g.Lag += lag
 	}
 	return g, nil
+}
+
+// whileLoading repeats fn, for up to 5 s within ctx, while the group's coordinator answers that it
+// is still loading or moving (a fresh cluster, a broker that just took the offsets partition over):
+// a state of seconds that says nothing about the group.
+func whileLoading(ctx context.Context, fn func() error) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := fn()
+		if !errors.Is(err, kafka.GroupLoadInProgress) && !errors.Is(err, kafka.GroupCoordinatorNotAvailable) &&
+			!errors.Is(err, kafka.NotCoordinatorForGroup) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

@@ -70,7 +70,7 @@ func (p *Publisher) Close() error {
 }
 
 // EnsureTopic creates topic with the given partition count if it does not exist. Replication is 1
-// on a single broker and up to 3 otherwise.
+// on a single broker and up to 3 otherwise, with min.insync.replicas 2 at three.
 func EnsureTopic(ctx context.Context, brokers []string, topic string, partitions int) error {
 	conn, err := dial(ctx, brokers)
 	if err != nil {
@@ -90,7 +90,12 @@ func EnsureTopic(ctx context.Context, brokers []string, topic string, partitions
 		return fmt.Errorf("dial kafka controller: %w", err)
 	}
 	defer cc.Close()
-	err = cc.CreateTopics(kafka.TopicConfig{Topic: topic, NumPartitions: partitions, ReplicationFactor: min(len(bs), 3)})
+	tc := kafka.TopicConfig{Topic: topic, NumPartitions: partitions, ReplicationFactor: min(len(bs), 3)}
+	if tc.ReplicationFactor >= 3 {
+		// acks=all then waits for two copies: one broker lost loses no acknowledged order.
+		tc.ConfigEntries = []kafka.ConfigEntry{{ConfigName: "min.insync.replicas", ConfigValue: "2"}}
+	}
+	err = cc.CreateTopics(tc)
 	if err != nil && err != kafka.TopicAlreadyExists {
 		return fmt.Errorf("create topic %s: %w", topic, err)
 	}

@@ -21,6 +21,8 @@ const (
 	// EnvRedisClusterURL points the cluster tests (and the user's eval of `fsctl stack env`) at
 	// the local Redis Cluster.
 	EnvRedisClusterURL = "FSCTL_REDIS_CLUSTER_URL"
+	// EnvKafkaClusterBrokers points the replicated-Kafka tests at the local Kafka cluster.
+	EnvKafkaClusterBrokers = "FSCTL_KAFKA_CLUSTER_BROKERS"
 )
 
 // Default ports, chosen away from the services' usual ports so a system Redis, PostgreSQL or Kafka
@@ -49,6 +51,9 @@ type Config struct {
 	// RedisCluster, when it has masters, adds a local Redis Cluster to the stack (remembered,
 	// so later calls without it keep the cluster).
 	RedisCluster ClusterLayout
+	// KafkaCluster, when it has brokers, adds a local replicated Kafka to the stack (remembered
+	// like the Redis Cluster).
+	KafkaCluster KafkaLayout
 	Log          io.Writer // progress lines; nil discards them
 }
 
@@ -79,6 +84,8 @@ type Endpoints struct {
 	KafkaBrokers []string
 	// RedisClusterURL is the local Redis Cluster's (redis+cluster://...), empty without one.
 	RedisClusterURL string
+	// KafkaClusterBrokers are the local replicated Kafka's brokers, empty without one.
+	KafkaClusterBrokers []string
 }
 
 // Endpoints returns the client addresses of the services this config starts.
@@ -90,6 +97,9 @@ func (c Config) Endpoints() Endpoints {
 	}
 	if c.RedisCluster.Masters > 0 {
 		e.RedisClusterURL = c.RedisCluster.URL()
+	}
+	if c.KafkaCluster.Brokers > 0 {
+		e.KafkaClusterBrokers = c.KafkaCluster.Addrs()
 	}
 	return e
 }
@@ -105,6 +115,7 @@ func DefaultEndpoints() Endpoints {
 		PostgresPort: DefaultPostgresPort,
 		KafkaPort:    DefaultKafkaPort,
 		RedisCluster: DefaultClusterLayout,
+		KafkaCluster: DefaultKafkaLayout,
 	}.Endpoints()
 }
 
@@ -124,6 +135,11 @@ func endpointsFrom(lookup func(string) (string, bool)) Endpoints {
 	}
 	if v, ok := lookup(EnvRedisClusterURL); ok && strings.TrimSpace(v) != "" {
 		e.RedisClusterURL = strings.TrimSpace(v)
+	}
+	if v, ok := lookup(EnvKafkaClusterBrokers); ok {
+		if brokers := SplitBrokers(v); len(brokers) > 0 {
+			e.KafkaClusterBrokers = brokers
+		}
 	}
 	if v, ok := lookup(EnvKafkaBrokers); ok {
 		if brokers := SplitBrokers(v); len(brokers) > 0 {
@@ -188,6 +204,18 @@ func (c Config) withDefaults() (Config, error) {
 		for i := range l.Nodes() {
 			named[fmt.Sprintf("redis cluster node %d", i)] = l.Port + i
 			named[fmt.Sprintf("redis cluster node %d's bus", i)] = l.Port + i + 10000
+		}
+	}
+	if l := &c.KafkaCluster; l.Brokers > 0 {
+		if l.Port == 0 {
+			l.Port = DefaultKafkaClusterPort
+		}
+		if err := l.validate(); err != nil {
+			return c, err
+		}
+		for i := range l.Brokers {
+			named[fmt.Sprintf("kafka cluster broker %d", i+1)] = l.Port + i
+			named[fmt.Sprintf("kafka cluster controller %d", i+1)] = l.Port + 100 + i
 		}
 	}
 	ports := map[int]string{}

@@ -18,21 +18,24 @@ func TestEndpointsFrom(t *testing.T) {
 		want Endpoints
 	}{
 		{"defaults", nil, Endpoints{
-			RedisURL:        "redis://127.0.0.1:16379/0",
-			PostgresURL:     "postgres://fsctl@127.0.0.1:15432/fsctl?sslmode=disable",
-			KafkaBrokers:    []string{"127.0.0.1:19092"},
-			RedisClusterURL: "redis+cluster://127.0.0.1:17000,127.0.0.1:17001,127.0.0.1:17002",
+			RedisURL:            "redis://127.0.0.1:16379/0",
+			PostgresURL:         "postgres://fsctl@127.0.0.1:15432/fsctl?sslmode=disable",
+			KafkaBrokers:        []string{"127.0.0.1:19092"},
+			RedisClusterURL:     "redis+cluster://127.0.0.1:17000,127.0.0.1:17001,127.0.0.1:17002",
+			KafkaClusterBrokers: []string{"127.0.0.1:19200", "127.0.0.1:19201", "127.0.0.1:19202"},
 		}},
 		{"overrides", map[string]string{
-			EnvRedisURL:        "redis://r:6379/2",
-			EnvPostgresURL:     " postgres://u@p:5432/db ",
-			EnvKafkaBrokers:    "k1:9092, k2:9092,,",
-			EnvRedisClusterURL: "redis+cluster://c1:7000,c2:7000",
+			EnvRedisURL:            "redis://r:6379/2",
+			EnvPostgresURL:         " postgres://u@p:5432/db ",
+			EnvKafkaBrokers:        "k1:9092, k2:9092,,",
+			EnvRedisClusterURL:     "redis+cluster://c1:7000,c2:7000",
+			EnvKafkaClusterBrokers: "c1:9092,c2:9092,c3:9092",
 		}, Endpoints{
-			RedisURL:        "redis://r:6379/2",
-			PostgresURL:     "postgres://u@p:5432/db",
-			KafkaBrokers:    []string{"k1:9092", "k2:9092"},
-			RedisClusterURL: "redis+cluster://c1:7000,c2:7000",
+			RedisURL:            "redis://r:6379/2",
+			PostgresURL:         "postgres://u@p:5432/db",
+			KafkaBrokers:        []string{"k1:9092", "k2:9092"},
+			RedisClusterURL:     "redis+cluster://c1:7000,c2:7000",
+			KafkaClusterBrokers: []string{"c1:9092", "c2:9092", "c3:9092"},
 		}},
 		{"blank values keep defaults", map[string]string{EnvRedisURL: " ", EnvKafkaBrokers: " , "}, DefaultEndpoints()},
 	}
@@ -125,12 +128,62 @@ func TestWithDefaults(t *testing.T) {
 }
 
 func TestKafkaPropertiesGolden(t *testing.T) {
-	got := kafkaProperties(Config{KafkaPort: 19092, KafkaControllerPort: 19093}, "/stack/kafka/data")
+	got := kafkaService{Config{Dir: "/stack", KafkaPort: 19092, KafkaControllerPort: 19093}}.node().properties()
 	golden(t, "server.properties.golden", got)
 	for _, want := range []string{"controller.quorum.voters=1@127.0.0.1:19093", "auto.create.topics.enable=false", "advertised.listeners=PLAINTEXT://127.0.0.1:19092"} {
 		if !strings.Contains(got, want+"\n") {
 			t.Errorf("properties lack %q", want)
 		}
+	}
+}
+
+// TestKafkaClusterProperties: every node of the replicated Kafka is a voter of one quorum, and its
+// topics replicate three ways with two in-sync replicas required, internal topics included.
+func TestKafkaClusterProperties(t *testing.T) {
+	s := kafkaClusterService{Config{Dir: "/stack"}}
+	nodes := s.nodes(KafkaLayout{Brokers: 3, Port: 19200})
+	if len(nodes) != 3 {
+		t.Fatalf("%d nodes", len(nodes))
+	}
+	got := nodes[1].properties()
+	golden(t, "server-cluster-2.properties.golden", got)
+	for _, want := range []string{"node.id=2", "controller.quorum.voters=1@127.0.0.1:19300,2@127.0.0.1:19301,3@127.0.0.1:19302",
+		"listeners=PLAINTEXT://127.0.0.1:19201,CONTROLLER://127.0.0.1:19301", "default.replication.factor=3", "min.insync.replicas=2",
+		"offsets.topic.replication.factor=3", "transaction.state.log.min.isr=2", "log.dirs=/stack/kafka-cluster/2/data"} {
+		if !strings.Contains(got, want+"\n") {
+			t.Errorf("broker 2's properties lack %q", want)
+		}
+	}
+	for _, bad := range []KafkaLayout{{Brokers: 2, Port: 19200}, {Brokers: 10, Port: 19200}, {Brokers: 3, Port: 32700}} {
+		if err := bad.validate(); err == nil {
+			t.Errorf("%+v: want an error", bad)
+		}
+	}
+	if _, err := (Config{KafkaCluster: KafkaLayout{Brokers: 3, Port: 19092}}).withDefaults(); err == nil {
+		t.Error("a Kafka cluster on the single broker's port: want an error")
+	}
+}
+
+// TestKafkaClusterLayoutIsRemembered: a later call without --kafka-brokers keeps the cluster, and a
+// different layout is refused with how to change it.
+func TestKafkaClusterLayoutIsRemembered(t *testing.T) {
+	dir := t.TempDir()
+	s := kafkaClusterService{Config{Dir: dir, KafkaCluster: KafkaLayout{Brokers: 3, Port: 19200}}}
+	if err := os.MkdirAll(s.dir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.layoutFile(), []byte(`{"brokers":3,"port":19200,"clusterId":"x"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if l, ok, err := (kafkaClusterService{Config{Dir: dir}}).layout(); err != nil || !ok || l != (KafkaLayout{Brokers: 3, Port: 19200}) {
+		t.Fatalf("remembered layout = %+v %v %v", l, ok, err)
+	}
+	if _, _, err := (kafkaClusterService{Config{Dir: dir, KafkaCluster: KafkaLayout{Brokers: 5, Port: 19200}}}).layout(); err == nil ||
+		!strings.Contains(err.Error(), "has 3 brokers from port 19200; to change it: fsctl stack down, then delete") {
+		t.Fatalf("a different layout: %v", err)
+	}
+	if _, ok, err := (kafkaClusterService{Config{Dir: t.TempDir()}}).layout(); ok || err != nil {
+		t.Fatalf("no layout asked or saved: ok=%v %v", ok, err)
 	}
 }
 

@@ -15,6 +15,9 @@ const (
 	Redis    = "redis"
 	Postgres = "postgres"
 	Kafka    = "kafka"
+	// KafkaCluster is the local replicated Kafka (fsctl stack up --kafka-brokers N), as a whole;
+	// KillKafkaBroker and StartKafkaBroker take one broker of it.
+	KafkaCluster = "kafka-cluster"
 )
 
 // ErrNotRunning is returned when a fault targets a service whose process is not running: the
@@ -30,8 +33,13 @@ func (c Config) service(name string) (service, error) {
 		return postgresService{c}, nil
 	case Kafka:
 		return kafkaService{c}, nil
+	case KafkaCluster:
+		if _, ok, err := (kafkaClusterService{c}).layout(); err != nil || !ok {
+			return nil, fmt.Errorf("this stack keeps no Kafka cluster: start one with fsctl stack up --kafka-brokers 3 (%v)", err)
+		}
+		return kafkaClusterService{c}, nil
 	}
-	return nil, fmt.Errorf("unknown service %q (want redis, postgres or kafka)", name)
+	return nil, fmt.Errorf("unknown service %q (want redis, postgres, kafka or kafka-cluster)", name)
 }
 
 // procName is what a service's process carries in its command line, so a pid is only signalled
@@ -40,7 +48,7 @@ func procName(name string) string {
 	switch name {
 	case Redis:
 		return "redis-server"
-	case Kafka:
+	case Kafka, KafkaCluster:
 		return kafkaMain
 	}
 	return "postgres"
@@ -78,7 +86,8 @@ func Stop(ctx context.Context, cfg Config, name string) error {
 		if err != nil {
 			return err
 		}
-		if !s.status().Running {
+		// A Kafka cluster with a broker down is not "running", yet its other brokers must stop.
+		if !s.status().Running && name != KafkaCluster {
 			return fmt.Errorf("stop %s: %w", name, ErrNotRunning)
 		}
 		return s.down(ctx)

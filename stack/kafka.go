@@ -17,34 +17,59 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-// kafkaService is a single-node KRaft Kafka (broker and controller in one JVM) run from the jars
-// FetchKafka copies out of Maven Central.
+// kafkaService is the stack's single-node KRaft Kafka (broker and controller in one JVM) run from
+// the jars FetchKafka copies out of Maven Central.
 type kafkaService struct{ c Config }
 
-func (k kafkaService) dir() string       { return k.c.kafkaDir() }
-func (k kafkaService) dataDir() string   { return filepath.Join(k.dir(), "data") }
-func (k kafkaService) pidFile() string   { return filepath.Join(k.dir(), "kafka.pid") }
-func (k kafkaService) logFile() string   { return filepath.Join(k.dir(), "kafka.log") }
-func (k kafkaService) propsFile() string { return filepath.Join(k.dir(), "server.properties") }
-func (k kafkaService) log4jFile() string { return filepath.Join(k.dir(), "log4j2.properties") }
-func (k kafkaService) addr() string      { return fmt.Sprintf("127.0.0.1:%d", k.c.KafkaPort) }
+func (k kafkaService) node() kafkaNode {
+	return kafkaNode{c: k.c, name: "kafka", dir: k.c.kafkaDir(), id: 1, port: k.c.KafkaPort,
+		controllerPort: k.c.KafkaControllerPort, voters: fmt.Sprintf("1@127.0.0.1:%d", k.c.KafkaControllerPort), brokers: 1}
+}
+
+func (k kafkaService) status() ServiceStatus { return k.node().status() }
+func (k kafkaService) up(ctx context.Context, log io.Writer) (int, bool, error) {
+	return k.node().up(ctx, log, "")
+}
+func (k kafkaService) down(ctx context.Context) error { return k.node().down(ctx) }
+
+// kafkaNode is one KRaft node, broker and controller in one JVM: the single broker, or one node of
+// the local Kafka cluster (whose nodes share a quorum of voters and a cluster id).
+type kafkaNode struct {
+	c                    Config
+	name, dir            string
+	id                   int
+	port, controllerPort int
+	voters               string // controller.quorum.voters
+	brokers              int    // how many brokers the cluster has: its replication factors
+}
+
+func (k kafkaNode) dataDir() string   { return filepath.Join(k.dir, "data") }
+func (k kafkaNode) pidFile() string   { return filepath.Join(k.dir, "kafka.pid") }
+func (k kafkaNode) logFile() string   { return filepath.Join(k.dir, "kafka.log") }
+func (k kafkaNode) propsFile() string { return filepath.Join(k.dir, "server.properties") }
+func (k kafkaNode) log4jFile() string { return filepath.Join(k.dir, "log4j2.properties") }
+func (k kafkaNode) addr() string      { return fmt.Sprintf("127.0.0.1:%d", k.port) }
 
 // kafkaMain is both the class the broker runs and what identifies its process in /proc.
 const kafkaMain = "kafka.Kafka"
 
-func (k kafkaService) status() ServiceStatus {
+func (k kafkaNode) status() ServiceStatus {
 	pid, ok := pidFromFile(k.pidFile(), kafkaMain)
-	return ServiceStatus{Name: "kafka", Address: k.addr(), PID: pid, Running: ok, DataDir: k.dataDir(), LogFile: k.logFile()}
+	return ServiceStatus{Name: k.name, Address: k.addr(), PID: pid, Running: ok, DataDir: k.dataDir(), LogFile: k.logFile()}
 }
 
-// kafkaProperties renders the broker's server.properties: one node that is broker and controller,
-// loopback listeners only, replication factors of one, and no implicit topic creation, so a typo in a
-// topic name fails loudly instead of creating a one-partition topic.
-func kafkaProperties(c Config, dataDir string) string {
+// properties renders the node's server.properties: broker and controller in one, loopback listeners
+// only, and no implicit topic creation, so a typo in a topic name fails loudly instead of creating a
+// one-partition topic. One broker has replication factors of one; a cluster replicates the internal
+// topics three ways (at most its size) and asks two in-sync replicas of every acks=all write, so a
+// broker lost loses nothing acknowledged.
+func (k kafkaNode) properties() string {
+	rf := min(k.brokers, 3)
+	isr := max(min(rf-1, 2), 1)
 	return fmt.Sprintf(`# Written by fsctl stack up on every start; change the stack's flags instead.
 process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:%[2]d
+node.id=%[4]d
+controller.quorum.voters=%[5]s
 listeners=PLAINTEXT://127.0.0.1:%[1]d,CONTROLLER://127.0.0.1:%[2]d
 advertised.listeners=PLAINTEXT://127.0.0.1:%[1]d
 controller.listener.names=CONTROLLER
@@ -52,16 +77,28 @@ inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
 log.dirs=%[3]s
 num.partitions=1
-offsets.topic.replication.factor=1
+default.replication.factor=%[6]d
+min.insync.replicas=%[7]d
+offsets.topic.replication.factor=%[6]d
 offsets.topic.num.partitions=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
+transaction.state.log.replication.factor=%[6]d
+transaction.state.log.min.isr=%[7]d
+share.coordinator.state.topic.replication.factor=%[6]d
+share.coordinator.state.topic.min.isr=%[7]d
 group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=false
 delete.topic.enable=true
-`, c.KafkaPort, c.KafkaControllerPort, dataDir)
+`, k.port, k.controllerPort, k.dataDir(), k.id, k.voters, rf, isr) + k.failover()
+}
+
+// failover is what a cluster adds: the controller fences a broker that missed 3 s of heartbeats
+// (Kafka's default waits 9 s), which is what moves its partitions' leadership and drops it from
+// their in-sync replicas, so acks=all writes flow again that much sooner after a broker dies.
+func (k kafkaNode) failover() string {
+	if k.brokers <= 1 {
+		return ""
+	}
+	return "broker.session.timeout.ms=3000\nbroker.heartbeat.interval.ms=500\n"
 }
 
 // kafkaLog4j sends the broker's log to stdout (which the stack appends to kafka.log) at INFO, with
@@ -86,13 +123,15 @@ logger.request.name = kafka.request.logger
 logger.request.level = WARN
 `
 
-func (k kafkaService) up(ctx context.Context, log io.Writer) (int, bool, error) {
+// up starts the node unless it runs. clusterID formats a new node's storage with that id (all nodes
+// of a cluster share one); empty makes a new id.
+func (k kafkaNode) up(ctx context.Context, log io.Writer, clusterID string) (int, bool, error) {
 	if pid, ok := pidFromFile(k.pidFile(), kafkaMain); ok {
 		return pid, false, k.wait(ctx, func() error { return nil })
 	}
-	for _, p := range []int{k.c.KafkaPort, k.c.KafkaControllerPort} {
+	for _, p := range []int{k.port, k.controllerPort} {
 		if portTaken(p) {
-			return 0, false, fmt.Errorf("port %d is taken by a process this stack did not start; stop it or pick other --kafka-port/--kafka-controller-port", p)
+			return 0, false, fmt.Errorf("port %d is taken by a process this stack did not start; stop it or pick other ports (--kafka-port/--kafka-controller-port, --kafka-cluster-port)", p)
 		}
 	}
 	java, err := exec.LookPath("java")
@@ -102,10 +141,10 @@ func (k kafkaService) up(ctx context.Context, log io.Writer) (int, bool, error) 
 	if !kafkaJarsPresent(k.c.KafkaLibs) {
 		return 0, false, fmt.Errorf("Kafka jars missing in %s; run `make deps` (or `fsctl stack deps`)", k.c.KafkaLibs)
 	}
-	if err := os.MkdirAll(k.dir(), 0o755); err != nil {
+	if err := os.MkdirAll(k.dir, 0o755); err != nil {
 		return 0, false, err
 	}
-	if err := os.WriteFile(k.propsFile(), []byte(kafkaProperties(k.c, k.dataDir())), 0o644); err != nil {
+	if err := os.WriteFile(k.propsFile(), []byte(k.properties()), 0o644); err != nil {
 		return 0, false, err
 	}
 	if err := os.WriteFile(k.log4jFile(), []byte(kafkaLog4j), 0o644); err != nil {
@@ -114,21 +153,24 @@ func (k kafkaService) up(ctx context.Context, log io.Writer) (int, bool, error) 
 	classpath := filepath.Join(k.c.KafkaLibs, "*") // the JVM expands the wildcard itself
 	if !fileExists(filepath.Join(k.dataDir(), "meta.properties")) {
 		_ = os.RemoveAll(k.dataDir()) // an interrupted format leaves nothing worth keeping
-		id, err := newClusterID()
-		if err != nil {
-			return 0, false, err
+		id := clusterID
+		if id == "" {
+			var err error
+			if id, err = newClusterID(); err != nil {
+				return 0, false, err
+			}
 		}
-		if _, err := runTool(ctx, k.dir(), java, "-Dlog4j2.configurationFile="+k.log4jFile(), "-cp", classpath,
+		if _, err := runTool(ctx, k.dir, java, "-Dlog4j2.configurationFile="+k.log4jFile(), "-cp", classpath,
 			"kafka.tools.StorageTool", "format", "-t", id, "-c", k.propsFile()); err != nil {
 			return 0, false, err
 		}
-		fmt.Fprintf(log, "%-9s formatted %s (cluster %s)\n", "kafka", k.dataDir(), id)
+		fmt.Fprintf(log, "%-9s formatted %s (cluster %s)\n", k.name, k.dataDir(), id)
 	}
 	cmd, exited, err := startDetached(java, []string{
 		"-Xms256m", "-Xmx512m", "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
-		"-Dlog4j2.configurationFile=" + k.log4jFile(), "-Dkafka.logs.dir=" + k.dir(),
+		"-Dlog4j2.configurationFile=" + k.log4jFile(), "-Dkafka.logs.dir=" + k.dir,
 		"-cp", classpath, kafkaMain, k.propsFile(),
-	}, k.dir(), k.logFile())
+	}, k.dir, k.logFile())
 	if err != nil {
 		return 0, false, err
 	}
@@ -145,9 +187,10 @@ func (k kafkaService) up(ctx context.Context, log io.Writer) (int, bool, error) 
 	return pid, true, nil
 }
 
-// wait returns once the broker answers a metadata request listing itself, which it does only after
-// the controller has registered and unfenced it, i.e. when topics can be created.
-func (k kafkaService) wait(ctx context.Context, dead func() error) error {
+// wait returns once the broker answers a metadata request listing every broker of its cluster,
+// which it does only after the controller has registered and unfenced them, i.e. when topics with
+// the cluster's replication factor can be created.
+func (k kafkaNode) wait(ctx context.Context, dead func() error) error {
 	err := waitReady(ctx, 120*time.Second, dead, func(ctx context.Context) error {
 		conn, err := kafka.DialContext(ctx, "tcp", k.addr())
 		if err != nil {
@@ -161,8 +204,8 @@ func (k kafkaService) wait(ctx context.Context, dead func() error) error {
 		if err != nil {
 			return err
 		}
-		if len(brokers) == 0 {
-			return errors.New("metadata lists no broker yet")
+		if len(brokers) < k.brokers {
+			return fmt.Errorf("metadata lists %d of %d brokers yet", len(brokers), k.brokers)
 		}
 		return nil
 	})
@@ -172,7 +215,7 @@ func (k kafkaService) wait(ctx context.Context, dead func() error) error {
 	return nil
 }
 
-func (k kafkaService) down(ctx context.Context) error {
+func (k kafkaNode) down(ctx context.Context) error {
 	pid, ok := pidFromFile(k.pidFile(), kafkaMain)
 	if !ok {
 		return nil

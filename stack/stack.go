@@ -35,6 +35,9 @@ func services(c Config) []service {
 	if _, ok, err := (clusterService{c}).layout(); ok || err != nil {
 		out = append(out, clusterService{c})
 	}
+	if _, ok, err := (kafkaClusterService{c}).layout(); ok || err != nil {
+		out = append(out, kafkaClusterService{c})
+	}
 	return out
 }
 

@@ -22,8 +22,8 @@ func TestStatusOfRunningStack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// make test starts the local Redis Cluster beside the single node.
-	want := []string{"redis", "postgres", "kafka", "redis-cluster"}
+	// make test starts the local Redis Cluster and the replicated Kafka beside the single nodes.
+	want := []string{"redis", "postgres", "kafka", "redis-cluster", "kafka-cluster"}
 	if len(statuses) != len(want) {
 		t.Fatalf("got %d services, want %d", len(statuses), len(want))
 	}

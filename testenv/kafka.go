@@ -33,7 +33,26 @@ func KafkaBrokers(tb testing.TB) []string {
 // race the topic's creation), and deletes the topic when the test ends.
 func KafkaTopic(tb testing.TB, partitions int) string {
 	tb.Helper()
-	brokers := KafkaBrokers(tb)
+	return KafkaTopicOn(tb, KafkaBrokers(tb), partitions)
+}
+
+// KafkaClusterBrokers returns the local replicated Kafka's brokers (FSCTL_KAFKA_CLUSTER_BROKERS;
+// `fsctl stack up --kafka-brokers 3`, which make test runs) after checking that one answers.
+func KafkaClusterBrokers(tb testing.TB) []string {
+	tb.Helper()
+	skipShort(tb)
+	brokers := stack.EndpointsFromEnv().KafkaClusterBrokers
+	if _, err := dialAny(brokers); err != nil {
+		tb.Fatalf("kafka cluster at %v unreachable: %v; start it with `fsctl stack up --kafka-brokers 3` (make test does), or set %s",
+			brokers, err, stack.EnvKafkaClusterBrokers)
+	}
+	return brokers
+}
+
+// KafkaTopicOn is KafkaTopic on the given brokers: on a cluster of three or more the topic is
+// replicated three ways with min.insync.replicas 2, as a production orders topic is.
+func KafkaTopicOn(tb testing.TB, brokers []string, partitions int) string {
+	tb.Helper()
 	if partitions < 1 {
 		tb.Fatalf("KafkaTopic: partitions must be at least 1, got %d", partitions)
 	}
@@ -42,11 +61,14 @@ func KafkaTopic(tb testing.TB, partitions int) string {
 		tb.Fatalf("random topic name: %v", err)
 	}
 	topic := "fsctl-t-" + hex.EncodeToString(b[:])
+	tc := kafka.TopicConfig{Topic: topic, NumPartitions: partitions, ReplicationFactor: 1}
+	if len(brokers) >= 3 {
+		tc.ReplicationFactor = 3
+		tc.ConfigEntries = []kafka.ConfigEntry{{ConfigName: "min.insync.replicas", ConfigValue: "2"}}
+	}
 	// Topics are created and deleted through the controller; any broker forwards to it in KRaft,
 	// but asking the one the cluster names works on older clusters too.
-	err := withController(brokers, func(c *kafka.Conn) error {
-		return c.CreateTopics(kafka.TopicConfig{Topic: topic, NumPartitions: partitions, ReplicationFactor: 1})
-	})
+	err := withController(brokers, func(c *kafka.Conn) error { return c.CreateTopics(tc) })
 	if err != nil {
 		tb.Fatalf("create topic %s: %v", topic, err)
 	}
@@ -61,7 +83,6 @@ func KafkaTopic(tb testing.TB, partitions int) string {
 	return topic
 }
 
-// dialAny connects to the first broker that answers a metadata request.
 func dialAny(brokers []string) (*kafka.Conn, error) {
 	if len(brokers) == 0 {
 		return nil, errors.New("no brokers configured")

@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fsctl/fsctl/stack"
 )
 
 // PrivateRedis starts a redis-server of the test's own on a free loopback port, with no
@@ -52,5 +56,48 @@ func PrivateRedis(tb testing.TB) string {
 			tb.Fatalf("private redis-server on port %d never answered: %v", port, err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// PrivateKafkaCluster starts a replicated Kafka of the test's own: three KRaft brokers on
+// port..port+2 (controllers on port+100..), in a temporary folder, with the Kafka jars of the shared
+// stack ($FSCTL_STACK_DIR, else the repository's .stack). It returns the config that names it (for
+// stack.KillKafkaBroker and StartKafkaBroker) and its brokers, and stops it when the test ends. For
+// tests that kill brokers, which must not disturb the tests sharing the stack's own cluster.
+func PrivateKafkaCluster(tb testing.TB, port int) (stack.Config, []string) {
+	tb.Helper()
+	skipShort(tb)
+	cfg := stack.Config{Dir: tb.TempDir(), KafkaLibs: sharedKafkaLibs(), KafkaCluster: stack.KafkaLayout{Brokers: 3, Port: port}}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = stack.Stop(ctx, cfg, stack.KafkaCluster)
+	})
+	if _, err := stack.Start(ctx, cfg, stack.KafkaCluster, false); err != nil {
+		tb.Fatalf("private Kafka cluster (jars from `make deps` expected in %s): %v", cfg.KafkaLibs, err)
+	}
+	return cfg, cfg.KafkaCluster.Addrs()
+}
+
+// sharedKafkaLibs is the shared stack's Kafka jar folder: under $FSCTL_STACK_DIR, else under the
+// .stack folder of the nearest directory above the test's that has one.
+func sharedKafkaLibs() string {
+	if d := os.Getenv(stack.EnvStackDir); d != "" {
+		abs, _ := filepath.Abs(filepath.Join(d, "kafka", "libs"))
+		return abs
+	}
+	dir, _ := os.Getwd()
+	for {
+		libs := filepath.Join(dir, ".stack", "kafka", "libs")
+		if _, err := os.Stat(libs); err == nil {
+			return libs
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return filepath.Join(".stack", "kafka", "libs")
+		}
+		dir = parent
 	}
 }

@@ -37,6 +37,8 @@ func newStackCmd() *cobra.Command {
 	f.IntVar(&opts.cfg.RedisCluster.Masters, "redis-cluster", 0, "also run a local Redis Cluster of this many masters (at least 3; remembered until the stack's redis-cluster folder is deleted)")
 	f.IntVar(&opts.cfg.RedisCluster.Replicas, "redis-cluster-replicas", 0, "replicas per master of the local Redis Cluster")
 	f.IntVar(&opts.cfg.RedisCluster.Port, "redis-cluster-port", stack.DefaultRedisClusterPort, "port of the cluster's first node on 127.0.0.1 (node i on port+i, its bus on port+i+10000)")
+	f.IntVar(&opts.cfg.KafkaCluster.Brokers, "kafka-brokers", 0, "also run a local replicated Kafka of this many KRaft brokers (3 to 9; topics get replication factor 3 and min.insync.replicas 2; remembered until the stack's kafka-cluster folder is deleted)")
+	f.IntVar(&opts.cfg.KafkaCluster.Port, "kafka-cluster-port", stack.DefaultKafkaClusterPort, "port of the Kafka cluster's first broker on 127.0.0.1 (broker i on port+i, its controller on port+100+i)")
 	cmd.AddCommand(
 		&cobra.Command{
 			Use:   "up",
@@ -49,7 +51,7 @@ func newStackCmd() *cobra.Command {
 					return err
 				}
 				fmt.Fprintf(cfg.Log, "stack ready in %s\n", time.Since(begin).Round(100*time.Millisecond))
-				return printEndpoints(cfg.Log, cfg, "", false)
+				return printEndpoints(cfg.Log, cfg, "", false, false)
 			},
 		},
 		&cobra.Command{
@@ -75,14 +77,15 @@ func newStackCmd() *cobra.Command {
 }
 
 func newStackEnvCmd(opts *stackOptions) *cobra.Command {
-	var cluster bool
+	var cluster, kafkaCluster bool
 	cmd := &cobra.Command{
 		Use:   "env",
 		Short: "Print the FSCTL_* settings that point fsctl and the tests at this stack, for eval",
 		Long: `env prints one export line per setting, so a shell can take them all at once:
 
   eval "$(fsctl stack env)"                   # every command on the local stack
-  eval "$(fsctl stack env --redis-cluster)"   # the same, with FSCTL_REDIS_URL on the local Redis Cluster`,
+  eval "$(fsctl stack env --redis-cluster)"   # the same, with FSCTL_REDIS_URL on the local Redis Cluster
+  eval "$(fsctl stack env --kafka-cluster)"   # the same, with FSCTL_KAFKA_BROKERS on the replicated Kafka`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := opts.config(cmd.OutOrStdout())
@@ -91,10 +94,16 @@ func newStackEnvCmd(opts *stackOptions) *cobra.Command {
 					return usageError(fmt.Errorf("this stack keeps no Redis Cluster: start one with fsctl stack up --redis-cluster 3 (%v)", err))
 				}
 			}
-			return printEndpoints(cmd.OutOrStdout(), cfg, "export ", cluster)
+			if kafkaCluster {
+				if _, ok, err := stack.KafkaClusterLayout(cfg); err != nil || !ok {
+					return usageError(fmt.Errorf("this stack keeps no Kafka cluster: start one with fsctl stack up --kafka-brokers 3 (%v)", err))
+				}
+			}
+			return printEndpoints(cmd.OutOrStdout(), cfg, "export ", cluster, kafkaCluster)
 		},
 	}
 	cmd.Flags().BoolVar(&cluster, "redis-cluster", false, "point FSCTL_REDIS_URL at the local Redis Cluster")
+	cmd.Flags().BoolVar(&kafkaCluster, "kafka-cluster", false, "point FSCTL_KAFKA_BROKERS at the local replicated Kafka")
 	return cmd
 }
 
@@ -145,7 +154,7 @@ func stackStatus(cmd *cobra.Command, cfg stack.Config) error {
 	if down > 0 {
 		return &exitError{code: 3, err: fmt.Errorf("%d of %d services not running; start them with `fsctl stack up`", down, len(statuses))}
 	}
-	return printEndpoints(cmd.OutOrStdout(), cfg, "", false)
+	return printEndpoints(cmd.OutOrStdout(), cfg, "", false, false)
 }
 
 // clusterStatus shows each node of the local Redis Cluster: its role and the slots it owns.
@@ -172,24 +181,35 @@ func clusterStatus(cmd *cobra.Command, cfg stack.Config) error {
 }
 
 // printEndpoints shows the variables that point the CLI and the tests at this stack, each line
-// after prefix ("export " for eval); onCluster points FSCTL_REDIS_URL at the local Redis Cluster.
-func printEndpoints(w io.Writer, cfg stack.Config, prefix string, onCluster bool) error {
+// after prefix ("export " for eval); onCluster points FSCTL_REDIS_URL at the local Redis Cluster,
+// onKafkaCluster FSCTL_KAFKA_BROKERS at the local replicated Kafka.
+func printEndpoints(w io.Writer, cfg stack.Config, prefix string, onCluster, onKafkaCluster bool) error {
 	l, hasCluster, err := stack.Layout(cfg)
 	if err != nil {
 		return err
 	}
-	cfg.RedisCluster = l
+	kl, hasKafkaCluster, err := stack.KafkaClusterLayout(cfg)
+	if err != nil {
+		return err
+	}
+	cfg.RedisCluster, cfg.KafkaCluster = l, kl
 	e := cfg.Endpoints()
-	redisURL := e.RedisURL
+	redisURL, brokers := e.RedisURL, e.KafkaBrokers
 	if onCluster {
 		redisURL = e.RedisClusterURL
+	}
+	if onKafkaCluster {
+		brokers = e.KafkaClusterBrokers
 	}
 	fmt.Fprintf(w, "%s%s=%s\n%s%s=%s\n%s%s=%s\n",
 		prefix, stack.EnvRedisURL, redisURL,
 		prefix, stack.EnvPostgresURL, e.PostgresURL,
-		prefix, stack.EnvKafkaBrokers, strings.Join(e.KafkaBrokers, ","))
+		prefix, stack.EnvKafkaBrokers, strings.Join(brokers, ","))
 	if hasCluster {
 		fmt.Fprintf(w, "%s%s=%s\n", prefix, stack.EnvRedisClusterURL, e.RedisClusterURL)
+	}
+	if hasKafkaCluster {
+		fmt.Fprintf(w, "%s%s=%s\n", prefix, stack.EnvKafkaClusterBrokers, strings.Join(e.KafkaClusterBrokers, ","))
 	}
 	return nil
 }

@@ -44,6 +44,9 @@ type Options struct {
 	NoProvision bool
 	// Cluster runs the checkout on the local Redis Cluster instead of the single node.
 	Cluster bool
+	// Kafka, when set, are the brokers of a replicated Kafka the checkout publishes to instead of
+	// the stack's single broker; its topics are replicated three ways, min.insync.replicas 2.
+	Kafka []string
 }
 
 // Checkout is one running test checkout.
@@ -71,11 +74,15 @@ func Start(t testing.TB, o Options) *Checkout {
 		testenv.RedisCluster(t)
 		redisURL = stack.EndpointsFromEnv().RedisClusterURL
 	}
-	topic := testenv.KafkaTopic(t, 3)
+	brokers := o.Kafka
+	if len(brokers) == 0 {
+		brokers = testenv.KafkaBrokers(t)
+	}
+	topic := testenv.KafkaTopicOn(t, brokers, 3)
 	c := &Checkout{
 		RedisURL:    redisURL,
-		PostgresURL: testenv.Postgres(t), Brokers: testenv.KafkaBrokers(t), OrdersTopic: topic,
-		DeadLetterTopic: testenv.KafkaTopic(t, 1), ConsumerGroup: "g-" + topic,
+		PostgresURL: testenv.Postgres(t), Brokers: brokers, OrdersTopic: topic,
+		DeadLetterTopic: testenv.KafkaTopicOn(t, brokers, 1), ConsumerGroup: "g-" + topic,
 		SwitchesKey: testenv.ID(t, "switches"), t: t,
 	}
 	cfg := server.DefaultConfig()
