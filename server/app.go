@@ -125,7 +125,10 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.rdb = raddr.Open(redisconn.Tune{PoolSize: 256})
+	// One dial attempt per connection: a node that refuses (a cluster master down) fails the
+	// purchases of its shards at once, with a retry answer, instead of after go-redis's five
+	// dial attempts times its command retries; the other shards go on selling meanwhile.
+	a.rdb = raddr.Open(redisconn.Tune{PoolSize: 256, DialerRetries: 1, DialTimeout: 2 * time.Second})
 	if err := redisconn.Check(ctx, a.rdb); err != nil {
 		return nil, err
 	}

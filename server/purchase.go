@@ -113,6 +113,9 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 	if rv.Borrowed > 0 {
 		s.metrics.borrowed.Add(float64(rv.Borrowed))
 	}
+	if rv.RefErr != nil {
+		s.log.Warn("order reference not written; lookups of the order wait for PostgreSQL", "order", rv.OrderID, "err", rv.RefErr)
+	}
 	if sl.WaitReplicas > 0 && !rv.Replay && rv.Outcome == outcome.Reserved && rv.Replicas < sl.WaitReplicas {
 		s.metrics.waitShort.Inc()
 	}

@@ -93,13 +93,24 @@ func (c *catalog) refresh(ctx context.Context, saleID string) (catalogEntry, err
 	if err != nil {
 		return catalogEntry{}, err
 	}
+	e := catalogEntry{sale: sl, asOf: c.now()}
 	states, err := c.stock.Snapshot(ctx, saleID, sl.Items)
-	if err != nil {
-		return catalogEntry{}, err
-	}
-	e := catalogEntry{sale: sl, remaining: make(map[string]int64, len(states)), asOf: c.now()}
-	for _, st := range states {
-		e.remaining[st.ItemID] = st.Stock
+	c.mu.Lock()
+	prev, had := c.entries[saleID]
+	c.mu.Unlock()
+	switch {
+	case err == nil:
+		e.remaining = make(map[string]int64, len(states))
+		for _, st := range states {
+			e.remaining[st.ItemID] = st.Stock
+		}
+	case had:
+		// Purchases need the sale, not the counts: a Redis that answers for only some shards (a
+		// cluster master down) keeps them flowing, and the page keeps the last counts it read.
+		c.log.Warn("stock counts not refreshed; the sale page keeps its last ones", "sale", saleID, "err", err)
+		e.remaining, e.asOf = prev.remaining, prev.asOf
+	default:
+		c.log.Warn("stock counts unreadable; the sale page shows none until they are", "sale", saleID, "err", err)
 	}
 	c.mu.Lock()
 	if len(c.entries) >= maxCachedSales {

@@ -123,7 +123,7 @@ func TestLocalClusterMasterLost(t *testing.T) {
 	killed := time.Now()
 	err = waitReady(ctx, 30*time.Second, func() error { return nil }, func(ctx context.Context) error {
 		err := redisconn.Check(ctx, client)
-		if err != nil && strings.Contains(err.Error(), "cluster_state:fail") {
+		if err != nil && strings.Contains(err.Error(), "127.0.0.1:17201") {
 			return nil
 		}
 		return fmt.Errorf("Check still says %v", err)
@@ -131,7 +131,22 @@ func TestLocalClusterMasterLost(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a cluster without one of its masters: %v", err)
 	}
-	t.Logf("master killed without a replica: cluster_state:fail, and Check refuses the cluster, after %s", time.Since(killed).Round(100*time.Millisecond))
+	t.Logf("master killed without a replica: Check refuses the cluster, naming the node, after %s", time.Since(killed).Round(100*time.Millisecond))
+	// Only the lost master's slots are stranded: a key on another master still answers.
+	var live, lost string
+	if lost = keyOn(t, 5461, 10922); lost == "" {
+		t.Fatal("no key on the second master")
+	}
+	if live = keyOn(t, 10923, 16384); live == "" {
+		t.Fatal("no key on the third master")
+	}
+	err = waitReady(ctx, 10*time.Second, func() error { return nil }, func(ctx context.Context) error { return client.Set(ctx, live, 1, 0).Err() })
+	if err != nil {
+		t.Errorf("a key on a live master (%s): %v; want it served while another master is down", live, err)
+	}
+	if err := client.Set(ctx, lost, 1, 0).Err(); err == nil {
+		t.Errorf("a key on the lost master (%s) was written", lost)
+	}
 	if _, err := StartClusterNode(ctx, c, "127.0.0.1:17201"); err != nil {
 		t.Fatal(err)
 	}
@@ -163,4 +178,16 @@ func privateCluster(t *testing.T, layout ClusterLayout) (context.Context, Config
 		t.Fatalf("up: started %v, %v", started, err)
 	}
 	return ctx, c, s
+}
+
+// keyOn is a key whose slot is in [lo, hi).
+func keyOn(t *testing.T, lo, hi int) string {
+	t.Helper()
+	for i := range 100000 {
+		k := fmt.Sprintf("{k%d}", i)
+		if s := redisconn.KeySlot(k); s >= lo && s < hi {
+			return k
+		}
+	}
+	return ""
 }

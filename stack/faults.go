@@ -15,6 +15,9 @@ const (
 	Redis    = "redis"
 	Postgres = "postgres"
 	Kafka    = "kafka"
+	// RedisCluster is the local Redis Cluster (fsctl stack up --redis-cluster N), as a whole;
+	// KillClusterNode and StartClusterNode take one node of it.
+	RedisCluster = "redis-cluster"
 	// KafkaCluster is the local replicated Kafka (fsctl stack up --kafka-brokers N), as a whole;
 	// KillKafkaBroker and StartKafkaBroker take one broker of it.
 	KafkaCluster = "kafka-cluster"
@@ -33,20 +36,25 @@ func (c Config) service(name string) (service, error) {
 		return postgresService{c}, nil
 	case Kafka:
 		return kafkaService{c}, nil
+	case RedisCluster:
+		if _, ok, err := (clusterService{c}).layout(); err != nil || !ok {
+			return nil, fmt.Errorf("this stack keeps no Redis Cluster: start one with fsctl stack up --redis-cluster 3 (%v)", err)
+		}
+		return clusterService{c}, nil
 	case KafkaCluster:
 		if _, ok, err := (kafkaClusterService{c}).layout(); err != nil || !ok {
 			return nil, fmt.Errorf("this stack keeps no Kafka cluster: start one with fsctl stack up --kafka-brokers 3 (%v)", err)
 		}
 		return kafkaClusterService{c}, nil
 	}
-	return nil, fmt.Errorf("unknown service %q (want redis, postgres, kafka or kafka-cluster)", name)
+	return nil, fmt.Errorf("unknown service %q (want redis, postgres, kafka, redis-cluster or kafka-cluster)", name)
 }
 
 // procName is what a service's process carries in its command line, so a pid is only signalled
 // when it still is that service.
 func procName(name string) string {
 	switch name {
-	case Redis:
+	case Redis, RedisCluster:
 		return "redis-server"
 	case Kafka, KafkaCluster:
 		return kafkaMain
@@ -86,8 +94,8 @@ func Stop(ctx context.Context, cfg Config, name string) error {
 		if err != nil {
 			return err
 		}
-		// A Kafka cluster with a broker down is not "running", yet its other brokers must stop.
-		if !s.status().Running && name != KafkaCluster {
+		// A cluster with a node down is not "running", yet its other nodes must stop.
+		if !s.status().Running && name != KafkaCluster && name != RedisCluster {
 			return fmt.Errorf("stop %s: %w", name, ErrNotRunning)
 		}
 		return s.down(ctx)

@@ -55,6 +55,10 @@ type Reservation struct {
 	// Replicas is how many replicas acknowledged the reservation when WaitReplicas asked for it
 	// (fewer than asked is not an error), -1 when no WAIT was issued.
 	Replicas int
+	// RefErr is set when the order's reference for lookups by id could not be written (on a
+	// Redis Cluster it lives on another master, which may be down). The reservation stands:
+	// GET /orders/{id} answers from PostgreSQL once the order is there.
+	RefErr error
 }
 
 // Reserve runs one purchase attempt. An unsharded item takes one script call. A sharded one first
@@ -85,11 +89,20 @@ func (s *Store) reserveSharded(ctx context.Context, call homeCall, r Request, ho
 	n := r.Shards
 	first := int(binary.BigEndian.Uint32(r.OrderID[12:]) % uint32(n-1))
 	borrowed := 0
+	// A shard that cannot be reached (its Redis Cluster master is down) is skipped: the others may
+	// still have units. It may hold some too, so if no shard gives one the answer is its error, a
+	// retry, never SOLD_OUT. A transfer whose answer was lost stays in its ledger for
+	// RepairTransfers, so skipping it loses nothing.
+	var unreachable error
 	for i := range n - 1 {
 		from := (home + 1 + (first+i)%(n-1)) % n
 		id, got, err := s.moveOut(ctx, r.SaleID, r.ItemID, from, home, r.Shards)
 		if err != nil {
-			return Reservation{}, err
+			if ctx.Err() != nil {
+				return Reservation{}, err
+			}
+			unreachable = err
+			continue
 		}
 		if got == 0 {
 			continue
@@ -107,6 +120,9 @@ func (s *Store) reserveSharded(ctx context.Context, call homeCall, r Request, ho
 			rv.Borrowed = borrowed
 			return rv, nil
 		}
+	}
+	if unreachable != nil {
+		return Reservation{}, unreachable
 	}
 	rv, err = s.reserveOnce(ctx, call, r, home, false, "", 0)
 	rv.Borrowed = borrowed
@@ -138,7 +154,10 @@ func (s *Store) reserveOnce(ctx context.Context, call homeCall, r Request, home 
 	rv.Shard, rv.Shards, rv.Replicas = home, max(r.Shards, 1), replicas
 	if err == nil && rv.Outcome == outcome.Reserved && !s.refInScript {
 		// A replay rewrites it too: the first request may have died between the script and this.
-		err = s.SetOrderRef(ctx, rv.OrderID, r.SaleID, r.ItemID, r.UserID, home, max(r.Shards, 1))
+		// The reference (keyed by order id, so on any master of a cluster) only serves lookups
+		// of an order PostgreSQL does not have yet; the unit is held whatever becomes of it, so
+		// failing to write it must not turn a reservation into an error.
+		rv.RefErr = s.SetOrderRef(ctx, rv.OrderID, r.SaleID, r.ItemID, r.UserID, home, max(r.Shards, 1))
 	}
 	return rv, err
 }

@@ -101,3 +101,25 @@ func sharedKafkaLibs() string {
 		dir = parent
 	}
 }
+
+// PrivateRedisCluster starts a Redis Cluster of the test's own: masters masters with replicas
+// replicas each, node i on port+i (its bus on port+i+10000), in a temporary folder, stopped when
+// the test ends. It returns the config that names it (for stack.KillClusterNode and
+// StartClusterNode) and its redis+cluster:// address. For tests that kill nodes.
+func PrivateRedisCluster(tb testing.TB, masters, replicas, port int) (stack.Config, string) {
+	tb.Helper()
+	skipShort(tb)
+	l := stack.ClusterLayout{Masters: masters, Replicas: replicas, Port: port}
+	cfg := stack.Config{Dir: tb.TempDir(), RedisCluster: l}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = stack.Stop(ctx, cfg, stack.RedisCluster)
+	})
+	if _, err := stack.Start(ctx, cfg, stack.RedisCluster, false); err != nil {
+		tb.Fatalf("private Redis Cluster: %v", err)
+	}
+	return cfg, l.URL()
+}

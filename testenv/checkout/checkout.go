@@ -44,6 +44,8 @@ type Options struct {
 	NoProvision bool
 	// Cluster runs the checkout on the local Redis Cluster instead of the single node.
 	Cluster bool
+	// RedisURL, when set, is the Redis (or Redis Cluster) the checkout uses instead of the stack's.
+	RedisURL string
 	// Kafka, when set, are the brokers of a replicated Kafka the checkout publishes to instead of
 	// the stack's single broker; its topics are replicated three ways, min.insync.replicas 2.
 	Kafka []string
@@ -73,6 +75,9 @@ func Start(t testing.TB, o Options) *Checkout {
 	if o.Cluster {
 		testenv.RedisCluster(t)
 		redisURL = stack.EndpointsFromEnv().RedisClusterURL
+	}
+	if o.RedisURL != "" {
+		redisURL = o.RedisURL
 	}
 	brokers := o.Kafka
 	if len(brokers) == 0 {
