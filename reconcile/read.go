@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/fsctl/fsctl/events"
@@ -36,6 +37,9 @@ func open(ctx context.Context, cfg Config, p *profile.Profile) (*run, error) {
 	}
 	r := &run{cfg: cfg, p: p, t: t, closer: []func(){t.Close}}
 	if err := t.Ping(ctx, cfg.Timeout); err != nil {
+		if where := stranded(ctx, cfg, t); where != "" {
+			err = fmt.Errorf("%w\n%s", err, where)
+		}
 		r.close()
 		return nil, err
 	}
@@ -237,4 +241,58 @@ func maxUnits(m map[string]int64) int {
 		n = max(n, v)
 	}
 	return int(n)
+}
+
+// stranded says, when the target's Redis is a cluster with masters that do not answer, which of
+// the sale's shards live on them: their counters and holds cannot be read, so nothing about them
+// can be reconciled until the node is back. Empty when it cannot tell (or nothing is stranded).
+func stranded(ctx context.Context, cfg Config, t *profile.Target) string {
+	cc, ok := t.Redis().(*redis.ClusterClient)
+	if !ok {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	items, err := t.Items(ctx, cfg.SaleID, cfg.Items)
+	if err != nil {
+		return ""
+	}
+	down := map[string]bool{}
+	per := map[string][]string{}
+	var order []string
+	for _, item := range items {
+		n, err := t.DB.Shards(ctx, cfg.SaleID, item)
+		if err != nil {
+			return ""
+		}
+		keys := t.P.Keys(cfg.SaleID, item, n)
+		names := make([]string, len(keys))
+		for i, k := range keys {
+			names[i] = k.Stock
+		}
+		for i, name := range names {
+			m, err := cc.MasterForKey(ctx, name) // from the slot map: a dead master still owns its slots
+			if err != nil {
+				return ""
+			}
+			node := m.Options().Addr
+			dead, seen := down[node]
+			if !seen {
+				dead = m.Ping(ctx).Err() != nil
+				down[node] = dead
+				if dead {
+					order = append(order, node)
+				}
+			}
+			if dead {
+				per[node] = append(per[node], fmt.Sprintf("%s shard %d (%s)", item, keys[i].Shard, keys[i].Stock))
+			}
+		}
+	}
+	var b strings.Builder
+	for _, node := range order {
+		fmt.Fprintf(&b, "master %s does not answer; the sale's shards on it cannot be read, their units and holds stranded until it is back: %s. "+
+			"Start it again (its AOF brings them back); if it comes back empty, reconcile --rebuild-redis restores them from PostgreSQL\n", node, strings.Join(per[node], ", "))
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -456,3 +456,23 @@ func StartClusterNode(ctx context.Context, cfg Config, addr string) (int, error)
 	pid, _ := pidFromFile(filepath.Join(d, "redis.pid"), "redis-server")
 	return pid, nil
 }
+
+// WipeClusterNodeData deletes a stopped node's data (its AOF and RDB files) but keeps its
+// nodes.conf, so started again it is the node that lost its disk: the same member of the cluster,
+// owning the same slots, holding no keys.
+func WipeClusterNodeData(cfg Config, addr string) error {
+	s, port, err := clusterNode(cfg, addr)
+	if err != nil {
+		return err
+	}
+	d := s.nodeDir(port)
+	if _, ok := pidFromFile(filepath.Join(d, "redis.pid"), "redis-server"); ok {
+		return fmt.Errorf("wipe cluster node %s: it is still running", addr)
+	}
+	for _, name := range []string{"appendonlydir", "dump.rdb"} {
+		if err := os.RemoveAll(filepath.Join(d, name)); err != nil {
+			return fmt.Errorf("wipe cluster node %s: %w", addr, err)
+		}
+	}
+	return nil
+}
