@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -244,7 +245,19 @@ var metricLine = regexp.MustCompile(`(?m)^([a-z_]+)(\{[^}]*\})? ([0-9.e+-]+)$`)
 // metricValue sums a metric's samples from the server's /metrics.
 func metricValue(t *testing.T, e *env, name string) float64 {
 	t.Helper()
-	_, body := e.do(http.MethodGet, "/metrics", "", nil, nil)
+	return metricAt(t, e.base, name)
+}
+
+// metricAt sums a metric's samples from the /metrics of the server at base.
+func metricAt(t *testing.T, base, name string) float64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	body := string(b)
 	var sum float64
 	for _, m := range metricLine.FindAllStringSubmatch(body, -1) {
 		if m[1] == name {

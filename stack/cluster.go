@@ -476,3 +476,21 @@ func WipeClusterNodeData(cfg Config, addr string) error {
 	}
 	return nil
 }
+
+// SignalClusterNode sends sig to one node of the local Redis Cluster: SIGSTOP freezes it (a
+// replica that falls behind, a master that stops answering without dying), SIGCONT thaws it. It
+// returns the pid, or ErrNotRunning.
+func SignalClusterNode(cfg Config, addr string, sig syscall.Signal) (int, error) {
+	s, port, err := clusterNode(cfg, addr)
+	if err != nil {
+		return 0, err
+	}
+	pid, ok := pidFromFile(filepath.Join(s.nodeDir(port), "redis.pid"), "redis-server")
+	if !ok {
+		return 0, fmt.Errorf("signal cluster node %s: %w", addr, ErrNotRunning)
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return pid, fmt.Errorf("signal %d to cluster node %s (pid %d): %w", sig, addr, pid, err)
+	}
+	return pid, nil
+}
