@@ -88,9 +88,12 @@ demo: stack-up ## run the end-to-end demo against the local stack
 # The game day brings the stack up itself when it is down (and stops it again then); against a
 # running stack it leaves it running. Report: $(GAMEDAY_DIR)/report.md, .html and .json.
 GAMEDAY_DIR ?= /tmp/fsctl-gameday
-.PHONY: gameday
+.PHONY: gameday gameday-cluster
 gameday: deps ## the built-in game day: burst + faults on the local stack, invariants checked (~2 min)
 	$(FSCTL) gameday --report-dir $(GAMEDAY_DIR) $(STACK_FLAGS) </dev/null
+
+gameday-cluster: deps ## the built-in game day on the stack's Redis Cluster and replicated Kafka (started if needed; ~1 min)
+	$(FSCTL) gameday --redis-cluster $(REDIS_CLUSTER) --kafka-brokers $(KAFKA_BROKERS) --report-dir $(GAMEDAY_DIR)-cluster $(STACK_FLAGS) </dev/null
 
 .PHONY: drill
 drill: stack-up ## the drill (burst, settle, reconcile) against fsctl serve and the Spring-article shop, through their profiles (~30 s)

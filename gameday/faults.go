@@ -31,7 +31,11 @@ type Env struct {
 	Fleet      *Fleet
 	PaymentURL string
 	SaleID     string
-	Rand       *seeded
+	// FirstItem is the sale's first item and FirstItemShards its shard count: where the faults
+	// that pick one node of a cluster aim.
+	FirstItem       string
+	FirstItemShards int
+	Rand            *seeded
 	// Rebuild restores the sale's Redis state from PostgreSQL (reconcile with RebuildRedis).
 	Rebuild func(ctx context.Context) (string, error)
 	// BuyersDone is closed once the last buyer has been answered.
@@ -48,16 +52,28 @@ type faultKind struct {
 }
 
 var faultKinds = map[string]faultKind{
-	"redis-restart-empty": {[]string{"down"}, "kill -9 redis-server, delete its data, start it empty after `down`, then rebuild the sale's Redis state from PostgreSQL",
+	"redis-restart-empty": {[]string{"down"}, "kill -9 redis-server (every node of a Redis Cluster), delete its data, start it empty after `down`, then rebuild the sale's Redis state from PostgreSQL",
 		func(m fields, p *parser) (Fault, error) {
 			f := redisRestartEmpty{}
 			p.dur(m, "down", &f.Down)
 			return f, nil
 		}},
-	"kafka-kill": {[]string{"down"}, "kill -9 the Kafka broker, restart it (data kept) after `down`",
+	"kafka-kill": {[]string{"down"}, "kill -9 the Kafka broker (on a replicated Kafka, the leader of the orders partition), restart it (data kept) after `down`",
 		func(m fields, p *parser) (Fault, error) {
 			f := kafkaKill{}
 			p.dur(m, "down", &f.Down)
+			return f, nil
+		}},
+	"redis-master-kill": {[]string{"down", "wipe"}, "on a Redis Cluster (--redis-cluster): kill -9 the master of the first item's shard 0, start it again after `down` (wipe: true without its data)",
+		func(m fields, p *parser) (Fault, error) {
+			f := redisMasterKill{Down: 2 * time.Second}
+			p.dur(m, "down", &f.Down)
+			if n := p.scalar(m, "wipe"); n != nil {
+				if n.Value != "true" && n.Value != "false" {
+					return nil, lineErr(n, "wipe %q: want true or false", n.Value)
+				}
+				f.Wipe = n.Value == "true"
+			}
 			return f, nil
 		}},
 	"postgres-stop": {[]string{"for"}, "stop PostgreSQL (fast shutdown) and start it again after `for`",
@@ -131,6 +147,9 @@ func (f redisRestartEmpty) Describe() string {
 }
 
 func (f redisRestartEmpty) Apply(ctx context.Context, env *Env) (string, error) {
+	if env.Stack.RedisCluster.Masters > 0 {
+		return restartClusterEmpty(ctx, env, f.Down)
+	}
 	pid, err := stack.Kill(ctx, env.Stack, stack.Redis, syscall.SIGKILL)
 	if err != nil {
 		return "", err
@@ -160,6 +179,9 @@ func (f kafkaKill) Describe() string {
 }
 
 func (f kafkaKill) Apply(ctx context.Context, env *Env) (string, error) {
+	if env.Stack.KafkaCluster.Brokers > 0 {
+		return killOrdersLeader(ctx, env, f.Down)
+	}
 	pid, err := stack.Kill(ctx, env.Stack, stack.Kafka, syscall.SIGKILL)
 	if err != nil {
 		return "", err

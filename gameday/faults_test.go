@@ -157,3 +157,18 @@ func followUps(rep *Report, answer string) int {
 	}
 	return n
 }
+
+// TestFaultRedisMasterKill: the sale on a Redis Cluster (3 masters, a replica each) in the private
+// stack; the master of the item's shard is killed for 5 s, long enough for its replica to take
+// over, and started again, when it rejoins as a replica. Every invariant holds afterwards.
+func TestFaultRedisMasterKill(t *testing.T) {
+	rep := mustPass(t, testScenario("master", Step{At: time.Second, Fault: redisMasterKill{Down: 5 * time.Second}}), func(c *Config) {
+		c.Stack.RedisCluster = stack.ClusterLayout{Masters: 3, Replicas: 1, Port: privClusterPort}
+	})
+	if note := rep.Steps[0].Note; !strings.Contains(note, "killed master 127.0.0.1:") || !strings.Contains(note, "now a replica") {
+		t.Errorf("step note %q: want the master killed and back as its replica's replica", note)
+	}
+	if !strings.Contains(rep.Phases[0].Detail, "the sale runs on a Redis Cluster of 3 masters (1 replica(s) each)") {
+		t.Errorf("stack phase %q: want what the sale ran on", rep.Phases[0].Detail)
+	}
+}

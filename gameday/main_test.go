@@ -22,6 +22,9 @@ const (
 	privPostgresPort   = 25432
 	privKafkaPort      = 29092
 	privControllerPort = 29093
+	// privClusterPort is the first node of the Redis Cluster a test adds to the private stack (its
+	// buses from 31400, below the ephemeral ports).
+	privClusterPort = 21400
 )
 
 var (

@@ -123,12 +123,15 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		return nil, err
 	}
 	sc := cfg.Scenario
-	r := &run{cfg: cfg, out: cfg.Out, t0: cfg.Now(), stack: cfg.Stack}
+	r := &run{cfg: cfg, out: cfg.Out, t0: cfg.Now(), stack: withClusterPorts(cfg.Stack)}
 	r.steps = &steps.Runner{Now: cfg.Now, Print: func(line string) { r.printf("%s", line) }}
 	r.stack.Log = io.Discard
 	r.rep = &Report{Scenario: sc.Name, Seed: sc.Seed, Summary: sc.String(), Started: r.t0.UTC(), Machine: Machine(),
 		Units: sc.Units(), WorkDir: cfg.WorkDir}
-	r.env = &Env{Stack: r.stack, Endpoints: r.stack.Endpoints(), SaleID: sc.Sale.ID, Rand: newSeeded(sc.Seed), Note: r.note}
+	r.env = &Env{Stack: r.stack, Endpoints: Endpoints(r.stack), SaleID: sc.Sale.ID, Rand: newSeeded(sc.Seed), Note: r.note}
+	if len(sc.Sale.Items) > 0 {
+		r.env.FirstItem, r.env.FirstItemShards = sc.Sale.Items[0].ID, max(sc.Sale.Items[0].Shards, 1)
+	}
 	r.env.Rebuild = r.rebuild
 	fmt.Fprintf(r.out, "game day %s\n", sc)
 	defer func() {
@@ -212,9 +215,49 @@ func (r *run) stackUp(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if len(r.up) == 0 {
-		return "already running (" + r.stack.Dir + ")", nil
+		return "already running (" + r.stack.Dir + ")" + on(r.stack), nil
 	}
-	return fmt.Sprintf("started %s in %s", strings.Join(r.up, ", "), r.stack.Dir), nil
+	return fmt.Sprintf("started %s in %s%s", strings.Join(r.up, ", "), r.stack.Dir, on(r.stack)), nil
+}
+
+// Endpoints are what a game day's sale runs on: the stack's single nodes, or its Redis Cluster and
+// its replicated Kafka when the run asks for them (their ports defaulted).
+func Endpoints(c stack.Config) stack.Endpoints {
+	c = withClusterPorts(c)
+	e := c.Endpoints()
+	if c.RedisCluster.Masters > 0 {
+		e.RedisURL = e.RedisClusterURL
+	}
+	if c.KafkaCluster.Brokers > 0 {
+		e.KafkaBrokers = e.KafkaClusterBrokers
+	}
+	return e
+}
+
+// withClusterPorts fills the clusters' first ports the way the stack does.
+func withClusterPorts(c stack.Config) stack.Config {
+	if c.RedisCluster.Masters > 0 && c.RedisCluster.Port == 0 {
+		c.RedisCluster.Port = stack.DefaultRedisClusterPort
+	}
+	if c.KafkaCluster.Brokers > 0 && c.KafkaCluster.Port == 0 {
+		c.KafkaCluster.Port = stack.DefaultKafkaClusterPort
+	}
+	return c
+}
+
+// on says what the sale runs on, for the stack phase's note.
+func on(c stack.Config) string {
+	var parts []string
+	if l := c.RedisCluster; l.Masters > 0 {
+		parts = append(parts, fmt.Sprintf("a Redis Cluster of %d masters (%d replica(s) each)", l.Masters, l.Replicas))
+	}
+	if l := c.KafkaCluster; l.Brokers > 0 {
+		parts = append(parts, fmt.Sprintf("a replicated Kafka of %d brokers", l.Brokers))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; the sale runs on " + strings.Join(parts, " and ")
 }
 
 // teardown stops what the run started; it must run whatever happened, so it ignores ctx.

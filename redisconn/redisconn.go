@@ -28,6 +28,10 @@ const (
 	ClusterTLSScheme = "rediss+cluster"
 )
 
+// ErrWrongKind is what Check wraps when the address names the wrong kind of Redis: a node of a
+// cluster given as one node, or one node given as a cluster. No retry mends it.
+var ErrWrongKind = errors.New("wrong kind of Redis address")
+
 // ClusterReload is how often a cluster client re-reads the slot map, so it follows a failover.
 const ClusterReload = time.Second
 
@@ -216,8 +220,8 @@ func Check(ctx context.Context, c redis.UniversalClient) error {
 			return nil
 		}
 		if strings.Contains(info, "cluster_enabled:1") {
-			return fmt.Errorf("redis %s is a node of a Redis Cluster: give the cluster as %s://%s (one node alone would answer MOVED for most keys)",
-				name, ClusterScheme, c.Options().Addr)
+			return fmt.Errorf("redis %s is a node of a Redis Cluster: give the cluster as %s://%s (one node alone would answer MOVED for most keys): %w",
+				name, ClusterScheme, c.Options().Addr, ErrWrongKind)
 		}
 		return nil
 	case *redis.ClusterClient:
@@ -226,7 +230,7 @@ func Check(ctx context.Context, c redis.UniversalClient) error {
 			info, err := n.ClusterInfo(ctx).Result()
 			switch {
 			case err != nil && strings.Contains(err.Error(), "cluster support disabled"):
-				nodeErr = fmt.Errorf("redis %s is not a node of a Redis Cluster: give it as redis://%s", n.Options().Addr, n.Options().Addr)
+				nodeErr = fmt.Errorf("redis %s is not a node of a Redis Cluster: give it as redis://%s: %w", n.Options().Addr, n.Options().Addr, ErrWrongKind)
 				return nodeErr
 			case err != nil:
 				return fmt.Errorf("redis cluster node %s: %w", n.Options().Addr, err)
@@ -237,7 +241,7 @@ func Check(ctx context.Context, c redis.UniversalClient) error {
 		})
 		if err != nil && nodeErr == nil && strings.Contains(err.Error(), "cluster support disabled") {
 			seed := c.Options().Addrs[0]
-			return fmt.Errorf("redis %s is not a node of a Redis Cluster: give it as redis://%s/0", seed, seed)
+			return fmt.Errorf("redis %s is not a node of a Redis Cluster: give it as redis://%s/0: %w", seed, seed, ErrWrongKind)
 		}
 		if err != nil && !errors.Is(err, nodeErr) {
 			return fmt.Errorf("redis %s unreachable: %w", name, err)

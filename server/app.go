@@ -29,7 +29,10 @@ import (
 
 // AppConfig is everything `fsctl serve` needs to run the checkout on real services.
 type AppConfig struct {
-	Server      Config
+	Server Config
+	// RedisWait is how long a start waits for a Redis that does not answer yet (a cluster
+	// recovering, a node restarting) before it gives up; a wrong kind of address fails at once.
+	RedisWait   time.Duration
 	RedisURL    string
 	PostgresURL string
 	Brokers     []string
@@ -129,7 +132,7 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 	// purchases of its shards at once, with a retry answer, instead of after go-redis's five
 	// dial attempts times its command retries; the other shards go on selling meanwhile.
 	a.rdb = raddr.Open(redisconn.Tune{PoolSize: 256, DialerRetries: 1, DialTimeout: 2 * time.Second})
-	if err := redisconn.Check(ctx, a.rdb); err != nil {
+	if err := waitRedis(ctx, a.rdb, cfg.RedisWait, log); err != nil {
 		return nil, err
 	}
 	batch := cfg.RedisBatch
@@ -353,5 +356,30 @@ func (a *App) Close() {
 	}
 	if a.rdb != nil {
 		_ = a.rdb.Close()
+	}
+}
+
+// waitRedis checks the stock Redis, and while it does not answer retries for up to limit,
+// saying so every few seconds: an instance added during an incident comes up when Redis does
+// instead of exiting. An address of the wrong kind (a cluster node given as one node, or the
+// reverse) is a mistake no wait mends and fails at once.
+func waitRedis(ctx context.Context, rdb redis.UniversalClient, limit time.Duration, log *slog.Logger) error {
+	deadline, said := time.Now().Add(limit), time.Time{}
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := redisconn.Check(cctx, rdb)
+		cancel()
+		if err == nil || errors.Is(err, redisconn.ErrWrongKind) || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		if time.Since(said) > 3*time.Second {
+			log.Warn("redis not ready; waiting", "for", time.Until(deadline).Round(time.Second), "err", err)
+			said = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
 }

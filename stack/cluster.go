@@ -42,6 +42,15 @@ func (l ClusterLayout) Seeds() []string {
 	return out
 }
 
+// Addrs are every node's address, masters first, then their replicas.
+func (l ClusterLayout) Addrs() []string {
+	out := make([]string, l.Nodes())
+	for i := range out {
+		out[i] = fmt.Sprintf("127.0.0.1:%d", l.Port+i)
+	}
+	return out
+}
+
 // URL is the cluster's address in the form every fsctl command takes.
 func (l ClusterLayout) URL() string { return "redis+cluster://" + strings.Join(l.Seeds(), ",") }
 

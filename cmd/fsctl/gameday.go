@@ -61,6 +61,11 @@ Without --scenario the built-in scenario runs (fsctl gameday --print-default sho
 	f.IntVar(&o.stack.cfg.KafkaPort, "kafka-port", o.stack.cfg.KafkaPort, "Kafka broker port of the stack")
 	f.IntVar(&o.stack.cfg.KafkaControllerPort, "kafka-controller-port", o.stack.cfg.KafkaControllerPort, "Kafka controller port of the stack")
 	f.StringVar(&o.stack.cfg.KafkaLibs, "kafka-libs", "", "folder of the Kafka broker jars (default <dir>/kafka/libs)")
+	f.IntVar(&o.stack.cfg.RedisCluster.Masters, "redis-cluster", 0, "run the sale on the stack's Redis Cluster of this many masters (started if it is not running; redis-restart-empty then hits every node, and redis-master-kill is possible)")
+	f.IntVar(&o.stack.cfg.RedisCluster.Replicas, "redis-cluster-replicas", 0, "replicas per master of that Redis Cluster")
+	f.IntVar(&o.stack.cfg.RedisCluster.Port, "redis-cluster-port", stack.DefaultRedisClusterPort, "port of the Redis Cluster's first node")
+	f.IntVar(&o.stack.cfg.KafkaCluster.Brokers, "kafka-brokers", 0, "run the sale on the stack's replicated Kafka of this many brokers (kafka-kill then kills the orders partition's leader)")
+	f.IntVar(&o.stack.cfg.KafkaCluster.Port, "kafka-cluster-port", stack.DefaultKafkaClusterPort, "port of the replicated Kafka's first broker")
 	cmd.AddCommand(newGamedayDrillCmd())
 	return cmd
 }
@@ -88,7 +93,7 @@ func runGameday(cmd *cobra.Command, o *gamedayOptions) error {
 	}
 	cfg := gameday.Config{Scenario: sc, Stack: o.stack.config(progress), Teardown: td, WorkDir: dir, Out: progress}
 	if !o.noWarroom {
-		cfg.Timeline = gameday.NewWarRoom(cfg.Stack.Endpoints(), sc.Sale.ID, filepath.Join(dir, "warroom.jsonl"))
+		cfg.Timeline = gameday.NewWarRoom(gameday.Endpoints(cfg.Stack), sc.Sale.ID, filepath.Join(dir, "warroom.jsonl"))
 	}
 	rep, runErr := gameday.Run(cmd.Context(), cfg)
 	if rep == nil {

@@ -31,6 +31,7 @@ type serveOptions struct {
 	maxConns      int
 	publishLinger time.Duration
 	partitions    int
+	redisWait     time.Duration
 	migrate       bool
 	adminToken    string
 	paymentURL    string
@@ -86,6 +87,7 @@ Without --payment-url the bundled fake provider runs in-process (see fsctl payme
 	fs.DurationVar(&o.publishLinger, "publish-linger", 0, "ignored")
 	_ = fs.MarkDeprecated("publish-linger", "concurrent publishes share produce requests without a timer now; the flag has no effect")
 	fs.IntVar(&o.partitions, "partitions", 6, "partitions of the orders topic when the server creates it")
+	fs.DurationVar(&o.redisWait, "redis-wait", 30*time.Second, "at start, how long to wait for a Redis that does not answer yet (a cluster recovering) before giving up; a wrong kind of address fails at once")
 	fs.BoolVar(&o.migrate, "migrate", true, "apply database migrations at start")
 	fs.StringVar(&o.adminToken, "admin-token", os.Getenv(envAdminToken), "operator token of /admin/v1; empty turns the admin API off (env "+envAdminToken+")")
 	fs.StringVar(&o.paymentURL, "payment-url", os.Getenv(envPaymentURL), "payment provider base URL; empty runs the bundled fake in-process (env "+envPaymentURL+")")
@@ -147,7 +149,7 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 	}
 	app, err := server.Open(cmd.Context(), server.AppConfig{
 		Server: cfg, RedisURL: o.endpoints.redisURL, PostgresURL: o.endpoints.postgresURL,
-		Brokers: o.endpoints.brokers, JWTSecret: []byte(o.jwtSecret), Partitions: o.partitions,
+		Brokers: o.endpoints.brokers, JWTSecret: []byte(o.jwtSecret), Partitions: o.partitions, RedisWait: o.redisWait,
 		API: slices.Contains(o.roles, "api"), Consumer: slices.Contains(o.roles, "consumer"),
 		Migrate:    o.migrate,
 		PaymentURL: o.paymentURL, Breaker: o.breaker, Lifecycle: lc, Workers: o.workers,
