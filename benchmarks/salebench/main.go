@@ -36,7 +36,7 @@ type options struct {
 	wrkDuration           time.Duration
 	wrkConns, repeat      int
 	redisURL              string
-	redisPID              int // 0 when Redis is not a local process
+	redisPIDs             []int // empty when Redis is not a local process; every master's on a cluster
 	serveArgs             []string
 }
 
@@ -47,7 +47,7 @@ func main() {
 	flag.StringVar(&o.serverFsctl, "server-fsctl", "", "the fsctl binary whose serve is measured (default: -fsctl); the generator stays -fsctl, so two servers can be compared under the same load")
 	flag.StringVar(&o.addr, "addr", "127.0.0.1:18080", "listen address of the server under test")
 	flag.StringVar(&o.postgres, "postgres-url", env("FSCTL_POSTGRES_URL", "postgres://fsctl@127.0.0.1:15432/fsctl?sslmode=disable"), "PostgreSQL of the stack")
-	flag.StringVar(&o.redisURL, "redis-url", env("FSCTL_REDIS_URL", "redis://127.0.0.1:16379/0"), "Redis of the stack (its CPU is measured when it runs on this machine)")
+	flag.StringVar(&o.redisURL, "redis-url", env("FSCTL_REDIS_URL", "redis://127.0.0.1:16379/0"), "Redis of the stack, one node or redis+cluster:// (its CPU, every master's, is measured when it runs on this machine); give fsctl serve the same with FSCTL_REDIS_URL")
 	flag.IntVar(&o.buyers, "buyers", 50000, "buyers in each burst")
 	flag.IntVar(&o.conns, "conns", 1000, "connections of blast's pool")
 	flag.IntVar(&o.shards, "shards", 4, "stock shards of each item")
@@ -111,7 +111,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	o.redisPID = redisPID(ctx, o.redisURL)
+	o.redisPIDs = redisPIDs(ctx, o.redisURL)
 	srv, err := startServer(ctx, o, dir)
 	if err != nil {
 		return err
@@ -333,7 +333,7 @@ func runBurst(ctx context.Context, o options, dir, base string, pid, units int) 
 	if err != nil {
 		return burst{}, err
 	}
-	rcpu0, _ := procCPU(o.redisPID)
+	rcpu0 := procsCPU(o.redisPIDs)
 	cmd := exec.CommandContext(ctx, o.fsctl, "blast", "--target", base, "--sale", saleID, "--item", "drop",
 		"--buyers", strconv.Itoa(o.buyers), "--conns", strconv.Itoa(o.conns), "--engine", "raw",
 		"--in", "3s", "--expect-sold", strconv.Itoa(units), "-o", "json")
@@ -356,7 +356,7 @@ func runBurst(ctx context.Context, o options, dir, base string, pid, units int) 
 	if err != nil {
 		return burst{}, err
 	}
-	rcpu1, _ := procCPU(o.redisPID)
+	rcpu1 := procsCPU(o.redisPIDs)
 	b := burst{units: units, sold: r.Sold, requests: r.Requests, rps: r.Throughput,
 		answered:   time.Duration(r.DurationMs * float64(time.Millisecond)),
 		inPostgres: max(inPG.Sub(lastAnswer), 0), serverCPU: cpu1 - cpu0, redisCPU: rcpu1 - rcpu0,

@@ -6,10 +6,13 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fsctl/fsctl/redisconn"
 )
 
 // procCPU is a process's user+system CPU time so far.
@@ -56,25 +59,42 @@ func loadavg() string {
 	return strings.Join(f[:3], " ")
 }
 
-// redisPID asks Redis for its process id; 0 when it cannot be read or the process is not local.
-func redisPID(ctx context.Context, url string) int {
-	opt, err := redis.ParseURL(url)
+// redisPIDs asks Redis for its process id, every master's on a Redis Cluster; the ids of
+// processes not on this machine are left out.
+func redisPIDs(ctx context.Context, url string) []int {
+	rdb, err := redisconn.Open(url, redisconn.Tune{})
 	if err != nil {
-		return 0
+		return nil
 	}
-	rdb := redis.NewClient(opt)
 	defer rdb.Close()
-	info, err := rdb.Info(ctx, "server").Result()
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(l, "process_id:"); ok {
-			pid, _ := strconv.Atoi(v)
-			if _, err := os.Stat(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-				return pid
+	var mu sync.Mutex
+	var out []int
+	_ = redisconn.ForEachMaster(ctx, rdb, func(ctx context.Context, n *redis.Client) error {
+		info, err := n.Info(ctx, "server").Result()
+		if err != nil {
+			return nil
+		}
+		for _, l := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(l, "process_id:"); ok {
+				pid, _ := strconv.Atoi(v)
+				if _, err := os.Stat(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+					mu.Lock()
+					out = append(out, pid)
+					mu.Unlock()
+				}
 			}
 		}
+		return nil
+	})
+	return out
+}
+
+// procsCPU sums the CPU time of pids (0 for any that cannot be read).
+func procsCPU(pids []int) time.Duration {
+	var sum time.Duration
+	for _, pid := range pids {
+		d, _ := procCPU(pid)
+		sum += d
 	}
-	return 0
+	return sum
 }
