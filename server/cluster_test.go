@@ -374,3 +374,117 @@ func failoverLoss(t *testing.T, waitReplicas, port int) {
 		t.Errorf("waitReplicas %d counted %v reserves short of replicas, want at least %d", waitReplicas, short, len(behind))
 	}
 }
+
+// TestPurchasesDuringResharding: the slot of one of the hot item's shards moves to another master
+// while buyers buy, key by key (CLUSTER SETSLOT MIGRATING/IMPORTING, MIGRATE one key at a time,
+// then SETSLOT NODE), so for a while the shard's keys are split over two nodes and its scripts are
+// answered ASK or TRYAGAIN. Every buyer still gets a definitive answer or a retry (202, 410 or 503,
+// never a 500), the item sells exactly its units, and Redis and PostgreSQL agree afterwards.
+func TestPurchasesDuringResharding(t *testing.T) {
+	_, url := testenv.PrivateRedisCluster(t, 3, 0, 17700)
+	const quantity, shards, buyers = 60, 4, 240
+	c := checkouttest.Start(t, checkouttest.Options{Quantity: quantity, Shards: shards, RedisURL: url})
+	ctx := context.Background()
+	cc := c.App.Stock.Client().(*redis.ClusterClient)
+	key := stock.ShardKeys(c.Sale.ID, "hot", 0, shards).Stock()
+	slot := redisconn.KeySlot(key)
+	src, err := cc.MasterForKey(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dst *redis.Client
+	_ = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		if m.Options().Addr != src.Options().Addr && dst == nil {
+			dst = redis.NewClient(&redis.Options{Addr: m.Options().Addr})
+		}
+		return nil
+	})
+	defer dst.Close()
+	srcNode := redis.NewClient(&redis.Options{Addr: src.Options().Addr})
+	defer srcNode.Close()
+	srcID, _ := srcNode.Do(ctx, "cluster", "myid").Text()
+	dstID, _ := dst.Do(ctx, "cluster", "myid").Text()
+
+	codes, bodies := make([]int, buyers), make([]string, buyers)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range buyers {
+		wg.Go(func() {
+			time.Sleep(time.Until(start.Add(time.Duration(i) * 10 * time.Millisecond))) // 2.4 s of buyers
+			codes[i], bodies[i] = c.Buy(fmt.Sprintf("b%d", i), "hot", "k")
+		})
+	}
+	// The migration, while the buyers come.
+	time.Sleep(300 * time.Millisecond)
+	host, port, _ := strings.Cut(dst.Options().Addr, ":")
+	must := func(err error) {
+		if err != nil {
+			t.Fatalf("resharding slot %d from %s to %s: %v", slot, src.Options().Addr, dst.Options().Addr, err)
+		}
+	}
+	must(dst.Do(ctx, "cluster", "setslot", slot, "importing", srcID).Err())
+	must(srcNode.Do(ctx, "cluster", "setslot", slot, "migrating", dstID).Err())
+	moved := 0
+	for {
+		keys, err := srcNode.ClusterGetKeysInSlot(ctx, slot, 1).Result()
+		must(err)
+		if len(keys) == 0 {
+			break
+		}
+		must(srcNode.Migrate(ctx, host, port, keys[0], 0, 5*time.Second).Err())
+		moved++
+		time.Sleep(20 * time.Millisecond) // the shard's keys stay split for a while
+	}
+	for _, n := range []*redis.Client{srcNode, dst} {
+		must(n.Do(ctx, "cluster", "setslot", slot, "node", dstID).Err())
+	}
+	_ = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		return m.Do(ctx, "cluster", "setslot", slot, "node", dstID).Err()
+	})
+	wg.Wait()
+	t.Logf("slot %d of shard 0 moved from %s to %s key by key (%d keys) during the burst", slot, src.Options().Addr, dst.Options().Addr, moved)
+
+	won, soldOut, retry := 0, 0, 0
+	for i := range buyers {
+		switch {
+		case codes[i] == 202:
+			won++
+		case codes[i] == 410 && strings.Contains(bodies[i], "SOLD_OUT"):
+			soldOut++
+		case codes[i] == 503:
+			if retry == 0 {
+				t.Logf("a retry answer during the resharding: %s", bodies[i])
+			}
+			retry++
+		default:
+			t.Errorf("buyer %d during the resharding: %d %s", i, codes[i], bodies[i])
+		}
+	}
+	t.Logf("during the resharding: %d reserved, %d sold out, %d told to retry", won, soldOut, retry)
+	// The retries, now that the slot has settled, take what is left.
+	for i := range buyers {
+		if codes[i] != 503 {
+			continue
+		}
+		if code, _ := c.Buy(fmt.Sprintf("b%d", i), "hot", "k"); code == 202 {
+			won++
+		}
+	}
+	if won != quantity {
+		t.Fatalf("%d units sold of %d after the resharding and the retries", won, quantity)
+	}
+	rc := reconcile.Config{SaleID: c.Sale.ID, RedisURL: c.RedisURL, PostgresURL: c.PostgresURL, OrphanAge: time.Hour}
+	waiting, err := verify.Settle(ctx, 30*time.Second, 200*time.Millisecond, func(ctx context.Context) ([]string, error) {
+		rep, err := reconcile.Run(ctx, rc)
+		if err != nil {
+			return []string{err.Error()}, nil
+		}
+		if !rep.OK() || rep.Items[0].Counts.Pending != quantity {
+			return []string{fmt.Sprintf("%+v", rep.Items[0])}, nil
+		}
+		return nil, nil
+	})
+	if err != nil || len(waiting) > 0 {
+		t.Fatalf("after the resharding Redis and PostgreSQL disagree: %v %v", waiting, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -148,7 +149,7 @@ func (s *Store) reserveOnce(ctx context.Context, call homeCall, r Request, home 
 	}
 	res, replicas, err := call(ctx, keys, args...)
 	if err != nil {
-		return Reservation{}, err
+		return Reservation{}, resharding(err, home)
 	}
 	rv, err := parseReservation(res)
 	rv.Shard, rv.Shards, rv.Replicas = home, max(r.Shards, 1), replicas
@@ -168,7 +169,7 @@ func (s *Store) moveOut(ctx context.Context, saleID, itemID string, from, to, sh
 	res, err := s.eval(ctx, s.transferOut, []string{k.Stock(), k.Ledger(), k.TransferSeq()},
 		s.transferBatch, to, from).StringSlice()
 	if err != nil {
-		return "", 0, fmt.Errorf("transfer out of shard %d: %w", from, err)
+		return "", 0, fmt.Errorf("transfer out of shard %d: %w", from, resharding(err, from))
 	}
 	if len(res) != 2 {
 		return "", 0, fmt.Errorf("transfer_out script answered %d fields, want 2", len(res))
@@ -322,4 +323,22 @@ func (s *Store) reserveKeysOf(saleID, itemID string, shard, shards int) *reserve
 	s.keys[id] = rk
 	s.keysMu.Unlock()
 	return rk
+}
+
+// resharding says what a TRYAGAIN means: the shard's slot is moving between two masters and its
+// keys are split over both for the moment, so the script ran nowhere. Other errors pass as they are.
+// MOVED and ASK that outlast the client's redirects mean the same: the slot is on its way to the
+// node they name.
+func resharding(err error, shard int) error {
+	switch {
+	case redis.HasErrorPrefix(err, "TRYAGAIN"):
+		return fmt.Errorf("shard %d: its slot is being moved between masters (a resharding), nothing ran; retry: %w", shard, err)
+	case redis.HasErrorPrefix(err, "MOVED"), redis.HasErrorPrefix(err, "ASK"):
+		to := ""
+		if f := strings.Fields(err.Error()); len(f) == 3 {
+			to = " to " + f[2]
+		}
+		return fmt.Errorf("shard %d: its slot moved%s (a resharding) faster than the client followed, nothing ran; retry: %w", shard, to, err)
+	}
+	return err
 }
