@@ -19,16 +19,24 @@ import (
 type fixture struct {
 	t     *testing.T
 	ctx   context.Context
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
+	open  func(testing.TB) redis.UniversalClient // another client of the same Redis
 	store *room.Store
 	sale  string
 }
 
-// newRoom configures a room opening at opensAt; its keys are deleted when the test ends.
+// newRoom configures a room on the shared single Redis, opening at opensAt; its keys are deleted
+// when the test ends.
 func newRoom(t *testing.T, r sale.Room, opensAt time.Time, opts ...room.Option) *fixture {
 	t.Helper()
-	rdb := testenv.Redis(t)
-	f := &fixture{t: t, ctx: context.Background(), rdb: rdb, store: room.New(rdb, opts...), sale: testenv.ID(t, "room")}
+	return newRoomOn(t, func(tb testing.TB) redis.UniversalClient { return testenv.Redis(tb) }, r, opensAt, opts...)
+}
+
+// newRoomOn is newRoom on the Redis open connects to (the local Redis Cluster, say).
+func newRoomOn(t *testing.T, open func(testing.TB) redis.UniversalClient, r sale.Room, opensAt time.Time, opts ...room.Option) *fixture {
+	t.Helper()
+	rdb := open(t)
+	f := &fixture{t: t, ctx: context.Background(), rdb: rdb, open: open, store: room.New(rdb, opts...), sale: testenv.ID(t, "room")}
 	t.Cleanup(func() {
 		if err := f.store.Reset(context.Background(), f.sale); err != nil {
 			t.Errorf("reset: %v", err)
@@ -49,7 +57,7 @@ func seeded(seed uint64) room.Option {
 }
 
 // instance is a second server instance on the same room: its own Redis client and Store.
-func (f *fixture) instance() *room.Store { return room.New(testenv.Redis(f.t)) }
+func (f *fixture) instance() *room.Store { return room.New(f.open(f.t)) }
 
 func (f *fixture) join(user string) room.Ticket {
 	f.t.Helper()

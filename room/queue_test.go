@@ -1,14 +1,18 @@
 package room_test
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/room"
 	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/testenv"
 )
 
 // TestFairStartRandom joins 200 buyers before a random-order opening in two rooms drawing from the
@@ -111,6 +115,37 @@ func TestRejoin(t *testing.T) {
 	}
 	if again := f.join("alice"); again.ID != first.ID || again.Status != room.StatusAdmitted || again.LeaseExpires.IsZero() {
 		t.Fatalf("rejoin of an admitted buyer = %+v, want ticket %s admitted", again, first.ID)
+	}
+}
+
+// TestRoomOnRedisCluster: the waiting room on the local Redis Cluster, its scripts on the sale's
+// own hash tag: buyers join in order, two instances tick, the first are admitted with a lease and
+// a token-bearing poll, a rejoin keeps its ticket, and the depth counts down.
+func TestRoomOnRedisCluster(t *testing.T) {
+	t.Parallel()
+	f := newRoomOn(t, func(tb testing.TB) redis.UniversalClient { return testenv.RedisCluster(tb) },
+		sale.Room{AdmissionRate: 1000, FairStart: sale.FairStartFIFO}, time.Now().Add(-time.Minute))
+	var tks []room.Ticket
+	for i := range 20 {
+		tks = append(tks, f.join(fmt.Sprintf("u%d", i)))
+	}
+	if again := f.join("u3"); again.ID != tks[3].ID || again.Position != 4 {
+		t.Fatalf("rejoin on the cluster = %+v, want %+v", again, tks[3])
+	}
+	other := f.instance()
+	for f.stats().Active < 20 {
+		f.tick()
+		if _, err := other.Tick(f.ctx, f.sale); err != nil {
+			t.Fatalf("second instance's tick: %v", err)
+		}
+	}
+	for _, tk := range tks {
+		if got := f.poll(tk); got.Status != room.StatusAdmitted || got.LeaseExpires.IsZero() {
+			t.Fatalf("%s after admission on the cluster: %+v", tk.UserID, got)
+		}
+	}
+	if st := f.stats(); st.Depth != 0 || st.AdmittedTotal != 20 {
+		t.Fatalf("stats on the cluster: %+v, want 20 admitted and none waiting", st)
 	}
 }
 
