@@ -420,16 +420,9 @@ func clusterNode(cfg Config, addr string) (clusterService, int, error) {
 // KillClusterNode kills one node of the local Redis Cluster with SIGKILL, as a crash would (no
 // AOF fsync), and waits until it is gone; it returns the pid, or ErrNotRunning.
 func KillClusterNode(ctx context.Context, cfg Config, addr string) (int, error) {
-	s, port, err := clusterNode(cfg, addr)
+	pid, err := SignalClusterNode(cfg, addr, syscall.SIGKILL)
 	if err != nil {
-		return 0, err
-	}
-	pid, ok := pidFromFile(filepath.Join(s.nodeDir(port), "redis.pid"), "redis-server")
-	if !ok {
-		return 0, fmt.Errorf("kill cluster node %s: %w", addr, ErrNotRunning)
-	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		return pid, fmt.Errorf("kill cluster node %s (pid %d): %w", addr, pid, err)
+		return pid, err
 	}
 	if !waitGone(ctx, pid, "redis-server", 10*time.Second) {
 		return pid, fmt.Errorf("cluster node %s (pid %d) still alive 10s after SIGKILL", addr, pid)

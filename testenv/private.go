@@ -68,16 +68,7 @@ func PrivateKafkaCluster(tb testing.TB, port int) (stack.Config, []string) {
 	tb.Helper()
 	skipShort(tb)
 	cfg := stack.Config{Dir: tb.TempDir(), KafkaLibs: sharedKafkaLibs(), KafkaCluster: stack.KafkaLayout{Brokers: 3, Port: port}}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = stack.Stop(ctx, cfg, stack.KafkaCluster)
-	})
-	if _, err := stack.Start(ctx, cfg, stack.KafkaCluster, false); err != nil {
-		tb.Fatalf("private Kafka cluster (jars from `make deps` expected in %s): %v", cfg.KafkaLibs, err)
-	}
+	private(tb, cfg, stack.KafkaCluster, 3*time.Minute, "jars from `make deps` expected in "+cfg.KafkaLibs)
 	return cfg, cfg.KafkaCluster.Addrs()
 }
 
@@ -111,15 +102,21 @@ func PrivateRedisCluster(tb testing.TB, masters, replicas, port int) (stack.Conf
 	skipShort(tb)
 	l := stack.ClusterLayout{Masters: masters, Replicas: replicas, Port: port}
 	cfg := stack.Config{Dir: tb.TempDir(), RedisCluster: l}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	private(tb, cfg, stack.RedisCluster, 2*time.Minute, "redis-server from `make deps`")
+	return cfg, l.URL()
+}
+
+// private starts one cluster service of cfg within limit and stops it when the test ends.
+func private(tb testing.TB, cfg stack.Config, service string, limit time.Duration, needs string) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		_ = stack.Stop(ctx, cfg, stack.RedisCluster)
+		_ = stack.Stop(ctx, cfg, service)
 	})
-	if _, err := stack.Start(ctx, cfg, stack.RedisCluster, false); err != nil {
-		tb.Fatalf("private Redis Cluster: %v", err)
+	if _, err := stack.Start(ctx, cfg, service, false); err != nil {
+		tb.Fatalf("private %s (%s): %v", service, needs, err)
 	}
-	return cfg, l.URL()
 }
