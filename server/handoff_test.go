@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,11 +12,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/fsctl/fsctl/auth"
 	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/server"
+	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/testenv"
+	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
+	"github.com/fsctl/fsctl/verify"
 )
 
 // switchPublisher stands in for the Kafka hand-off so a test can make it fail on demand; the
@@ -105,5 +112,80 @@ func TestFailedHandOffIsNeverAFalseYes(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("another user's in-flight order: %d, want 404", resp.StatusCode)
+	}
+}
+
+// TestReplayedYesIsAsDurableAsAFreshOne closes the hole of a replay answered from Redis alone: the
+// first request reserves and its instance dies before the hand-off, the buyer retries the same key
+// and hears 202, and then Redis loses its data before any sweeper re-published the hold. The order
+// must still reach PostgreSQL, because the replay handed it to Kafka again before saying yes.
+// Without that, nothing but Redis ever knew the order (the checkout runs no sweeper here).
+func TestReplayedYesIsAsDurableAsAFreshOne(t *testing.T) {
+	t.Parallel()
+	c := checkouttest.Start(t, checkouttest.Options{Quantity: 5})
+	ctx := context.Background()
+	first, err := c.App.Stock.Reserve(ctx, stock.Request{SaleID: c.Sale.ID, ItemID: "hot", UserID: "buyer", IdemKey: "k",
+		OrderID: uuid.Must(uuid.NewV7()), Shards: 1})
+	if err != nil || first.Outcome != outcome.Reserved {
+		t.Fatalf("the first attempt's reserve: %+v %v", first, err)
+	}
+	// ...and its instance dies here: no OrderPlaced. The buyer's retry lands on a live instance.
+	code, body := c.Buy("buyer", "hot", "k")
+	if code != http.StatusAccepted || orderIDOf(t, body) != first.OrderID {
+		t.Fatalf("the retry: %d %s, want 202 for order %s", code, body, first.OrderID)
+	}
+	if err := c.App.Stock.Reset(ctx, c.Sale); err != nil { // Redis loses everything
+		t.Fatal(err)
+	}
+	waiting, err := verify.Settle(ctx, 30*time.Second, 100*time.Millisecond, func(ctx context.Context) ([]string, error) {
+		if _, err := c.App.Orders.GetOrder(ctx, first.OrderID); err != nil {
+			return []string{fmt.Sprintf("order %s: %v", first.OrderID, err)}, nil
+		}
+		return nil, nil
+	})
+	if err != nil || len(waiting) > 0 {
+		t.Fatalf("a 202 the buyer heard on a replay was lost with Redis: %v %v", waiting, err)
+	}
+}
+
+// TestReplayWhoseHandOffFailsKeepsTheHold: when the replay cannot reach Kafka the buyer is told to
+// retry with the same key, and the hold stays (the first attempt may have handed the order off,
+// so releasing it could free a unit PostgreSQL counts sold); once Kafka is back the replay is 202.
+func TestReplayWhoseHandOffFailsKeepsTheHold(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, db, sl := stores(t, sale.Sale{ID: testenv.ID(t, "replay"), OpensAt: time.Now().Add(-time.Minute), Items: []sale.Item{{ID: "hot", Quantity: 1}}})
+	verifier, _ := auth.NewVerifier(testSecret, nil)
+	pub := &switchPublisher{}
+	srv := server.New(server.DefaultConfig(), server.Deps{Auth: verifier, Stock: st, Publisher: pub, Orders: db})
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	first, err := st.Reserve(ctx, stock.Request{SaleID: sl.ID, ItemID: "hot", UserID: "buyer", IdemKey: "k", OrderID: uuid.Must(uuid.NewV7()), Shards: 1})
+	if err != nil || first.Outcome != outcome.Reserved {
+		t.Fatalf("the first attempt's reserve: %+v %v", first, err)
+	}
+	tok, _ := auth.Mint(testSecret, "buyer", time.Now(), time.Hour)
+	replay := func() (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/api/v1/sales/"+sl.ID+"/items/hot/purchase", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Idempotency-Key", "k")
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	pub.fail.Store(true)
+	if code, body := replay(); code != http.StatusServiceUnavailable || !strings.Contains(body, "ORDER_PIPELINE_UNAVAILABLE") {
+		t.Fatalf("a replay with Kafka down: %d %s, want 503 ORDER_PIPELINE_UNAVAILABLE", code, body)
+	}
+	if s, err := st.Snapshot(ctx, sl.ID, sl.Items); err != nil || s[0].Stock != 0 || s[0].Holds != 1 {
+		t.Fatalf("after the replay's failed hand-off: %+v %v, want the hold kept (stock 0, 1 hold)", s, err)
+	}
+	pub.fail.Store(false)
+	if code, body := replay(); code != http.StatusAccepted || orderIDOf(t, body) != first.OrderID || pub.published.Load() != 1 {
+		t.Fatalf("the replay with Kafka back: %d %s, published %d; want 202 for %s, published once", code, body, pub.published.Load(), first.OrderID)
 	}
 }

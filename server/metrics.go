@@ -28,6 +28,7 @@ type metrics struct {
 	soldOutFlag    prometheus.Counter
 	borrowed       prometheus.Counter
 	waitShort      prometheus.Counter
+	replayHandOffs prometheus.Counter
 	republished    prometheus.Counter
 	repaired       prometheus.Counter
 	paidRecorded   prometheus.Counter
@@ -87,6 +88,9 @@ func newMetrics() *metrics {
 		borrowed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fsctl_shard_units_borrowed_total", Help: "Units moved into a buyer's home shard from other shards.",
 		}),
+		replayHandOffs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fsctl_replay_handoffs_total", Help: "Replayed RESERVED answers whose order was handed to Kafka again before the buyer heard yes.",
+		}),
 		waitShort: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fsctl_redis_wait_short_total", Help: "Reserves that fewer replicas acknowledged than the sale's waitReplicas.",
 		}),
@@ -131,7 +135,7 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(m.roomDepth, m.roomActive, m.roomRate, m.roomWait, m.roomAdmitted, m.roomExpired, m.failOpen, m.rateLimited)
 	m.reg.MustRegister(m.outcomes, m.requests, m.reserve, m.publish, m.released, m.persisted, m.duplicates,
 		m.deadLettered, m.consumerBatch, m.consumerErrors, m.payments, m.breakerState, m.soldOutFlag,
-		m.borrowed, m.waitShort, m.republished, m.repaired, m.paidRecorded,
+		m.borrowed, m.waitShort, m.replayHandOffs, m.republished, m.repaired, m.paidRecorded,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

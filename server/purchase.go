@@ -137,6 +137,9 @@ func (s *Server) answerReservation(ctx context.Context, w http.ResponseWriter, r
 			s.countAndWriteError(w, r, err)
 			return
 		}
+	} else if err := s.handOffAgain(ctx, req, user, rv); err != nil {
+		s.countAndWriteError(w, r, err)
+		return
 	}
 	s.metrics.outcomes.WithLabelValues(string(outcome.Reserved)).Inc()
 	writeJSON(w, http.StatusAccepted, reservedBody{OrderID: rv.OrderID.String(), Status: "PENDING", ExpiresAt: rv.ExpiresAt})
@@ -165,14 +168,7 @@ func (s *Server) saleItem(ctx context.Context, saleID, itemID string) (sale.Sale
 // its idempotency record forgotten, so the buyer's retry with the same key is a fresh attempt, never a false "reserved".
 func (s *Server) handOff(ctx context.Context, req purchaseRequest, user string, rv stock.Reservation) error {
 	s.crash.reserved() // a game day's fault; a no-op unless armed (fault.go)
-	pctx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
-	start := time.Now()
-	err := s.pub.PublishOrderPlaced(pctx, events.OrderPlaced{
-		OrderID: rv.OrderID, SaleID: req.SaleID, ItemID: req.ItemID, UserID: user, Slot: rv.Slot,
-		Shard: rv.Shard, Shards: rv.Shards, CreatedAt: s.now().UTC(), ExpiresAt: rv.ExpiresAt, IdemKey: req.IdemKey,
-	})
-	s.metrics.publish.Observe(time.Since(start).Seconds())
-	cancel()
+	err := s.publish(ctx, req, user, rv, s.now().UTC())
 	if err == nil {
 		return nil
 	}
@@ -190,6 +186,35 @@ func (s *Server) handOff(ctx context.Context, req purchaseRequest, user string, 
 		s.metrics.released.WithLabelValues("publish_failed").Inc()
 	}
 	return outcome.Errorf(outcome.PipelineDown, "the order could not be recorded; nothing was reserved; retry with the same Idempotency-Key")
+}
+
+// publish hands one reservation's OrderPlaced to Kafka (acks=all) within the publish timeout.
+func (s *Server) publish(ctx context.Context, req purchaseRequest, user string, rv stock.Reservation, created time.Time) error {
+	pctx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
+	defer cancel()
+	start := time.Now()
+	err := s.pub.PublishOrderPlaced(pctx, events.OrderPlaced{
+		OrderID: rv.OrderID, SaleID: req.SaleID, ItemID: req.ItemID, UserID: user, Slot: rv.Slot,
+		Shard: rv.Shard, Shards: rv.Shards, CreatedAt: created, ExpiresAt: rv.ExpiresAt, IdemKey: req.IdemKey,
+	})
+	s.metrics.publish.Observe(time.Since(start).Seconds())
+	return err
+}
+
+// handOffAgain makes a replayed RESERVED as durable as a fresh one before it is answered: the first
+// request may have died between the script and its hand-off, and then only Redis knows the order,
+// which a Redis that loses its data before the orphan sweeper runs would take with it. The hand-off
+// is repeated (the consumer records an order once, and drops an OrderPlaced whose hold already
+// ended). When it fails the hold stays, since the first hand-off may have succeeded: the buyer is
+// told to retry with the same key, and the sweeper re-publishes the hold meanwhile.
+func (s *Server) handOffAgain(ctx context.Context, req purchaseRequest, user string, rv stock.Reservation) error {
+	sec, nsec := rv.OrderID.Time().UnixTime()
+	if err := s.publish(ctx, req, user, rv, time.Unix(sec, nsec).UTC()); err != nil {
+		s.log.Error("hand-off of a replayed reservation failed; the hold stays", "order", rv.OrderID, "err", err)
+		return outcome.Errorf(outcome.PipelineDown, "the order is held but could not be confirmed as recorded; retry with the same Idempotency-Key")
+	}
+	s.metrics.replayHandOffs.Inc()
+	return nil
 }
 
 func (s *Server) countAndWriteError(w http.ResponseWriter, r *http.Request, err error) {
