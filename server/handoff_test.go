@@ -17,6 +17,7 @@ import (
 	"github.com/fsctl/fsctl/auth"
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/server"
 	"github.com/fsctl/fsctl/stock"
@@ -187,5 +188,28 @@ func TestReplayWhoseHandOffFailsKeepsTheHold(t *testing.T) {
 	pub.fail.Store(false)
 	if code, body := replay(); code != http.StatusAccepted || orderIDOf(t, body) != first.OrderID || pub.published.Load() != 1 {
 		t.Fatalf("the replay with Kafka back: %d %s, published %d; want 202 for %s, published once", code, body, pub.published.Load(), first.OrderID)
+	}
+}
+
+// TestSaleMissingInRedisIsARetryNotANotFound: a sale PostgreSQL has but Redis lost (wiped, being
+// rebuilt) answers 503 UNAVAILABLE, never 404 as if the sale did not exist; rebuilt, it sells.
+func TestSaleMissingInRedisIsARetryNotANotFound(t *testing.T) {
+	t.Parallel()
+	c := checkouttest.Start(t, checkouttest.Options{Quantity: 2})
+	ctx := context.Background()
+	if err := c.App.Stock.Reset(ctx, c.Sale); err != nil {
+		t.Fatal(err)
+	}
+	code, body := c.Buy("buyer", "hot", "k")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, `"UNAVAILABLE"`) || !strings.Contains(body, "retry") {
+		t.Fatalf("a purchase while Redis has lost the sale: %d %s, want 503 UNAVAILABLE and a retry", code, body)
+	}
+	rep, err := reconcile.Run(ctx, reconcile.Config{SaleID: c.Sale.ID, RedisURL: c.RedisURL, PostgresURL: c.PostgresURL,
+		Brokers: c.Brokers, OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic, ConsumerGroup: c.ConsumerGroup, RebuildRedis: true})
+	if err != nil || !rep.OK() {
+		t.Fatalf("rebuild: %v %+v", err, rep)
+	}
+	if code, body := c.Buy("buyer", "hot", "k"); code != http.StatusAccepted {
+		t.Fatalf("the retry after the rebuild: %d %s, want 202", code, body)
 	}
 }

@@ -103,9 +103,15 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 	})
 	s.metrics.reserve.Observe(time.Since(start).Seconds())
 	if err != nil {
-		if outcome.CodeOf(err) == outcome.Internal {
+		switch outcome.CodeOf(err) {
+		case outcome.Internal:
 			s.log.Error("reserve failed", "sale", req.SaleID, "item", req.ItemID, "err", err)
 			err = outcome.Errorf(outcome.Unavailable, "stock store unavailable; nothing was reserved; retry with the same Idempotency-Key")
+		case outcome.NotFound:
+			// PostgreSQL's catalog has the item (saleItem found it), Redis does not: its state was
+			// lost or is being rebuilt. That is a pause, not an answer about the sale.
+			s.log.Warn("item on sale but not in Redis (lost, or being rebuilt)", "sale", req.SaleID, "item", req.ItemID)
+			err = outcome.Errorf(outcome.Unavailable, "the item's stock is not loaded right now (it is being restored); nothing was reserved; retry with the same Idempotency-Key")
 		}
 		s.countAndWriteError(w, r, err)
 		return
