@@ -58,7 +58,7 @@ func Parse(b []byte) (Scenario, error) {
 		return Scenario{}, &LineError{Line: 1, Msg: "empty scenario"}
 	}
 	root, err := mapping(doc.Content[0], "name", "seed", "sale", "servers", "buyers", "rate", "ramp",
-		"pay", "cancel", "retries", "settle", "steps")
+		"pay", "cancel", "retries", "settle", "budget", "steps")
 	if err != nil {
 		return Scenario{}, err
 	}
@@ -76,6 +76,21 @@ func Parse(b []byte) (Scenario, error) {
 	p.dur(root, "settle", &s.Settle)
 	if p.err != nil {
 		return s, p.err
+	}
+	if n := root.get("budget"); n != nil {
+		bm, err := mapping(n, "undecided", "outage")
+		if err != nil {
+			return s, err
+		}
+		s.Budget = &Budget{Undecided: -1, Outage: -1}
+		p.share(bm, "undecided", &s.Budget.Undecided)
+		p.dur(bm, "outage", &s.Budget.Outage)
+		if p.err != nil {
+			return s, p.err
+		}
+		if s.Budget.Undecided < 0 && s.Budget.Outage < 0 {
+			return s, lineErr(n, "budget: say undecided (a share of buyers) or outage (a duration), or both")
+		}
 	}
 	for _, k := range []string{"sale", "buyers", "rate"} {
 		if root.get(k) == nil {

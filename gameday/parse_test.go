@@ -140,3 +140,19 @@ func TestLoadFileNamesTheFile(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+func TestParseBudget(t *testing.T) {
+	base := "name: b\nsale: {id: s, items: [{id: i, quantity: 1}]}\nbuyers: 1\nrate: 1\n"
+	s, err := Parse([]byte(base + "budget: {undecided: 0.05, outage: 2s}\n"))
+	if err != nil || s.Budget == nil || s.Budget.Undecided != 0.05 || s.Budget.Outage != 2*time.Second {
+		t.Fatalf("budget: %+v %v", s.Budget, err)
+	}
+	if s, err := Parse([]byte(base + "budget: {outage: 2s}\n")); err != nil || s.Budget.Undecided >= 0 {
+		t.Fatalf("an outage budget alone judges no share: %+v %v", s.Budget, err)
+	}
+	for _, bad := range []string{"budget: {}\n", "budget: {undecided: 2}\n", "budget: {nope: 1}\n"} {
+		if _, err := Parse([]byte(base + bad)); err == nil {
+			t.Errorf("%q: want an error naming the line", bad)
+		}
+	}
+}

@@ -29,13 +29,15 @@ type Report struct {
 	Units    int64         `json:"units"`
 	WorkDir  string        `json:"workDir"`
 	// ReleasedAt is when the buyers were released, from the start of the run.
-	ReleasedAt time.Duration          `json:"releasedAt"`
-	Phases     []steps.Step           `json:"phases"`
-	Steps      []StepResult           `json:"steps"`
-	Preflight  string                 `json:"preflight,omitempty"`
-	Blast      blast.Summary          `json:"blast"`
-	FollowUps  []blast.FollowUpRow    `json:"followUps,omitempty"`
-	Reconcile  []reconcile.ItemReport `json:"reconcile,omitempty"`
+	ReleasedAt time.Duration       `json:"releasedAt"`
+	Phases     []steps.Step        `json:"phases"`
+	Steps      []StepResult        `json:"steps"`
+	Preflight  string              `json:"preflight,omitempty"`
+	Blast      blast.Summary       `json:"blast"`
+	FollowUps  []blast.FollowUpRow `json:"followUps,omitempty"`
+	// Availability is how the buyers fared, judged against the scenario's budget.
+	Availability Availability           `json:"availability"`
+	Reconcile    []reconcile.ItemReport `json:"reconcile,omitempty"`
 	// ReconcileText is reconcile's own rendering of the final reconciliation.
 	ReconcileText string            `json:"-"`
 	Invariants    []finding.Finding `json:"invariants"`

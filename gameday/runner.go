@@ -417,6 +417,7 @@ func (r *run) blast(ctx context.Context) (string, error) {
 		return "", berr
 	}
 	r.records, r.rep.records = res.Records, res.Records
+	r.rep.Availability = measureAvailability(res.Records, at)
 	r.followUps = res.FollowUps
 	r.rep.Blast = r.pipe.Answered(res, false)
 	r.rep.FollowUps = blast.TallyFollowUps(res.FollowUps)

@@ -45,7 +45,18 @@ type Scenario struct {
 	Retries int
 	// Settle bounds the wait, after the burst and the steps, for every hold to end.
 	Settle time.Duration
+	// Budget, when set, is the availability the run must keep: the game day fails beyond it.
+	Budget *Budget
 	Steps  []Step
+}
+
+// Budget is a scenario's error budget; a negative field is not judged.
+type Budget struct {
+	// Undecided is the largest share of buyers whose last try got no definitive answer.
+	Undecided float64
+	// Outage is the longest stretch of arrivals (by when the tries were sent) in which no try got
+	// a definitive answer.
+	Outage time.Duration
 }
 
 // SaleSpec is the sale a game day creates (reset first: game days are rehearsals).

@@ -151,7 +151,8 @@ func (r *run) checks(ctx context.Context) ([]finding.Finding, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []finding.Finding{checkEndings(ids, statuses), checkFollowUps(r.followUps, statuses)}, nil
+	return []finding.Finding{checkEndings(ids, statuses), checkFollowUps(r.followUps, statuses),
+		checkAvailability(r.rep.Availability, r.cfg.Scenario.Budget)}, nil
 }
 
 // checkEndings: every RESERVED answer ends in PostgreSQL as paid, expired, cancelled or failed.
