@@ -59,17 +59,28 @@ type Config struct {
 	Linger time.Duration
 	// RetryBackoff is the pause between attempts when PostgreSQL or Redis fails.
 	RetryBackoff time.Duration
+	// SessionTimeout is how long the group coordinator waits for a member's heartbeat before it
+	// drops the member and moves its partitions: a crashed instance holds its partitions, and a
+	// rebalance waits for it, that long. kafka-go's default is 30 s; brokers refuse less than their
+	// group.min.session.timeout.ms (6 s by default).
+	SessionTimeout time.Duration
 }
+
+// DefaultSessionTimeout is the consumer group session the server asks for: the shortest a
+// default broker allows, so a dead instance stalls its partitions (and a rebuild's drain) for
+// seconds, not half a minute.
+const DefaultSessionTimeout = 6 * time.Second
 
 // DefaultConfig returns the settings the server uses.
 func DefaultConfig(brokers []string) Config {
 	return Config{
-		Brokers:      brokers,
-		Topic:        events.DefaultOrdersTopic,
-		GroupID:      events.DefaultConsumerGroup,
-		BatchSize:    500,
-		Linger:       20 * time.Millisecond,
-		RetryBackoff: 500 * time.Millisecond,
+		Brokers:        brokers,
+		Topic:          events.DefaultOrdersTopic,
+		GroupID:        events.DefaultConsumerGroup,
+		BatchSize:      500,
+		Linger:         20 * time.Millisecond,
+		RetryBackoff:   500 * time.Millisecond,
+		SessionTimeout: DefaultSessionTimeout,
 	}
 }
 
@@ -96,6 +107,12 @@ func New(cfg Config, placer Placer, release Releaser, dlq DeadLetters, m Metrics
 		CommitInterval: 0, // synchronous: offsets are committed only when Run says so
 		StartOffset:    kafka.FirstOffset,
 		QueueCapacity:  cfg.BatchSize,
+		// A member heartbeats three times a session, rejoins within two (kafka-go's defaults are
+		// 3 s, 30 s and a 5 s backoff after a failed join), so a rebalance is over in seconds.
+		SessionTimeout:    max(cfg.SessionTimeout, time.Second),
+		HeartbeatInterval: max(cfg.SessionTimeout/3, 100*time.Millisecond),
+		RebalanceTimeout:  max(2*cfg.SessionTimeout, time.Second),
+		JoinGroupBackoff:  time.Second,
 	})
 	return &Consumer{cfg: cfg, reader: r, placer: placer, release: release, dlq: dlq, metrics: m, log: log}
 }

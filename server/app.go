@@ -45,6 +45,9 @@ type AppConfig struct {
 	API, Consumer bool
 	// ConsumerGroup defaults to ingest's group id.
 	ConsumerGroup string
+	// ConsumerSession is the order consumer's group session timeout (ingest.DefaultSessionTimeout
+	// when zero).
+	ConsumerSession time.Duration
 	// Migrate applies database migrations at start.
 	Migrate bool
 	// PaymentURL is the payment provider's base URL; empty runs the bundled fake provider
@@ -200,6 +203,9 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 	if cfg.Consumer {
 		icfg := ingest.DefaultConfig(cfg.Brokers)
 		icfg.Topic = cfg.OrdersTopic
+		if cfg.ConsumerSession > 0 {
+			icfg.SessionTimeout = cfg.ConsumerSession
+		}
 		if cfg.ConsumerGroup != "" {
 			icfg.GroupID = cfg.ConsumerGroup
 		}

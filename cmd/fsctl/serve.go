@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fsctl/fsctl/ingest"
 	"github.com/fsctl/fsctl/lifecycle"
 	"github.com/fsctl/fsctl/payment"
 	"github.com/fsctl/fsctl/server"
@@ -32,6 +33,7 @@ type serveOptions struct {
 	publishLinger time.Duration
 	partitions    int
 	redisWait     time.Duration
+	session       time.Duration
 	migrate       bool
 	adminToken    string
 	paymentURL    string
@@ -87,6 +89,7 @@ Without --payment-url the bundled fake provider runs in-process (see fsctl payme
 	fs.DurationVar(&o.publishLinger, "publish-linger", 0, "ignored")
 	_ = fs.MarkDeprecated("publish-linger", "concurrent publishes share produce requests without a timer now; the flag has no effect")
 	fs.IntVar(&o.partitions, "partitions", 6, "partitions of the orders topic when the server creates it")
+	fs.DurationVar(&o.session, "consumer-session", ingest.DefaultSessionTimeout, "the order consumer's Kafka group session: a crashed instance holds its partitions, and a rebalance waits for it, this long (the broker's group.min.session.timeout.ms is the floor, 6s by default)")
 	fs.DurationVar(&o.redisWait, "redis-wait", 30*time.Second, "at start, how long to wait for a Redis that does not answer yet (a cluster recovering) before giving up; a wrong kind of address fails at once")
 	fs.BoolVar(&o.migrate, "migrate", true, "apply database migrations at start")
 	fs.StringVar(&o.adminToken, "admin-token", os.Getenv(envAdminToken), "operator token of /admin/v1; empty turns the admin API off (env "+envAdminToken+")")
@@ -149,7 +152,7 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 	}
 	app, err := server.Open(cmd.Context(), server.AppConfig{
 		Server: cfg, RedisURL: o.endpoints.redisURL, PostgresURL: o.endpoints.postgresURL,
-		Brokers: o.endpoints.brokers, JWTSecret: []byte(o.jwtSecret), Partitions: o.partitions, RedisWait: o.redisWait,
+		Brokers: o.endpoints.brokers, JWTSecret: []byte(o.jwtSecret), Partitions: o.partitions, RedisWait: o.redisWait, ConsumerSession: o.session,
 		API: slices.Contains(o.roles, "api"), Consumer: slices.Contains(o.roles, "consumer"),
 		Migrate:    o.migrate,
 		PaymentURL: o.paymentURL, Breaker: o.breaker, Lifecycle: lc, Workers: o.workers,
