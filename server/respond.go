@@ -1,10 +1,18 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"net"
 	"net/http"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fsctl/fsctl/outcome"
 )
@@ -23,12 +31,37 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // writeError answers with err's code and message; errors without a code are internal and their
 // details stay in the log.
+// An error without a code that says a store could not be reached (PostgreSQL stopped, Redis
+// frozen) is 503 UNAVAILABLE with a Retry-After, not a 500: the buyer's pay or cancel can be sent
+// again once the store is back.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code := outcome.CodeOf(err)
+	if code == outcome.Internal && storeDown(err) {
+		s.log.Warn("store unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.writeCode(w, outcome.Unavailable, "a store this needs is unavailable right now; retry")
+		return
+	}
 	if code == outcome.Internal {
 		s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	s.writeCode(w, code, outcome.MessageOf(err))
+}
+
+// storeDown reports an error that means a store could not be reached or answered in time: a
+// refused or broken connection, a timeout, or PostgreSQL shutting down or starting up (SQLSTATE
+// classes 08 and 57).
+func storeDown(err error) bool {
+	var connErr *pgconn.ConnectError
+	var netErr net.Error
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &connErr), errors.As(err, &netErr):
+		return true
+	case errors.As(err, &pgErr):
+		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57")
+	}
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)
 }
 
 func (s *Server) writeCode(w http.ResponseWriter, code outcome.Code, msg string) {
