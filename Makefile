@@ -95,6 +95,15 @@ gameday: deps ## the built-in game day: burst + faults on the local stack, invar
 gameday-cluster: deps ## the built-in game day on the stack's Redis Cluster and replicated Kafka (started if needed; ~1 min)
 	$(FSCTL) gameday --redis-cluster $(REDIS_CLUSTER) --kafka-brokers $(KAFKA_BROKERS) --report-dir $(GAMEDAY_DIR)-cluster $(STACK_FLAGS) </dev/null
 
+# Chaos game days: each seed draws its own buyers (a trickle with bursts) and its own overlapping
+# faults; a failing seed prints the command that replays it. SEEDS seeds from CHAOS_SEED.
+SEEDS ?= 10
+CHAOS_SEED ?= 1
+CHAOS_DURATION ?= 20s
+.PHONY: chaos
+chaos: deps ## chaos game days: SEEDS (10) seeds from CHAOS_SEED, each CHAOS_DURATION of buyers under random overlapping faults (~1.5 min a seed)
+	$(FSCTL) gameday --chaos --seed $(CHAOS_SEED) --seeds $(SEEDS) --duration $(CHAOS_DURATION) --report-dir $(GAMEDAY_DIR)-chaos $(STACK_FLAGS) </dev/null
+
 .PHONY: drill
 drill: stack-up ## the drill (burst, settle, reconcile) against fsctl serve and the Spring-article shop, through their profiles (~30 s)
 	GO=$(GO) FSCTL=$(FSCTL) scripts/drill.sh </dev/null

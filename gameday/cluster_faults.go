@@ -156,20 +156,10 @@ func (f redisMasterKill) Apply(ctx context.Context, env *Env) (string, error) {
 	if env.Stack.RedisCluster.Masters == 0 {
 		return "", fmt.Errorf("redis-master-kill needs a Redis Cluster: run the game day with --redis-cluster 3")
 	}
-	rdb, err := redisconn.Open(env.Endpoints.RedisURL, redisconn.Tune{})
+	victim, err := firstShardMaster(ctx, env)
 	if err != nil {
 		return "", err
 	}
-	defer rdb.Close()
-	cc, ok := rdb.(*redis.ClusterClient)
-	if !ok {
-		return "", fmt.Errorf("redis-master-kill: %s is not a cluster", env.Endpoints.RedisURL)
-	}
-	m, err := cc.MasterForKey(ctx, stock.ShardKeys(env.SaleID, env.FirstItem, 0, env.FirstItemShards).Stock())
-	if err != nil {
-		return "", err
-	}
-	victim := m.Options().Addr
 	pid, err := stack.KillClusterNode(ctx, env.Stack, victim)
 	if err != nil {
 		return "", err
@@ -202,6 +192,25 @@ func (f redisMasterKill) Apply(ctx context.Context, env *Env) (string, error) {
 		note += "; came back empty, rebuilt: " + rebuilt
 	}
 	return note, nil
+}
+
+// firstShardMaster is the address of the Redis Cluster master that holds the sale's first item's
+// shard 0: where the faults that take one node away aim.
+func firstShardMaster(ctx context.Context, env *Env) (string, error) {
+	rdb, err := redisconn.Open(env.Endpoints.RedisURL, redisconn.Tune{})
+	if err != nil {
+		return "", err
+	}
+	defer rdb.Close()
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return "", fmt.Errorf("%s is not a Redis Cluster", env.Endpoints.RedisURL)
+	}
+	m, err := cc.MasterForKey(ctx, stock.ShardKeys(env.SaleID, env.FirstItem, 0, env.FirstItemShards).Stock())
+	if err != nil {
+		return "", err
+	}
+	return m.Options().Addr, nil
 }
 
 // clusterRole is what a node of the local cluster is now: master or replica.

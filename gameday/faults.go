@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -43,6 +44,23 @@ type Env struct {
 	// Note adds a line to the run's timeline.
 	Note func(format string, args ...any)
 }
+
+// errNotTriggered is a fault whose trigger never came: a chaos run notes it, a scripted one fails.
+var errNotTriggered = errors.New("the fault's trigger never came")
+
+// holder is a fault that acts on one service: two such faults on the same service never run at
+// once (the later waits), so a drawn schedule cannot restart a Redis that another fault is
+// restarting; faults on different services overlap freely.
+type holder interface{ Holds() string }
+
+func (redisRestartEmpty) Holds() string { return stack.Redis }
+func (redisMasterKill) Holds() string   { return stack.Redis }
+func (kafkaKill) Holds() string         { return stack.Kafka }
+func (postgresStop) Holds() string      { return stack.Postgres }
+func (paymentFault) Holds() string      { return "payment" }
+func (f freeze) Holds() string          { return f.Service }
+func (serverKill) Holds() string        { return "fleet" }
+func (serverAdd) Holds() string         { return "fleet" }
 
 // faultKind parses one fault from its step's keys.
 type faultKind struct {
@@ -122,6 +140,20 @@ var faultKinds = map[string]faultKind{
 		}},
 	"server-add": {nil, "start one more checkout instance mid-sale and put it in rotation",
 		func(fields, *parser) (Fault, error) { return serverAdd{}, nil }},
+	"freeze": {[]string{"service", "for"}, "SIGSTOP a service for `for`, then SIGCONT: redis (on a Redis Cluster the master of the first item's shard 0) or kafka (on a replicated Kafka the orders partition's leader); it answers nothing, and does not die",
+		func(m fields, p *parser) (Fault, error) {
+			f := freeze{For: 2 * time.Second}
+			if n := p.scalar(m, "service"); n != nil {
+				if n.Value != stack.Redis && n.Value != stack.Kafka {
+					return nil, lineErr(n, "service %q: want redis or kafka", n.Value)
+				}
+				f.Service = n.Value
+			} else {
+				return nil, lineErr(m.node, "freeze: say which service (redis or kafka)")
+			}
+			p.dur(m, "for", &f.For)
+			return f, nil
+		}},
 	"room-state-lost": {nil, "delete the sale's waiting-room state in Redis (queue, admissions, counters)",
 		func(fields, *parser) (Fault, error) { return roomLost{}, nil }},
 }
@@ -383,7 +415,7 @@ wait:
 		case <-buyersDone:
 			buyersDone, late = nil, time.After(10*time.Second)
 		case <-late:
-			return "", fmt.Errorf("%s never reached its reservation #%d while buyers came (no unit on sale for it?)", in.Name, f.After)
+			return "", fmt.Errorf("%s never reached its reservation #%d while buyers came (no unit on sale for it?): %w", in.Name, f.After, errNotTriggered)
 		case <-ctx.Done():
 			return "", ctx.Err()
 		}
@@ -406,6 +438,64 @@ func (serverAdd) Apply(ctx context.Context, env *Env) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("%s (pid %d) in rotation; %d live", in.Name, in.PID(), len(env.Fleet.Live())), nil
+}
+
+// freeze stops a service's process with SIGSTOP for For and thaws it with SIGCONT: the process
+// keeps its sockets and its data but answers nothing, the way a node in a long GC pause, a
+// swapped-out VM or a half-dead disk looks to its clients, which time out instead of failing fast.
+type freeze struct {
+	Service string
+	For     time.Duration
+}
+
+func (freeze) Name() string { return "freeze" }
+func (f freeze) Describe() string {
+	return fmt.Sprintf("freeze %s (SIGSTOP) for %s", f.Service, f.For)
+}
+
+func (f freeze) Apply(ctx context.Context, env *Env) (string, error) {
+	signal, what, err := f.target(ctx, env)
+	if err != nil {
+		return "", err
+	}
+	pid, err := signal(syscall.SIGSTOP)
+	if err != nil {
+		return "", err
+	}
+	env.Note("%s frozen (pid %d)", what, pid)
+	// Thaw whatever happens: a process left stopped would hang every later step and the settle.
+	defer func() {
+		if _, err := signal(syscall.SIGCONT); err != nil {
+			env.Note("%s: thaw: %v", what, err)
+		}
+	}()
+	if err := sleep(ctx, f.For); err != nil {
+		return "", err
+	}
+	env.Note("%s thawed after %s", what, f.For)
+	return fmt.Sprintf("%s (pid %d) stopped for %s, then continued", what, pid, f.For), nil
+}
+
+// target is the process a freeze signals: the single node, or on a cluster the node that matters
+// to the sale's first item.
+func (f freeze) target(ctx context.Context, env *Env) (func(syscall.Signal) (int, error), string, error) {
+	switch {
+	case f.Service == stack.Redis && env.Stack.RedisCluster.Masters > 0:
+		addr, err := firstShardMaster(ctx, env)
+		if err != nil {
+			return nil, "", err
+		}
+		return func(sig syscall.Signal) (int, error) { return stack.SignalClusterNode(env.Stack, addr, sig) }, "redis master " + addr, nil
+	case f.Service == stack.Kafka && env.Stack.KafkaCluster.Brokers > 0:
+		addr, err := ordersLeader(ctx, env)
+		if err != nil {
+			return nil, "", err
+		}
+		return func(sig syscall.Signal) (int, error) { return stack.SignalKafkaBroker(env.Stack, addr, sig) }, "kafka broker " + addr, nil
+	}
+	return func(sig syscall.Signal) (int, error) {
+		return stack.Kill(context.WithoutCancel(ctx), env.Stack, f.Service, sig)
+	}, f.Service, nil
 }
 
 type roomLost struct{}

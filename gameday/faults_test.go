@@ -111,6 +111,34 @@ func TestFaultRoomStateLost(t *testing.T) {
 	}
 }
 
+// Redis and Kafka frozen (SIGSTOP) at once: buyers time out and retry instead of failing fast,
+// nothing is lost. Two faults on one service wait for each other (the second freeze of Redis
+// starts when the first thaws), while the Kafka freeze overlaps both.
+func TestFaultFreezeOverlapping(t *testing.T) {
+	rep := mustPass(t, testScenario("freeze",
+		Step{At: time.Second, Fault: freeze{Service: stack.Redis, For: time.Second}, Line: 1},
+		Step{At: time.Second, Fault: freeze{Service: stack.Redis, For: time.Second}, Line: 2},
+		Step{At: 1500 * time.Millisecond, Fault: freeze{Service: stack.Kafka, For: 2 * time.Second}, Line: 3}))
+	waited := 0
+	for _, s := range rep.Steps {
+		if !strings.Contains(s.Note, "stopped for") || !strings.Contains(s.Note, "then continued") {
+			t.Errorf("step %d note %q: want the freeze and the thaw", s.Line, s.Note)
+		}
+		if strings.HasPrefix(s.Note, "waited ") {
+			waited++
+			if !strings.Contains(s.Note, "on redis") {
+				t.Errorf("step %d waited for %q", s.Line, s.Note)
+			}
+		}
+	}
+	if waited != 1 {
+		t.Errorf("%d steps waited for another; want the second Redis freeze only: %+v", waited, rep.Steps)
+	}
+	if k := rep.Steps[2]; k.Started > rep.Steps[0].Started+rep.Steps[0].Took || k.Started < rep.Steps[0].Started {
+		t.Errorf("the Kafka freeze (from +%s) did not overlap the first Redis freeze (+%s for %s)", k.Started, rep.Steps[0].Started, rep.Steps[0].Took)
+	}
+}
+
 // A fault whose process is not there fails its step with a message that says so.
 func TestFaultProcessNotFound(t *testing.T) {
 	empty := stack.Config{Dir: t.TempDir(), RedisPort: 26399, PostgresPort: 25499, KafkaPort: 29099, KafkaControllerPort: 29098}

@@ -58,7 +58,7 @@ func Parse(b []byte) (Scenario, error) {
 		return Scenario{}, &LineError{Line: 1, Msg: "empty scenario"}
 	}
 	root, err := mapping(doc.Content[0], "name", "seed", "sale", "servers", "buyers", "rate", "ramp",
-		"pay", "cancel", "retries", "settle", "budget", "steps")
+		"pay", "cancel", "retries", "replays", "settle", "budget", "steps")
 	if err != nil {
 		return Scenario{}, err
 	}
@@ -73,6 +73,7 @@ func Parse(b []byte) (Scenario, error) {
 	p.share(root, "pay", &s.Pay)
 	p.share(root, "cancel", &s.Cancel)
 	p.int(root, "retries", &s.Retries, 0, 10)
+	p.int(root, "replays", &s.Replays, 0, 5)
 	p.dur(root, "settle", &s.Settle)
 	if p.err != nil {
 		return s, p.err

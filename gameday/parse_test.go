@@ -111,6 +111,9 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 		{"duplicate key", base + "buyers: 20\n", 7, `key "buyers" given twice`},
 		{"syntax", base + "steps: [\n", 7, "did not find expected node content"},
 		{"steps not a list", base + "steps: kafka-kill\n", 7, "want a list"},
+		{"freeze without a service", base + "steps:\n  - {at: 1s, fault: freeze, for: 1s}\n", 8, "say which service"},
+		{"freeze of postgres", base + "steps:\n  - {at: 1s, fault: freeze, service: postgres}\n", 8, `service "postgres": want redis or kafka`},
+		{"too many replays", base + "replays: 9\n", 7, "replays"},
 		{"room without a rate", strings.Replace(base, "sale:\n", "sale:\n  room: {maxActive: 5}\n", 1), 3, "want admissionRate"},
 	}
 	for _, tt := range tests {

@@ -47,6 +47,12 @@ type Report struct {
 	Exits  []string `json:"unexpectedExits,omitempty"`
 	Passed bool     `json:"passed"`
 	Error  string   `json:"error,omitempty"`
+	// Acknowledged is how many distinct orders buyers were told RESERVED (202), fresh or replayed;
+	// Missing is how many of them PostgreSQL does not have after the settle (must be 0).
+	Acknowledged int `json:"acknowledged"`
+	Missing      int `json:"missing"`
+	// Replay is the command that draws a chaos run again (its seed and settings).
+	Replay string `json:"replay,omitempty"`
 
 	records []loadgen.Record
 }
@@ -147,6 +153,10 @@ func (r *Report) Render(w io.Writer) error {
 	}
 	if r.Error != "" {
 		fmt.Fprintf(w, "error: %s\n", r.Error)
+	}
+	if r.Replay != "" && !r.Passed {
+		fmt.Fprintf(w, "seed %d failed; the faults above are its timeline. Replay it: %s\n", r.Seed, r.Replay)
+		fmt.Fprintf(w, "shrink it by hand: keep some of its steps with --chaos-steps 1,3 and replay until it passes\n")
 	}
 	fmt.Fprintf(w, "game day %s: %s in %s\n", r.Scenario, passWord(r.Passed), fmtDur(r.Took))
 	return nil

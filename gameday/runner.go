@@ -89,6 +89,8 @@ type run struct {
 	records     []loadgen.Record
 	followUps   []loadgen.FollowUp
 	closeStores func()
+	// holds serializes the faults on one service (see holder).
+	holds       map[string]*sync.Mutex
 	stopPayment func()
 	timelineOn  bool
 	teardownErr error
@@ -128,6 +130,9 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	r.stack.Log = io.Discard
 	r.rep = &Report{Scenario: sc.Name, Seed: sc.Seed, Summary: sc.String(), Started: r.t0.UTC(), Machine: Machine(),
 		Units: sc.Units(), WorkDir: cfg.WorkDir}
+	if sc.Chaos != nil {
+		r.rep.Replay = sc.Chaos.Command()
+	}
 	r.env = &Env{Stack: r.stack, Endpoints: Endpoints(r.stack), SaleID: sc.Sale.ID, Rand: newSeeded(sc.Seed), Note: r.note}
 	if len(sc.Sale.Items) > 0 {
 		r.env.FirstItem, r.env.FirstItemShards = sc.Sale.Items[0].ID, max(sc.Sale.Items[0].Shards, 1)
@@ -384,9 +389,9 @@ func (r *run) blast(ctx context.Context) (string, error) {
 		BaseURL: r.env.Fleet.URL(), Targets: targets, Buyers: sc.Buyers, Secret: r.cfg.JWTSecret,
 		UserPrefix: fmt.Sprintf("gd-%d-", at.UnixMilli()), Clicks: 1, Retries: sc.Retries, At: at, Conns: 64,
 		Timeout:  10 * time.Second,
-		Schedule: &loadgen.Schedule{Rate: sc.Rate, Ramp: sc.Ramp},
-		After:    &loadgen.AfterPurchase{Pay: sc.Pay, Cancel: sc.Cancel, Seed: sc.Seed, PaymentToken: "tok_gameday"}, // not tok_ok, which the fake always accepts
-		Now:      r.cfg.Now,
+		Schedule: &loadgen.Schedule{Rate: sc.Rate, Ramp: sc.Ramp, Offsets: sc.Arrivals}, Replays: sc.Replays,
+		After: &loadgen.AfterPurchase{Pay: sc.Pay, Cancel: sc.Cancel, Seed: sc.Seed, PaymentToken: "tok_gameday"}, // not tok_ok, which the fake always accepts
+		Now:   r.cfg.Now,
 	}
 	if sc.Sale.Room != nil {
 		plan.Journey = &loadgen.Room{MaxPoll: 250 * time.Millisecond, Wait: 30 * time.Second}
@@ -442,6 +447,17 @@ func (r *run) step(ctx context.Context, st Step, when time.Time) StepResult {
 		res.Error = "not applied: " + err.Error()
 		return res
 	}
+	if h, ok := st.Fault.(holder); ok {
+		// Another fault on the same service goes first: a Redis that is being restarted cannot
+		// also be frozen. Faults on different services overlap.
+		mu := r.hold(h.Holds())
+		waitFrom := r.cfg.Now()
+		mu.Lock()
+		defer mu.Unlock()
+		if waited := r.cfg.Now().Sub(waitFrom); waited > 100*time.Millisecond {
+			res.Note = fmt.Sprintf("waited %s for the fault before it on %s; ", waited.Round(100*time.Millisecond), h.Holds())
+		}
+	}
 	begin := r.cfg.Now()
 	res.Started = begin.Sub(r.t0)
 	r.note("step (line %d) %s: %s", st.Line, res.Fault, res.Describe)
@@ -449,8 +465,12 @@ func (r *run) step(ctx context.Context, st Step, when time.Time) StepResult {
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	note, err := st.Fault.Apply(sctx, r.env)
-	res.Took, res.Note = r.cfg.Now().Sub(begin), note
+	res.Took, res.Note = r.cfg.Now().Sub(begin), res.Note+note
 	switch {
+	case err != nil && errors.Is(err, errNotTriggered) && r.cfg.Scenario.Chaos != nil:
+		// Drawn, not scripted: the moment the nemesis chose had no buyer left for it.
+		res.Note += "not triggered: " + err.Error()
+		r.note("step (line %d) %s not triggered", st.Line, res.Fault)
 	case err != nil && ctx.Err() != nil:
 		res.Error = "interrupted: " + err.Error()
 		r.note("step (line %d) %s interrupted", st.Line, res.Fault)
@@ -459,6 +479,19 @@ func (r *run) step(ctx context.Context, st Step, when time.Time) StepResult {
 		r.note("step (line %d) %s FAILED: %v", st.Line, res.Fault, err)
 	}
 	return res
+}
+
+// hold is the lock of the faults on one service.
+func (r *run) hold(service string) *sync.Mutex {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.holds == nil {
+		r.holds = map[string]*sync.Mutex{}
+	}
+	if r.holds[service] == nil {
+		r.holds[service] = &sync.Mutex{}
+	}
+	return r.holds[service]
 }
 
 // Machine describes the computer the game day ran on.

@@ -43,6 +43,16 @@ type Scenario struct {
 	// Retries resend a purchase with the same Idempotency-Key after a 5xx or a broken connection,
 	// as a real client does when the server it talked to died.
 	Retries int
+	// Replays resend a purchase with the same Idempotency-Key after it was answered (a resubmitted
+	// form), so one key is answered by several instances; each answer must agree with the first.
+	Replays int
+	// Arrivals, when set, is each buyer's arrival after the release in order, in place of Rate
+	// and Ramp (a chaos game day's trickle and bursts).
+	Arrivals []time.Duration
+	// Chaos marks a schedule drawn from the seed (Chaos): a fault whose trigger never came (an
+	// armed instance that was never asked for a reservation) is noted, not failed, and a failing
+	// run says how to replay it.
+	Chaos *ChaosConfig
 	// Settle bounds the wait, after the burst and the steps, for every hold to end.
 	Settle time.Duration
 	// Budget, when set, is the availability the run must keep: the game day fails beyond it.
@@ -95,6 +105,9 @@ type Step struct {
 
 // Duration is how long the arrivals of the scenario's buyers take.
 func (s Scenario) Duration() time.Duration {
+	if n := len(s.Arrivals); n > 0 {
+		return s.Arrivals[n-1]
+	}
 	if s.Rate <= 0 {
 		return 0
 	}
@@ -111,6 +124,10 @@ func (s Scenario) Units() int64 {
 }
 
 func (s Scenario) String() string {
-	return fmt.Sprintf("%s: %d buyers at %g/s for %d units on %d server(s), %d fault step(s), seed %d",
-		s.Name, s.Buyers, s.Rate, s.Units(), s.Servers, len(s.Steps), s.Seed)
+	arrive := fmt.Sprintf("at %g/s", s.Rate)
+	if len(s.Arrivals) > 0 {
+		arrive = fmt.Sprintf("over %s", s.Duration().Round(100*time.Millisecond))
+	}
+	return fmt.Sprintf("%s: %d buyers %s for %d units on %d server(s), %d fault step(s), seed %d",
+		s.Name, s.Buyers, arrive, s.Units(), s.Servers, len(s.Steps), s.Seed)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -123,8 +124,27 @@ func passed(detail string, ok bool, err error) (string, error) {
 	return detail, err
 }
 
-// rebuild restores the sale's Redis state from PostgreSQL after Redis lost it.
+// rebuild restores the sale's Redis state from PostgreSQL after Redis lost it. Another fault may
+// hold PostgreSQL or Kafka down meanwhile (a chaos run draws them to meet): the rebuild is tried
+// again every second for up to two minutes, as an operator would, and each failure is noted.
 func (r *run) rebuild(ctx context.Context) (string, error) {
+	deadline := r.cfg.Now().Add(2 * time.Minute)
+	for try := 1; ; try++ {
+		note, err := r.rebuildOnce(ctx)
+		if err == nil || ctx.Err() != nil || r.cfg.Now().After(deadline) {
+			if err == nil && try > 1 {
+				note = fmt.Sprintf("%s (try %d)", note, try)
+			}
+			return note, err
+		}
+		r.note("redis rebuild failed (try %d), trying again in 1s: %v", try, err)
+		if err := sleep(ctx, time.Second); err != nil {
+			return "", err
+		}
+	}
+}
+
+func (r *run) rebuildOnce(ctx context.Context) (string, error) {
 	e := r.env.Endpoints
 	rep, err := reconcile.Run(ctx, reconcile.Config{
 		SaleID: r.sale.ID, RedisURL: e.RedisURL, PostgresURL: e.PostgresURL, Brokers: e.KafkaBrokers,
@@ -151,8 +171,31 @@ func (r *run) checks(ctx context.Context) ([]finding.Finding, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.rep.Acknowledged, r.rep.Missing = len(ids), 0
+	for _, id := range ids {
+		if _, ok := statuses[id]; !ok {
+			r.rep.Missing++
+		}
+	}
 	return []finding.Finding{checkEndings(ids, statuses), checkFollowUps(r.followUps, statuses),
-		checkAvailability(r.rep.Availability, r.cfg.Scenario.Budget)}, nil
+		checkNoInternal(r.records, r.followUps), checkAvailability(r.rep.Availability, r.cfg.Scenario.Budget)}, nil
+}
+
+// checkNoInternal: no answer was a 500. A fault is a store or a process going away, which the
+// server answers 503 with a Retry-After (or a definitive answer); a 500 is a bug it did not expect.
+func checkNoInternal(recs []loadgen.Record, fs []loadgen.FollowUp) finding.Finding {
+	var p []string
+	for _, r := range recs {
+		if r.Status == http.StatusInternalServerError {
+			p = append(p, fmt.Sprintf("buyer %d: %s %s answered 500 %s", r.Buyer, r.Method, r.URL, r.Outcome))
+		}
+	}
+	for _, f := range fs {
+		if f.Answer == string(outcome.Internal) {
+			p = append(p, fmt.Sprintf("buyer %d: %s of order %s answered 500 INTERNAL", f.Buyer, f.Action, f.OrderID))
+		}
+	}
+	return check("no internal errors (500)", len(p) == 0, detail(p, fmt.Sprintf("%d requests and %d follow-ups answered without a 500", len(recs), len(fs))))
 }
 
 // checkEndings: every RESERVED answer ends in PostgreSQL as paid, expired, cancelled or failed.

@@ -238,6 +238,24 @@ func KillKafkaBroker(ctx context.Context, cfg Config, addr string) (int, error) 
 	return pid, nil
 }
 
+// SignalKafkaBroker sends sig to one broker of the local Kafka cluster: SIGSTOP freezes it (it
+// keeps its leadership until its session with the controller times out), SIGCONT thaws it. It
+// returns the pid, or ErrNotRunning.
+func SignalKafkaBroker(cfg Config, addr string, sig syscall.Signal) (int, error) {
+	n, err := kafkaBroker(cfg, addr)
+	if err != nil {
+		return 0, err
+	}
+	pid, ok := pidFromFile(n.pidFile(), kafkaMain)
+	if !ok {
+		return 0, fmt.Errorf("signal kafka broker %s: %w", addr, ErrNotRunning)
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return pid, fmt.Errorf("signal %d to kafka broker %s (pid %d): %w", sig, addr, pid, err)
+	}
+	return pid, nil
+}
+
 // StartKafkaBroker starts a stopped broker of the local Kafka cluster again with its data, so it
 // rejoins and catches up, and waits until it lists every broker; it returns the new pid.
 func StartKafkaBroker(ctx context.Context, cfg Config, addr string) (int, error) {

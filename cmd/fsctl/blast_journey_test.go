@@ -45,7 +45,7 @@ func TestBlastJourneyFlagsMakeThePlan(t *testing.T) {
 		t.Errorf("after %+v", p.After)
 	}
 	// 100 buyers on the 2 s ramp, then 3 s at 100/s: --duration overrides --buyers.
-	if p.Schedule == nil || *p.Schedule != (loadgen.Schedule{Rate: 100, Ramp: 2 * time.Second}) || p.Buyers != 400 {
+	if p.Schedule == nil || p.Schedule.Rate != 100 || p.Schedule.Ramp != 2*time.Second || p.Schedule.Offsets != nil || p.Buyers != 400 {
 		t.Errorf("schedule %+v, buyers %d", p.Schedule, p.Buyers)
 	}
 }

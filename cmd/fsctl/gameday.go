@@ -20,6 +20,9 @@ type gamedayOptions struct {
 	output    outputFlag
 	print     bool
 	noWarroom bool
+	chaos     bool
+	chaosCfg  gameday.ChaosConfig
+	seeds     int
 }
 
 func newGamedayCmd() *cobra.Command {
@@ -41,9 +44,21 @@ also on Ctrl-C.
 
 Faults a step can name:
 ` + faults.String() + `
-Without --scenario the built-in scenario runs (fsctl gameday --print-default shows it).`,
+Without --scenario the built-in scenario runs (fsctl gameday --print-default shows it).
+
+With --chaos the scenario is drawn from --seed instead of read from a file: buyers arrive for
+--duration in a trickle (--rate) with bursts on top, retry and replay their keys, pay, cancel or
+abandon, while a nemesis injects --faults faults at random moments, overlapping each other (kills
+of instances, also between the reserve and the publish, Redis restarted empty or frozen, Kafka
+killed or frozen, PostgreSQL stopped, the payment provider down or slow; a Redis Cluster master
+with --redis-cluster). Then everything heals, the sale settles and the checker judges the whole
+history: every 202 a buyer heard is an order in PostgreSQL, nothing oversold or lost, the same key
+never answered two ways. A failing seed prints its fault timeline and the command that replays
+it; --chaos-steps keeps some of its steps, to shrink it by hand.`,
 		Example: `  fsctl gameday                                   # the built-in scenario on ./.stack
   fsctl gameday --scenario examples/gameday.yaml --report-dir /tmp/gameday
+  fsctl gameday --chaos --seed 7                  # a seeded random schedule of overlapping faults
+  fsctl gameday --chaos --seed 7 --chaos-steps 2,5 # the same run with only its steps 2 and 5
   fsctl gameday --dir /tmp/gd --redis-port 26379 --postgres-port 25432 --kafka-port 29092 --kafka-controller-port 29093`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runGameday(cmd, o) },
@@ -66,6 +81,13 @@ Without --scenario the built-in scenario runs (fsctl gameday --print-default sho
 	f.IntVar(&o.stack.cfg.RedisCluster.Port, "redis-cluster-port", stack.DefaultRedisClusterPort, "port of the Redis Cluster's first node")
 	f.IntVar(&o.stack.cfg.KafkaCluster.Brokers, "kafka-brokers", 0, "run the sale on the stack's replicated Kafka of this many brokers (kafka-kill then kills the orders partition's leader)")
 	f.IntVar(&o.stack.cfg.KafkaCluster.Port, "kafka-cluster-port", stack.DefaultKafkaClusterPort, "port of the replicated Kafka's first broker")
+	f.BoolVar(&o.chaos, "chaos", false, "draw the scenario from --seed: a trickle and bursts of buyers under overlapping random faults")
+	f.Uint64Var(&o.chaosCfg.Seed, "seed", 1, "with --chaos: the seed the run is drawn from; with a scenario: replaces its seed")
+	f.DurationVar(&o.chaosCfg.Duration, "duration", gameday.DefaultChaosDuration, "with --chaos: how long buyers arrive and faults come")
+	f.Float64Var(&o.chaosCfg.Rate, "rate", gameday.DefaultChaosRate, "with --chaos: the trickle's buyers per second between the bursts")
+	f.IntVar(&o.chaosCfg.Faults, "faults", 0, "with --chaos: how many faults the nemesis draws (default one per 3s of --duration, at least 3)")
+	f.IntVar(&o.seeds, "seeds", 1, "with --chaos: run this many seeds, from --seed on, one after the other, and sum them up (reports in <report-dir>/seed-N)")
+	f.IntSliceVar(&o.chaosCfg.Only, "chaos-steps", nil, "with --chaos: keep only these steps of the seed's schedule (e.g. 2,5), to shrink a failing seed")
 	cmd.AddCommand(newGamedayDrillCmd())
 	return cmd
 }
@@ -80,27 +102,44 @@ func runGameday(cmd *cobra.Command, o *gamedayOptions) error {
 		return &exitError{code: 2, err: fmt.Errorf("--teardown %q: want auto, always or never", o.teardown)}
 	}
 	sc := gameday.Default()
-	if o.scenario != "" {
+	flags := cmd.Flags()
+	switch {
+	case o.chaos && o.scenario != "":
+		return &exitError{code: 2, err: fmt.Errorf("--chaos draws its own scenario: give --chaos or --scenario, not both")}
+	case o.chaos && (o.seeds < 1 || o.seeds > 100_000):
+		return &exitError{code: 2, err: fmt.Errorf("--seeds %d: want 1 to 100000", o.seeds)}
+	case o.chaos:
+		o.chaosCfg.RedisCluster, o.chaosCfg.KafkaCluster = o.stack.cfg.RedisCluster.Masters > 0, o.stack.cfg.KafkaCluster.Brokers > 0
 		var err error
-		if sc, err = gameday.LoadFile(o.scenario); err != nil {
+		if sc, err = gameday.Chaos(o.chaosCfg); err != nil {
 			return &exitError{code: 2, err: err}
 		}
+	default:
+		for _, name := range []string{"duration", "rate", "faults", "chaos-steps", "seeds"} {
+			if flags.Changed(name) {
+				return &exitError{code: 2, err: fmt.Errorf("--%s is a setting of --chaos", name)}
+			}
+		}
+		if o.scenario != "" {
+			var err error
+			if sc, err = gameday.LoadFile(o.scenario); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+		}
+		if flags.Changed("seed") {
+			sc.Seed = o.chaosCfg.Seed
+		}
 	}
-	progress := o.output.beside(cmd.OutOrStdout(), cmd.ErrOrStderr())
 	dir, err := filepath.Abs(o.reportDir)
 	if err != nil {
 		return err
 	}
-	cfg := gameday.Config{Scenario: sc, Stack: o.stack.config(progress), Teardown: td, WorkDir: dir, Out: progress}
-	if !o.noWarroom {
-		cfg.Timeline = gameday.NewWarRoom(gameday.Endpoints(cfg.Stack), sc.Sale.ID, filepath.Join(dir, "warroom.jsonl"))
+	if o.chaos && o.seeds > 1 {
+		return runChaosSeeds(cmd, o, td, dir)
 	}
-	rep, runErr := gameday.Run(cmd.Context(), cfg)
+	rep, runErr := playGameday(cmd, o, sc, td, dir)
 	if rep == nil {
 		return runErr
-	}
-	if err := writeGamedayReports(dir, rep); err != nil {
-		return err
 	}
 	if err := writeReport(cmd.OutOrStdout(), o.output, rep); err != nil {
 		return err
@@ -115,6 +154,24 @@ func runGameday(cmd *cobra.Command, o *gamedayOptions) error {
 		return &exitError{code: 2, err: runErr}
 	}
 	return nil
+}
+
+// playGameday runs one scenario and writes its reports to dir; the report is nil only when the
+// run could not start.
+func playGameday(cmd *cobra.Command, o *gamedayOptions, sc gameday.Scenario, td gameday.Teardown, dir string) (*gameday.Report, error) {
+	progress := o.output.beside(cmd.OutOrStdout(), cmd.ErrOrStderr())
+	cfg := gameday.Config{Scenario: sc, Stack: o.stack.config(progress), Teardown: td, WorkDir: dir, Out: progress}
+	if !o.noWarroom {
+		cfg.Timeline = gameday.NewWarRoom(gameday.Endpoints(cfg.Stack), sc.Sale.ID, filepath.Join(dir, "warroom.jsonl"))
+	}
+	rep, runErr := gameday.Run(cmd.Context(), cfg)
+	if rep == nil {
+		return nil, runErr
+	}
+	if err := writeGamedayReports(dir, rep); err != nil {
+		return rep, err
+	}
+	return rep, runErr
 }
 
 func writeGamedayReports(dir string, rep *gameday.Report) error {

@@ -25,7 +25,9 @@ func TestGamedayCLI(t *testing.T) {
 	if code != 2 || err == nil || !strings.Contains(err.Error(), bad+": line 9: unknown fault \"meteor\"") {
 		t.Errorf("malformed scenario: code %d, err %v", code, err)
 	}
-	for _, args := range [][]string{{"--teardown", "sometimes"}, {"--output", "yaml"}} {
+	for _, args := range [][]string{{"--teardown", "sometimes"}, {"--output", "yaml"},
+		{"--chaos", "-f", bad}, {"--duration", "5s"}, {"--chaos-steps", "1"}, {"--chaos", "--duration", "2h"},
+		{"--chaos", "--chaos-steps", "0"}, {"--chaos", "--faults", "3", "--chaos-steps", "4"}} {
 		if _, code, err := runCLI(t, append([]string{"gameday"}, args...)...); code != 2 || err == nil {
 			t.Errorf("%v: code %d, err %v", args, code, err)
 		}

@@ -1,0 +1,127 @@
+package gameday
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// faultNames lists a schedule's faults, with their settings, in order.
+func faultNames(sc Scenario) []string {
+	var out []string
+	for _, st := range sc.Steps {
+		out = append(out, st.At.String()+" "+st.Fault.Describe())
+	}
+	return out
+}
+
+// The seed decides the whole run: the same seed draws the same buyers and faults, another seed
+// another run.
+func TestChaosIsDrawnFromTheSeed(t *testing.T) {
+	a, err := Chaos(ChaosConfig{Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Chaos(ChaosConfig{Seed: 7})
+	c, _ := Chaos(ChaosConfig{Seed: 8})
+	if !reflect.DeepEqual(faultNames(a), faultNames(b)) || !slices.Equal(a.Arrivals, b.Arrivals) {
+		t.Fatalf("seed 7 drew two different runs:\n%v\n%v", faultNames(a), faultNames(b))
+	}
+	if reflect.DeepEqual(faultNames(a), faultNames(c)) && slices.Equal(a.Arrivals, c.Arrivals) {
+		t.Fatal("seeds 7 and 8 drew the same run")
+	}
+	if len(a.Steps) != 6 || a.Buyers != len(a.Arrivals) || a.Buyers < 1000 || a.Servers != 3 || a.Replays != 1 {
+		t.Errorf("seed 7: %s, %d steps, replays %d", a, len(a.Steps), a.Replays)
+	}
+	if a.Units() < int64(a.Buyers)/4 || a.Sale.Items[0].Shards < 2 {
+		t.Errorf("seed 7: %d units for %d buyers, first item on %d shard(s)", a.Units(), a.Buyers, a.Sale.Items[0].Shards)
+	}
+	if d := a.Duration(); d > DefaultChaosDuration || d < DefaultChaosDuration*9/10 {
+		t.Errorf("arrivals last %s, want about %s", d, DefaultChaosDuration)
+	}
+	// Bursts: many buyers at one instant on top of the trickle.
+	same := 1
+	for i := 1; i < len(a.Arrivals); i++ {
+		if a.Arrivals[i] == a.Arrivals[i-1] {
+			same++
+		}
+	}
+	if same < 100 {
+		t.Errorf("only %d buyers share an arrival instant; want bursts", same)
+	}
+}
+
+// Over many seeds the nemesis draws every kind of fault, puts faults on different services in
+// one window, and never kills an instance unless three stand in its model of the fleet.
+func TestChaosFaultsOverlapAndLeaveASurvivor(t *testing.T) {
+	kinds := map[string]bool{}
+	overlapping := 0
+	for seed := range uint64(200) {
+		sc, err := Chaos(ChaosConfig{Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		live := chaosServers
+		for i, st := range sc.Steps {
+			kinds[st.Fault.Name()+" "+strings.Fields(st.Fault.Describe())[0]] = true
+			switch st.Fault.(type) {
+			case serverKill:
+				if live < chaosServers {
+					t.Fatalf("seed %d step %d kills with %d live", seed, i+1, live)
+				}
+				live--
+			case serverAdd:
+				live++
+			}
+			if i > 0 && st.At-sc.Steps[i-1].At < time.Second {
+				overlapping++
+			}
+		}
+	}
+	for _, want := range []string{"redis-restart-empty kill", "freeze freeze", "kafka-kill kill", "postgres-stop stop",
+		"payment payment", "server-kill SIGKILL", "server-crash-after-reserve an", "server-add add"} {
+		if !kinds[want] {
+			t.Errorf("200 seeds never drew %q (drawn: %v)", want, kinds)
+		}
+	}
+	if kinds["redis-master-kill kill"] {
+		t.Error("redis-master-kill drawn without a Redis Cluster")
+	}
+	if overlapping < 100 {
+		t.Errorf("only %d faults within a second of the one before, over 200 seeds; the nemesis should overlap them", overlapping)
+	}
+	sc, _ := Chaos(ChaosConfig{Seed: 3, RedisCluster: true, Faults: 40})
+	if !slices.ContainsFunc(sc.Steps, func(s Step) bool { return s.Fault.Name() == "redis-master-kill" }) {
+		t.Errorf("40 faults on a Redis Cluster and no redis-master-kill: %v", faultNames(sc))
+	}
+}
+
+// --chaos-steps keeps some steps of a seed's schedule, numbered as drawn, to shrink a failing
+// seed; the replay command carries them.
+func TestChaosShrinkByHand(t *testing.T) {
+	all, _ := Chaos(ChaosConfig{Seed: 11, Duration: 30 * time.Second})
+	some, err := Chaos(ChaosConfig{Seed: 11, Duration: 30 * time.Second, Only: []int{2, 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(some.Steps) != 2 || some.Steps[0].Fault.Describe() != all.Steps[1].Fault.Describe() || some.Steps[1].At != all.Steps[4].At {
+		t.Fatalf("steps 2 and 5 of %v: got %v", faultNames(all), faultNames(some))
+	}
+	if !slices.Equal(some.Arrivals, all.Arrivals) {
+		t.Error("shrinking the faults changed the buyers")
+	}
+	want := "fsctl gameday --chaos --seed 11 --duration 30s --rate 60 --faults 10 --chaos-steps 2,5"
+	if got := some.Chaos.Command(); got != want {
+		t.Errorf("replay command %q, want %q", got, want)
+	}
+	if _, err := Chaos(ChaosConfig{Seed: 11, Only: []int{99}}); err == nil || !strings.Contains(err.Error(), "draws steps 1 to 6") {
+		t.Errorf("a step the seed does not draw: err %v", err)
+	}
+	for _, bad := range []ChaosConfig{{Duration: 2 * time.Hour}, {Rate: -1}, {Faults: 1000}, {Only: []int{0}}} {
+		if _, err := Chaos(bad); err == nil {
+			t.Errorf("%+v: want an error", bad)
+		}
+	}
+}
