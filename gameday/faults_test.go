@@ -100,6 +100,22 @@ func TestFaultServerAdd(t *testing.T) {
 	}
 }
 
+// An instance started while the broker is down (a pod scaled up or restarted during the outage)
+// waits for it (fsctl serve --start-wait) and joins, where it used to exit at once with "kafka
+// unreachable" (chaos seed 5 found it; the same for PostgreSQL).
+func TestInstanceStartedWhileKafkaIsDownWaits(t *testing.T) {
+	rep := mustPass(t, testScenario("add-during-kafka-kill",
+		Step{At: time.Second, Fault: kafkaKill{Down: 2 * time.Second}, Line: 1},
+		Step{At: 1300 * time.Millisecond, Fault: serverAdd{}, Line: 2}))
+	add := rep.Steps[1]
+	if !strings.Contains(add.Note, "3 live") {
+		t.Errorf("step note %q: want a third instance in rotation", add.Note)
+	}
+	if kill := rep.Steps[0]; add.Started+add.Took < kill.Started+kill.Took-500*time.Millisecond {
+		t.Errorf("the instance was ready at +%s, before the broker was back at +%s: the fault missed it", add.Started+add.Took, kill.Started+kill.Took)
+	}
+}
+
 // Buyers go through a waiting room that lets 50 a second through, so a queue is waiting when its
 // state is deleted; whoever was in it must not break an invariant.
 func TestFaultRoomStateLost(t *testing.T) {
@@ -136,6 +152,23 @@ func TestFaultFreezeOverlapping(t *testing.T) {
 	}
 	if k := rep.Steps[2]; k.Started > rep.Steps[0].Started+rep.Steps[0].Took || k.Started < rep.Steps[0].Started {
 		t.Errorf("the Kafka freeze (from +%s) did not overlap the first Redis freeze (+%s for %s)", k.Started, rep.Steps[0].Started, rep.Steps[0].Took)
+	}
+}
+
+// The network to Redis cut while the network to PostgreSQL is slow, through the game day's
+// proxies: buyers time out and retry, nothing is lost, and both are put back.
+func TestFaultNetPartitionAndDelay(t *testing.T) {
+	rep := mustPass(t, testScenario("net",
+		Step{At: time.Second, Fault: netFault{Service: stack.Redis, Partition: true, For: 1500 * time.Millisecond}, Line: 1},
+		Step{At: time.Second, Fault: netFault{Service: stack.Postgres, Latency: 300 * time.Millisecond, For: 2 * time.Second}, Line: 2}))
+	for _, s := range rep.Steps {
+		if !strings.Contains(s.Note, "through the proxy") || !strings.Contains(s.Note, "back to normal") {
+			t.Errorf("step %d note %q: want the fault through the proxy and the network put back", s.Line, s.Note)
+		}
+	}
+	a := rep.Availability
+	if a.Outage == 0 {
+		t.Errorf("a 1.5 s partition from Redis and no outage measured: %s", a)
 	}
 }
 

@@ -30,9 +30,11 @@ import (
 // AppConfig is everything `fsctl serve` needs to run the checkout on real services.
 type AppConfig struct {
 	Server Config
-	// RedisWait is how long a start waits for a Redis that does not answer yet (a cluster
-	// recovering, a node restarting) before it gives up; a wrong kind of address fails at once.
-	RedisWait   time.Duration
+	// StartWait is how long a start waits for each of Redis, PostgreSQL and Kafka while it does
+	// not answer yet (a cluster recovering, a node or a broker restarting) before it gives up, so
+	// an instance started during an outage (a pod scaled up, a crash restarted) comes up when the
+	// store does instead of exiting; a wrong kind of address fails at once.
+	StartWait   time.Duration
 	RedisURL    string
 	PostgresURL string
 	Brokers     []string
@@ -135,7 +137,9 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 	// purchases of its shards at once, with a retry answer, instead of after go-redis's five
 	// dial attempts times its command retries; the other shards go on selling meanwhile.
 	a.rdb = raddr.Open(redisconn.Tune{PoolSize: 256, DialerRetries: 1, DialTimeout: 2 * time.Second})
-	if err := waitRedis(ctx, a.rdb, cfg.RedisWait, log); err != nil {
+	err = waitReady(ctx, "redis", cfg.StartWait, log, func(ctx context.Context) error { return redisconn.Check(ctx, a.rdb) },
+		func(err error) bool { return errors.Is(err, redisconn.ErrWrongKind) })
+	if err != nil {
 		return nil, err
 	}
 	batch := cfg.RedisBatch
@@ -149,20 +153,31 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 	if err := a.Stock.LoadScripts(ctx); err != nil {
 		return nil, err
 	}
-	if cfg.Migrate {
-		if _, err := orders.Migrate(ctx, cfg.PostgresURL); err != nil {
-			return nil, err
+	err = waitReady(ctx, "postgres", cfg.StartWait, log, func(ctx context.Context) error {
+		if cfg.Migrate {
+			if _, err := orders.Migrate(ctx, cfg.PostgresURL); err != nil {
+				return err
+			}
 		}
-	}
-	if a.Orders, err = orders.Open(ctx, cfg.PostgresURL); err != nil {
+		var err error
+		a.Orders, err = orders.Open(ctx, cfg.PostgresURL)
+		return err
+	}, nil)
+	if err != nil {
 		return nil, err
 	}
-	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for _, t := range []string{cfg.OrdersTopic, cfg.DeadLetterTopic} {
-		if err := events.EnsureTopic(tctx, cfg.Brokers, t, cfg.Partitions); err != nil {
-			return nil, err
+	err = waitReady(ctx, "kafka", cfg.StartWait, log, func(ctx context.Context) error {
+		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		for _, t := range []string{cfg.OrdersTopic, cfg.DeadLetterTopic} {
+			if err := events.EnsureTopic(tctx, cfg.Brokers, t, cfg.Partitions); err != nil {
+				return err
+			}
 		}
+		return nil
+	}, nil)
+	if err != nil {
+		return nil, err
 	}
 	a.pub = events.NewPublisher(cfg.Brokers, cfg.OrdersTopic)
 	a.dlq = events.NewPublisher(cfg.Brokers, cfg.DeadLetterTopic)
@@ -365,21 +380,19 @@ func (a *App) Close() {
 	}
 }
 
-// waitRedis checks the stock Redis, and while it does not answer retries for up to limit,
-// saying so every few seconds: an instance added during an incident comes up when Redis does
-// instead of exiting. An address of the wrong kind (a cluster node given as one node, or the
-// reverse) is a mistake no wait mends and fails at once.
-func waitRedis(ctx context.Context, rdb redis.UniversalClient, limit time.Duration, log *slog.Logger) error {
+// waitReady tries a store until it answers, ctx ends or limit has passed (then the last error
+// stands), saying every 3 s that it waits; an error fatal says cannot get better ends it at once.
+func waitReady(ctx context.Context, what string, limit time.Duration, log *slog.Logger, try func(context.Context) error, fatal func(error) bool) error {
 	deadline, said := time.Now().Add(limit), time.Time{}
 	for {
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		err := redisconn.Check(cctx, rdb)
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := try(cctx)
 		cancel()
-		if err == nil || errors.Is(err, redisconn.ErrWrongKind) || time.Now().After(deadline) || ctx.Err() != nil {
+		if err == nil || fatal != nil && fatal(err) || time.Now().After(deadline) || ctx.Err() != nil {
 			return err
 		}
 		if time.Since(said) > 3*time.Second {
-			log.Warn("redis not ready; waiting", "for", time.Until(deadline).Round(time.Second), "err", err)
+			log.Warn(what+" not ready; waiting", "for", time.Until(deadline).Round(time.Second), "err", err)
 			said = time.Now()
 		}
 		select {

@@ -32,7 +32,7 @@ type serveOptions struct {
 	maxConns      int
 	publishLinger time.Duration
 	partitions    int
-	redisWait     time.Duration
+	startWait     time.Duration
 	session       time.Duration
 	migrate       bool
 	adminToken    string
@@ -90,7 +90,9 @@ Without --payment-url the bundled fake provider runs in-process (see fsctl payme
 	_ = fs.MarkDeprecated("publish-linger", "concurrent publishes share produce requests without a timer now; the flag has no effect")
 	fs.IntVar(&o.partitions, "partitions", 6, "partitions of the orders topic when the server creates it")
 	fs.DurationVar(&o.session, "consumer-session", ingest.DefaultSessionTimeout, "the order consumer's Kafka group session: a crashed instance holds its partitions, and a rebalance waits for it, this long (the broker's group.min.session.timeout.ms is the floor, 6s by default)")
-	fs.DurationVar(&o.redisWait, "redis-wait", 30*time.Second, "at start, how long to wait for a Redis that does not answer yet (a cluster recovering) before giving up; a wrong kind of address fails at once")
+	fs.DurationVar(&o.startWait, "start-wait", 30*time.Second, "at start, how long to wait for each of Redis, PostgreSQL and Kafka while it does not answer yet (restarting, a cluster recovering) before giving up; a wrong kind of Redis address fails at once")
+	fs.DurationVar(&o.startWait, "redis-wait", 30*time.Second, "the old name of --start-wait")
+	_ = fs.MarkDeprecated("redis-wait", "use --start-wait, which waits for PostgreSQL and Kafka too")
 	fs.BoolVar(&o.migrate, "migrate", true, "apply database migrations at start")
 	fs.StringVar(&o.adminToken, "admin-token", os.Getenv(envAdminToken), "operator token of /admin/v1; empty turns the admin API off (env "+envAdminToken+")")
 	fs.StringVar(&o.paymentURL, "payment-url", os.Getenv(envPaymentURL), "payment provider base URL; empty runs the bundled fake in-process (env "+envPaymentURL+")")
@@ -152,7 +154,7 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 	}
 	app, err := server.Open(cmd.Context(), server.AppConfig{
 		Server: cfg, RedisURL: o.endpoints.redisURL, PostgresURL: o.endpoints.postgresURL,
-		Brokers: o.endpoints.brokers, JWTSecret: []byte(o.jwtSecret), Partitions: o.partitions, RedisWait: o.redisWait, ConsumerSession: o.session,
+		Brokers: o.endpoints.brokers, JWTSecret: []byte(o.jwtSecret), Partitions: o.partitions, StartWait: o.startWait, ConsumerSession: o.session,
 		API: slices.Contains(o.roles, "api"), Consumer: slices.Contains(o.roles, "consumer"),
 		Migrate:    o.migrate,
 		PaymentURL: o.paymentURL, Breaker: o.breaker, Lifecycle: lc, Workers: o.workers,
