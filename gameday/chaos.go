@@ -131,9 +131,23 @@ var nemesis = map[string]nemesisFault{
 		return paymentFault{Latency: between(r, 300*time.Millisecond, 1500*time.Millisecond), Jitter: 200 * time.Millisecond,
 			DeclineRate: -1, ErrorRate: 0.1, For: between(r, 2*time.Second, 5*time.Second)}
 	}},
+	"net-delay": {2, false, func(r *rand.Rand) Fault {
+		return netFault{Service: netService(r), Latency: between(r, 50*time.Millisecond, 800*time.Millisecond), For: between(r, time.Second, 4*time.Second)}
+	}},
+	"net-partition": {2, false, func(r *rand.Rand) Fault {
+		return netFault{Service: netService(r), Partition: true, For: between(r, 500*time.Millisecond, 3*time.Second)}
+	}},
 	"redis-master-kill": {2, true, func(r *rand.Rand) Fault {
 		return redisMasterKill{Down: between(r, time.Second, 3*time.Second), Wipe: r.IntN(3) == 0}
 	}},
+}
+
+// netService is the service a network fault stands in front of.
+func netService(r *rand.Rand) string {
+	if r.IntN(2) == 0 {
+		return "redis"
+	}
+	return "postgres"
 }
 
 // Chaos draws a game day from c's seed: three instances, two items (one over four stock shards,
@@ -237,7 +251,12 @@ func drawFaults(r *rand.Rand, c ChaosConfig) []Step {
 		case name == "server-add":
 			live++
 		}
-		steps = append(steps, Step{At: at, Fault: nemesis[name].draw(r), Line: i + 1})
+		f := nemesis[name].draw(r)
+		if nf, ok := f.(netFault); ok && c.RedisCluster && nf.Service == "redis" {
+			nf.Service = "postgres" // a cluster's clients follow MOVED to the nodes' own addresses, around a proxy
+			f = nf
+		}
+		steps = append(steps, Step{At: at, Fault: f, Line: i + 1})
 	}
 	return steps
 }

@@ -81,7 +81,8 @@ func TestChaosFaultsOverlapAndLeaveASurvivor(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"redis-restart-empty kill", "freeze freeze", "kafka-kill kill", "postgres-stop stop",
-		"payment payment", "server-kill SIGKILL", "server-crash-after-reserve an", "server-add add"} {
+		"payment payment", "server-kill SIGKILL", "server-crash-after-reserve an", "server-add add",
+		"net-delay add", "net-partition partition"} {
 		if !kinds[want] {
 			t.Errorf("200 seeds never drew %q (drawn: %v)", want, kinds)
 		}
@@ -95,6 +96,12 @@ func TestChaosFaultsOverlapAndLeaveASurvivor(t *testing.T) {
 	sc, _ := Chaos(ChaosConfig{Seed: 3, RedisCluster: true, Faults: 40})
 	if !slices.ContainsFunc(sc.Steps, func(s Step) bool { return s.Fault.Name() == "redis-master-kill" }) {
 		t.Errorf("40 faults on a Redis Cluster and no redis-master-kill: %v", faultNames(sc))
+	}
+	// No proxy can stand in front of a cluster: its network faults hit PostgreSQL.
+	for _, st := range sc.Steps {
+		if nf, ok := st.Fault.(netFault); ok && nf.Service != "postgres" {
+			t.Errorf("on a Redis Cluster: %s", nf.Describe())
+		}
 	}
 }
 

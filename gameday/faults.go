@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fsctl/fsctl/faultnet"
 	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/room"
 	"github.com/fsctl/fsctl/stack"
@@ -37,6 +38,9 @@ type Env struct {
 	FirstItem       string
 	FirstItemShards int
 	Rand            *seeded
+	// Proxies stand between the checkout instances and a service ("redis", "postgres") when a
+	// network fault needs them.
+	Proxies map[string]*faultnet.Proxy
 	// Rebuild restores the sale's Redis state from PostgreSQL (reconcile with RebuildRedis).
 	Rebuild func(ctx context.Context) (string, error)
 	// BuyersDone is closed once the last buyer has been answered.
@@ -60,6 +64,7 @@ func (postgresStop) Holds() string      { return stack.Postgres }
 func (paymentFault) Holds() string      { return "payment" }
 func (f freeze) Holds() string          { return f.Service }
 func (serverKill) Holds() string        { return "fleet" }
+func (f netFault) Holds() string        { return "network to " + f.Service }
 func (serverAdd) Holds() string         { return "fleet" }
 
 // faultKind parses one fault from its step's keys.
@@ -143,13 +148,27 @@ var faultKinds = map[string]faultKind{
 	"freeze": {[]string{"service", "for"}, "SIGSTOP a service for `for`, then SIGCONT: redis (on a Redis Cluster the master of the first item's shard 0) or kafka (on a replicated Kafka the orders partition's leader); it answers nothing, and does not die",
 		func(m fields, p *parser) (Fault, error) {
 			f := freeze{For: 2 * time.Second}
-			if n := p.scalar(m, "service"); n != nil {
-				if n.Value != stack.Redis && n.Value != stack.Kafka {
-					return nil, lineErr(n, "service %q: want redis or kafka", n.Value)
-				}
-				f.Service = n.Value
-			} else {
-				return nil, lineErr(m.node, "freeze: say which service (redis or kafka)")
+			if err := p.service(m, &f.Service, stack.Redis, stack.Kafka); err != nil {
+				return nil, err
+			}
+			p.dur(m, "for", &f.For)
+			return f, nil
+		}},
+	"net-delay": {[]string{"service", "latency", "for"}, "add `latency` (200ms) to every chunk between the checkout instances and redis or postgres, each way, for `for` (3s), through the game day's proxy",
+		func(m fields, p *parser) (Fault, error) {
+			f := netFault{Latency: 200 * time.Millisecond, For: 3 * time.Second}
+			if err := p.service(m, &f.Service, stack.Redis, stack.Postgres); err != nil {
+				return nil, err
+			}
+			p.dur(m, "latency", &f.Latency)
+			p.dur(m, "for", &f.For)
+			return f, nil
+		}},
+	"net-partition": {[]string{"service", "for"}, "cut the network between the checkout instances and redis or postgres for `for` (2s): no byte passes, nothing is closed",
+		func(m fields, p *parser) (Fault, error) {
+			f := netFault{Partition: true, For: 2 * time.Second}
+			if err := p.service(m, &f.Service, stack.Redis, stack.Postgres); err != nil {
+				return nil, err
 			}
 			p.dur(m, "for", &f.For)
 			return f, nil
@@ -496,6 +515,49 @@ func (f freeze) target(ctx context.Context, env *Env) (func(syscall.Signal) (int
 	return func(sig syscall.Signal) (int, error) {
 		return stack.Kill(context.WithoutCancel(ctx), env.Stack, f.Service, sig)
 	}, f.Service, nil
+}
+
+// netFault slows or cuts the network between the checkout instances and one service, through the
+// game day's proxy in front of it (faultnet), for For, then puts it back.
+type netFault struct {
+	Service   string
+	Latency   time.Duration
+	Partition bool
+	For       time.Duration
+}
+
+func (f netFault) Name() string {
+	if f.Partition {
+		return "net-partition"
+	}
+	return "net-delay"
+}
+
+func (f netFault) Describe() string {
+	if f.Partition {
+		return fmt.Sprintf("partition the network to %s for %s", f.Service, f.For)
+	}
+	return fmt.Sprintf("add %s to the network to %s, each way, for %s", f.Latency, f.Service, f.For)
+}
+
+func (f netFault) Apply(ctx context.Context, env *Env) (string, error) {
+	px := env.Proxies[f.Service]
+	if px == nil {
+		return "", fmt.Errorf("%s: no proxy in front of %s (the game day puts one there when a step needs it, on a single node, not a Redis Cluster)", f.Name(), f.Service)
+	}
+	if f.Partition {
+		px.Partition()
+	} else {
+		px.SetLatency(f.Latency)
+	}
+	env.Note("network to %s: %s", f.Service, f.Describe())
+	// Put the network back whatever happens: a partition left in place would hang the settle.
+	defer func() { px.SetLatency(0); px.Heal() }()
+	if err := sleep(ctx, f.For); err != nil {
+		return "", err
+	}
+	env.Note("network to %s back to normal", f.Service)
+	return fmt.Sprintf("%s through the proxy %s -> %s, then back to normal", f.Describe(), px.Addr(), px.Upstream()), nil
 }
 
 type roomLost struct{}

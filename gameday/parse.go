@@ -261,6 +261,19 @@ func (p *parser) scalar(m fields, k string) *yaml.Node {
 	return n
 }
 
+// service reads a fault's required "service" key, one of allowed.
+func (p *parser) service(m fields, dst *string, allowed ...string) error {
+	n := p.scalar(m, "service")
+	if n == nil {
+		return lineErr(m.node, "say which service (%s)", strings.Join(allowed, " or "))
+	}
+	if !slices.Contains(allowed, n.Value) {
+		return lineErr(n, "service %q: want %s", n.Value, strings.Join(allowed, " or "))
+	}
+	*dst = n.Value
+	return nil
+}
+
 func (p *parser) str(m fields, k string, dst *string) {
 	if n := p.scalar(m, k); n != nil {
 		*dst = n.Value

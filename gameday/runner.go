@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/faultnet"
 	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/orders"
@@ -279,6 +281,9 @@ func (r *run) teardown() {
 	if r.stopPayment != nil {
 		r.stopPayment()
 	}
+	for _, px := range r.env.Proxies {
+		_ = px.Close()
+	}
 	if r.closeStores != nil {
 		r.closeStores()
 	}
@@ -312,7 +317,10 @@ func (r *run) startServers(ctx context.Context) (string, error) {
 	go func() { _ = provider.Serve(pctx, ln); close(done) }()
 	r.stopPayment = func() { stop(); <-done }
 	r.env.PaymentURL = "http://" + ln.Addr().String()
-	e := r.env.Endpoints
+	e, err := r.proxied(r.env.Endpoints)
+	if err != nil {
+		return "", err
+	}
 	args := []string{
 		"--redis-url", e.RedisURL, "--postgres-url", e.PostgresURL, "--kafka-brokers", strings.Join(e.KafkaBrokers, ","),
 		"--jwt-secret", string(r.cfg.JWTSecret), "--payment-url", r.env.PaymentURL,
@@ -479,6 +487,42 @@ func (r *run) step(ctx context.Context, st Step, when time.Time) StepResult {
 		r.note("step (line %d) %s FAILED: %v", st.Line, res.Fault, err)
 	}
 	return res
+}
+
+// proxied puts a network-fault proxy (faultnet) between the checkout instances and each service
+// a step's net-delay or net-partition names, and returns the endpoints the instances get. The
+// game day's own reads (settle, reconcile, the rebuild) keep the direct ones, as an operator's
+// would on another path.
+func (r *run) proxied(e stack.Endpoints) (stack.Endpoints, error) {
+	for _, st := range r.cfg.Scenario.Steps {
+		nf, ok := st.Fault.(netFault)
+		if !ok || r.env.Proxies[nf.Service] != nil {
+			continue
+		}
+		target := &e.PostgresURL
+		if nf.Service == stack.Redis {
+			if r.stack.RedisCluster.Masters > 0 {
+				return e, fmt.Errorf("step (line %d) %s: no proxy can stand in front of a Redis Cluster (its clients follow MOVED to the nodes' own addresses)", st.Line, nf.Name())
+			}
+			target = &e.RedisURL
+		}
+		u, err := url.Parse(*target)
+		if err != nil {
+			return e, fmt.Errorf("%s address: %w", nf.Service, err)
+		}
+		px, err := faultnet.Listen("127.0.0.1:0", u.Host)
+		if err != nil {
+			return e, err
+		}
+		if r.env.Proxies == nil {
+			r.env.Proxies = map[string]*faultnet.Proxy{}
+		}
+		r.env.Proxies[nf.Service] = px
+		u.Host = px.Addr()
+		*target = u.String()
+		r.note("network proxy for %s: %s -> %s", nf.Service, px.Addr(), px.Upstream())
+	}
+	return e, nil
 }
 
 // hold is the lock of the faults on one service.
