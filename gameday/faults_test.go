@@ -166,9 +166,15 @@ func TestFaultNetPartitionAndDelay(t *testing.T) {
 			t.Errorf("step %d note %q: want the fault through the proxy and the network put back", s.Line, s.Note)
 		}
 	}
-	a := rep.Availability
-	if a.Outage == 0 {
-		t.Errorf("a 1.5 s partition from Redis and no outage measured: %s", a)
+	// The partition holds answers back rather than failing them: some try waited most of it.
+	var slowest time.Duration
+	for _, r := range rep.records {
+		if !r.Started.IsZero() && !r.Done.IsZero() {
+			slowest = max(slowest, r.Done.Sub(r.Started))
+		}
+	}
+	if slowest < time.Second {
+		t.Errorf("slowest answer %s: a 1.5 s partition from Redis held no buyer back", slowest)
 	}
 }
 
