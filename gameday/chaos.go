@@ -167,7 +167,7 @@ func Chaos(c ChaosConfig) (Scenario, error) {
 	units := max(int64(buyers)/3, 20)
 	sc := Scenario{
 		Name: fmt.Sprintf("chaos-%d", c.Seed), Seed: c.Seed, Servers: chaosServers,
-		Sale: SaleSpec{ID: "chaos", HoldTTL: 2 * time.Second, PerUserLimit: 1, Items: []ItemSpec{
+		Sale: SaleSpec{ID: fmt.Sprintf("chaos-%d", c.Seed), HoldTTL: 2 * time.Second, PerUserLimit: 1, Items: []ItemSpec{
 			{ID: "hot", Quantity: units / 2, Shards: 4},
 			{ID: "cool", Quantity: units - units/2, Shards: 1},
 		}},

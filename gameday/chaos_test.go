@@ -35,6 +35,9 @@ func TestChaosIsDrawnFromTheSeed(t *testing.T) {
 	if len(a.Steps) != 6 || a.Buyers != len(a.Arrivals) || a.Buyers < 1000 || a.Servers != 3 || a.Replays != 1 {
 		t.Errorf("seed 7: %s, %d steps, replays %d", a, len(a.Steps), a.Replays)
 	}
+	if a.Sale.ID == c.Sale.ID {
+		t.Errorf("seeds 7 and 8 share the sale %s; a reset keeps paid orders, so another seed's quantities would be refused", a.Sale.ID)
+	}
 	if a.Units() < int64(a.Buyers)/4 || a.Sale.Items[0].Shards < 2 {
 		t.Errorf("seed 7: %d units for %d buyers, first item on %d shard(s)", a.Units(), a.Buyers, a.Sale.Items[0].Shards)
 	}
