@@ -326,6 +326,10 @@ func (r *run) startServers(ctx context.Context) (string, error) {
 		"--jwt-secret", string(r.cfg.JWTSecret), "--payment-url", r.env.PaymentURL,
 		"--payment-timeout", "1s", "--breaker-open", "1s",
 		"--expiry-interval", "250ms", "--sweep-interval", "500ms", "--orphan-age", "2s", "--claim-timeout", "3s",
+		// As long as the fleet waits for an instance to get ready: one started while a fault holds a
+		// store down (a broker's JVM takes 15-25 s to start again on a busy 2-core box) joins late
+		// rather than exiting.
+		"--start-wait", "60s",
 	}
 	fleet, err := newFleet(r.cfg.Fsctl, args, r.cfg.WorkDir, r.note)
 	if err != nil {

@@ -220,20 +220,14 @@ func kafkaBroker(cfg Config, addr string) (kafkaNode, error) {
 // KillKafkaBroker kills one broker of the local Kafka cluster with SIGKILL, as a crash would, and
 // waits until it is gone; it returns the pid, or ErrNotRunning.
 func KillKafkaBroker(ctx context.Context, cfg Config, addr string) (int, error) {
-	n, err := kafkaBroker(cfg, addr)
+	pid, err := SignalKafkaBroker(cfg, addr, syscall.SIGKILL)
 	if err != nil {
-		return 0, err
-	}
-	pid, ok := pidFromFile(n.pidFile(), kafkaMain)
-	if !ok {
-		return 0, fmt.Errorf("kill kafka broker %s: %w", addr, ErrNotRunning)
-	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		return pid, fmt.Errorf("kill kafka broker %s (pid %d): %w", addr, pid, err)
+		return pid, err
 	}
 	if !waitGone(ctx, pid, kafkaMain, 10*time.Second) {
 		return pid, fmt.Errorf("kafka broker %s (pid %d) still alive 10s after SIGKILL", addr, pid)
 	}
+	n, _ := kafkaBroker(cfg, addr)
 	_ = os.Remove(n.pidFile())
 	return pid, nil
 }
