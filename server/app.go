@@ -137,8 +137,8 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 	// purchases of its shards at once, with a retry answer, instead of after go-redis's five
 	// dial attempts times its command retries; the other shards go on selling meanwhile.
 	a.rdb = raddr.Open(redisconn.Tune{PoolSize: 256, DialerRetries: 1, DialTimeout: 2 * time.Second})
-	err = waitReady(ctx, "redis", cfg.StartWait, log, func(ctx context.Context) error { return redisconn.Check(ctx, a.rdb) },
-		func(err error) bool { return errors.Is(err, redisconn.ErrWrongKind) })
+	err = waitReady(ctx, "redis", cfg.StartWait, 2*time.Second, log, func(ctx context.Context) error { return redisconn.Check(ctx, a.rdb) },
+		func(err error) bool { return !errors.Is(err, redisconn.ErrWrongKind) })
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +153,9 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 	if err := a.Stock.LoadScripts(ctx); err != nil {
 		return nil, err
 	}
-	err = waitReady(ctx, "postgres", cfg.StartWait, log, func(ctx context.Context) error {
+	// Only a PostgreSQL that cannot be reached (or is starting) is waited for: a wrong password or
+	// database is not going to get better.
+	err = waitReady(ctx, "postgres", cfg.StartWait, 10*time.Second, log, func(ctx context.Context) error {
 		if cfg.Migrate {
 			if _, err := orders.Migrate(ctx, cfg.PostgresURL); err != nil {
 				return err
@@ -162,15 +164,15 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 		var err error
 		a.Orders, err = orders.Open(ctx, cfg.PostgresURL)
 		return err
-	}, nil)
+	}, storeDown)
 	if err != nil {
 		return nil, err
 	}
-	err = waitReady(ctx, "kafka", cfg.StartWait, log, func(ctx context.Context) error {
-		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
+	// A broker coming back answers protocol errors (no controller, no leader yet) before it
+	// serves: every error is waited out.
+	err = waitReady(ctx, "kafka", cfg.StartWait, 30*time.Second, log, func(ctx context.Context) error {
 		for _, t := range []string{cfg.OrdersTopic, cfg.DeadLetterTopic} {
-			if err := events.EnsureTopic(tctx, cfg.Brokers, t, cfg.Partitions); err != nil {
+			if err := events.EnsureTopic(ctx, cfg.Brokers, t, cfg.Partitions); err != nil {
 				return err
 			}
 		}
@@ -380,15 +382,16 @@ func (a *App) Close() {
 	}
 }
 
-// waitReady tries a store until it answers, ctx ends or limit has passed (then the last error
-// stands), saying every 3 s that it waits; an error fatal says cannot get better ends it at once.
-func waitReady(ctx context.Context, what string, limit time.Duration, log *slog.Logger, try func(context.Context) error, fatal func(error) bool) error {
+// waitReady tries a store, each try bounded by tryFor, until it answers, ctx ends or limit has
+// passed (then the last error stands), saying every 3 s that it waits; an error that retry (nil:
+// every error) does not call worth waiting out ends it at once.
+func waitReady(ctx context.Context, what string, limit, tryFor time.Duration, log *slog.Logger, try func(context.Context) error, retry func(error) bool) error {
 	deadline, said := time.Now().Add(limit), time.Time{}
 	for {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		cctx, cancel := context.WithTimeout(ctx, tryFor)
 		err := try(cctx)
 		cancel()
-		if err == nil || fatal != nil && fatal(err) || time.Now().After(deadline) || ctx.Err() != nil {
+		if err == nil || retry != nil && !retry(err) || time.Now().After(deadline) || ctx.Err() != nil {
 			return err
 		}
 		if time.Since(said) > 3*time.Second {

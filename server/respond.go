@@ -49,7 +49,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 
 // storeDown reports an error that means a store could not be reached or answered in time: a
 // refused or broken connection, a timeout, or PostgreSQL shutting down or starting up (SQLSTATE
-// classes 08 and 57).
+// classes 08 and 57). A request answers it 503, and a start (--start-wait) waits it out.
 func storeDown(err error) bool {
 	var connErr *pgconn.ConnectError
 	var netErr net.Error

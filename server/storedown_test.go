@@ -14,6 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/fsctl/fsctl/orders"
 )
 
 // closedPort is a loopback port nothing listens on.
@@ -40,7 +42,15 @@ func TestStoreDownIsUnavailableNotInternal(t *testing.T) {
 	if pgErr == nil || dialErr == nil {
 		t.Fatalf("connections to a closed port succeeded: %v, %v", pgErr, dialErr)
 	}
+	// fsctl serve --start-wait waits out exactly these at start: PostgreSQL's migration and pool
+	// against a stopped server must read as a store down, not as a mistake to fail on.
+	_, migErr := orders.Migrate(ctx, "postgres://fsctl@"+addr+"/fsctl?connect_timeout=2")
+	_, openErr := orders.Open(ctx, "postgres://fsctl@"+addr+"/fsctl?connect_timeout=2")
+	if migErr == nil || openErr == nil {
+		t.Fatalf("migrate or open against a closed port succeeded: %v, %v", migErr, openErr)
+	}
 	down := []error{
+		migErr, openErr,
 		fmt.Errorf("claim payment of order x: %w", pgErr),
 		fmt.Errorf("cancel order x: %w", dialErr),
 		fmt.Errorf("cancel: %w", &pgconn.PgError{Code: "57P03", Message: "the database system is shutting down"}),
@@ -57,7 +67,7 @@ func TestStoreDownIsUnavailableNotInternal(t *testing.T) {
 			t.Errorf("%v: answered %d (Retry-After %q), want 503 with a Retry-After", err, rec.Code, rec.Header().Get("Retry-After"))
 		}
 	}
-	for _, err := range []error{errors.New("a bug"), &pgconn.PgError{Code: "23505"}} {
+	for _, err := range []error{errors.New("a bug"), &pgconn.PgError{Code: "23505"}, &pgconn.PgError{Code: "28P01", Message: "password authentication failed"}} {
 		if storeDown(err) {
 			t.Errorf("storeDown(%v) = true; a bug or a constraint is not an outage", err)
 		}
