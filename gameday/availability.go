@@ -133,10 +133,11 @@ func (a Availability) String() string {
 		outage = fmt.Sprintf("%s from +%.1fs", a.Outage, a.OutageFrom.Seconds())
 	}
 	return fmt.Sprintf("%d of %d buyers (%.1f%%) without a definitive answer; longest outage %s; tries: %s",
-		a.Undecided, a.Buyers, a.share()*100, outage, strings.Join(parts, ", "))
+		a.Undecided, a.Buyers, a.Share()*100, outage, strings.Join(parts, ", "))
 }
 
-func (a Availability) share() float64 {
+// Share is the part of the buyers whose last try got no definitive answer.
+func (a Availability) Share() float64 {
 	if a.Buyers == 0 {
 		return 0
 	}
@@ -152,8 +153,8 @@ func checkAvailability(a Availability, b *Budget) finding.Finding {
 		return f
 	}
 	var over []string
-	if b.Undecided >= 0 && a.share() > b.Undecided {
-		over = append(over, fmt.Sprintf("%.1f%% of buyers without a definitive answer, budget %.1f%%", a.share()*100, b.Undecided*100))
+	if b.Undecided >= 0 && a.Share() > b.Undecided {
+		over = append(over, fmt.Sprintf("%.1f%% of buyers without a definitive answer, budget %.1f%%", a.Share()*100, b.Undecided*100))
 	}
 	if b.Outage >= 0 && a.Outage > b.Outage {
 		over = append(over, fmt.Sprintf("an outage of %s from +%.1fs, budget %s", a.Outage, a.OutageFrom.Seconds(), b.Outage))

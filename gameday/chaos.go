@@ -256,7 +256,7 @@ func drawFaults(r *rand.Rand, c ChaosConfig) []Step {
 			nf.Service = "postgres" // a cluster's clients follow MOVED to the nodes' own addresses, around a proxy
 			f = nf
 		}
-		steps = append(steps, Step{At: at, Fault: f, Line: i + 1})
+		steps = append(steps, Step{At: at, Fault: f, Line: i + 1, Kind: name})
 	}
 	return steps
 }

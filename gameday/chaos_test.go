@@ -69,6 +69,9 @@ func TestChaosFaultsOverlapAndLeaveASurvivor(t *testing.T) {
 		live := chaosServers
 		for i, st := range sc.Steps {
 			kinds[st.Fault.Name()+" "+strings.Fields(st.Fault.Describe())[0]] = true
+			if _, ok := nemesis[st.Kind]; !ok {
+				t.Fatalf("seed %d step %d: kind %q is not one of the nemesis's (the tally of --seeds counts by it)", seed, i+1, st.Kind)
+			}
 			switch st.Fault.(type) {
 			case serverKill:
 				if live < chaosServers {

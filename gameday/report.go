@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,8 +60,11 @@ type Report struct {
 
 // StepResult is what one fault step did.
 type StepResult struct {
-	Line     int           `json:"line"`
-	Fault    string        `json:"fault"`
+	Line  int    `json:"line"`
+	Fault string `json:"fault"`
+	// Kind is what the fault is tallied as: the nemesis's name for it in a chaos run
+	// ("redis-freeze", "payment-outage"), the fault's own name otherwise.
+	Kind     string        `json:"kind"`
 	Describe string        `json:"describe"`
 	Planned  time.Duration `json:"planned"`
 	Started  time.Duration `json:"started"`
@@ -76,27 +80,33 @@ type Event struct {
 	What   string        `json:"what"`
 }
 
-func (r *Report) allOK() bool {
-	if r.Error != "" {
-		return false
+// Failures lists what did not hold, one line each: the run's error, a phase or a step that
+// failed, an invariant broken.
+func (r *Report) Failures() []string {
+	var out []string
+	// The run's error is usually its first failed phase's, listed with the phase's name below.
+	if r.Error != "" && !slices.ContainsFunc(r.Phases, func(p steps.Step) bool { return p.Error == r.Error }) {
+		out = append(out, r.Error)
 	}
 	for _, p := range r.Phases {
 		if p.Error != "" {
-			return false
+			out = append(out, p.Name+": "+p.Error)
 		}
 	}
 	for _, s := range r.Steps {
 		if s.Error != "" {
-			return false
+			out = append(out, fmt.Sprintf("step %d %s: %s", s.Line, s.Fault, s.Error))
 		}
 	}
 	for _, c := range r.Invariants {
 		if !c.Passed() {
-			return false
+			out = append(out, c.Check+": "+c.Detail)
 		}
 	}
-	return len(r.Invariants) > 0
+	return out
 }
+
+func (r *Report) allOK() bool { return len(r.Failures()) == 0 && len(r.Invariants) > 0 }
 
 // Render writes the report for a terminal.
 func (r *Report) Render(w io.Writer) error {

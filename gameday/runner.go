@@ -454,7 +454,7 @@ func (r *run) blast(ctx context.Context) (string, error) {
 
 // step waits for its moment, applies the fault and records what happened.
 func (r *run) step(ctx context.Context, st Step, when time.Time) StepResult {
-	res := StepResult{Line: st.Line, Fault: st.Fault.Name(), Describe: st.Fault.Describe(), Planned: st.At}
+	res := StepResult{Line: st.Line, Fault: st.Fault.Name(), Kind: cmp.Or(st.Kind, st.Fault.Name()), Describe: st.Fault.Describe(), Planned: st.At}
 	if err := sleep(ctx, when.Sub(r.cfg.Now())); err != nil {
 		res.Error = "not applied: " + err.Error()
 		return res

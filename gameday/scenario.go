@@ -99,8 +99,10 @@ type Step struct {
 	At     time.Duration
 	Jitter time.Duration
 	Fault  Fault
-	// Line is where the step starts in the scenario file, for messages.
+	// Line is where the step starts in the scenario file, for messages (a chaos step's number).
 	Line int
+	// Kind, when set, is what the step is tallied as (a chaos step's kind in the nemesis).
+	Kind string
 }
 
 // Duration is how long the arrivals of the scenario's buyers take.

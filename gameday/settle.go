@@ -171,13 +171,9 @@ func (r *run) checks(ctx context.Context) ([]finding.Finding, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.rep.Acknowledged, r.rep.Missing = len(ids), 0
-	for _, id := range ids {
-		if _, ok := statuses[id]; !ok {
-			r.rep.Missing++
-		}
-	}
-	return []finding.Finding{checkEndings(ids, statuses), checkFollowUps(r.followUps, statuses),
+	endings, missing := checkEndings(ids, statuses)
+	r.rep.Acknowledged, r.rep.Missing = len(ids), missing
+	return []finding.Finding{endings, checkFollowUps(r.followUps, statuses),
 		checkNoInternal(r.records, r.followUps), checkAvailability(r.rep.Availability, r.cfg.Scenario.Budget)}, nil
 }
 
@@ -198,8 +194,9 @@ func checkNoInternal(recs []loadgen.Record, fs []loadgen.FollowUp) finding.Findi
 	return check("no internal errors (500)", len(p) == 0, detail(p, fmt.Sprintf("%d requests and %d follow-ups answered without a 500", len(recs), len(fs))))
 }
 
-// checkEndings: every RESERVED answer ends in PostgreSQL as paid, expired, cancelled or failed.
-func checkEndings(ids []uuid.UUID, statuses map[uuid.UUID]string) finding.Finding {
+// checkEndings: every RESERVED answer ends in PostgreSQL as paid, expired, cancelled or failed;
+// missing is how many PostgreSQL does not have at all.
+func checkEndings(ids []uuid.UUID, statuses map[uuid.UUID]string) (f finding.Finding, missing int) {
 	by := map[string]int{}
 	var p []string
 	for _, id := range ids {
@@ -216,7 +213,7 @@ func checkEndings(ids []uuid.UUID, statuses map[uuid.UUID]string) finding.Findin
 	for _, st := range []string{"PAID", "EXPIRED", "CANCELLED", "FAILED"} {
 		sum = append(sum, fmt.Sprintf("%s %d", st, by[st]))
 	}
-	return check("every reserved answer ended in PostgreSQL", len(p) == 0, detail(p, fmt.Sprintf("%d reserved: %s", len(ids), strings.Join(sum, ", "))))
+	return check("every reserved answer ended in PostgreSQL", len(p) == 0, detail(p, fmt.Sprintf("%d reserved: %s", len(ids), strings.Join(sum, ", ")))), by[""]
 }
 
 // checkFollowUps: a buyer told PAID or CANCELLED finds that in PostgreSQL.

@@ -96,45 +96,17 @@ func runChaosSeeds(cmd *cobra.Command, o *gamedayOptions, td gameday.Teardown, d
 
 func summarizeChaos(rep *gameday.Report, report string) chaosRun {
 	r := chaosRun{Seed: rep.Seed, Passed: rep.Passed, Faults: map[string]int{}, Acknowledged: rep.Acknowledged, Missing: rep.Missing,
-		Outage: rep.Availability.Outage, Took: rep.Took, Report: report}
-	if b := rep.Availability.Buyers; b > 0 {
-		r.Undecided = fmt.Sprintf("%.1f%%", 100*float64(rep.Availability.Undecided)/float64(b))
+		Outage: rep.Availability.Outage, Took: rep.Took, Report: report, Failed: rep.Failures()}
+	if rep.Availability.Buyers > 0 {
+		r.Undecided = fmt.Sprintf("%.1f%%", 100*rep.Availability.Share())
 	}
 	for _, s := range rep.Steps {
-		r.Faults[faultKind(s)]++
-		if s.Error != "" {
-			r.Failed = append(r.Failed, fmt.Sprintf("step %d %s: %s", s.Line, s.Fault, s.Error))
-		}
-	}
-	for _, p := range rep.Phases {
-		if p.Error != "" {
-			r.Failed = append(r.Failed, p.Name+": "+p.Error)
-		}
-	}
-	for _, f := range rep.Invariants {
-		if !f.Passed() {
-			r.Failed = append(r.Failed, f.Check+": "+f.Detail)
-		}
+		r.Faults[s.Kind]++
 	}
 	if !rep.Passed {
 		r.Replay = rep.Replay
 	}
 	return r
-}
-
-// faultKind names a step's fault for the tally: a freeze and a payment fault by what they hit.
-func faultKind(s gameday.StepResult) string {
-	switch {
-	case s.Fault == "freeze":
-		if f := strings.Fields(s.Describe); len(f) > 1 {
-			return f[1] + "-freeze"
-		}
-	case s.Fault == "payment" && strings.Contains(s.Describe, "outage"):
-		return "payment-outage"
-	case s.Fault == "payment":
-		return "payment-slow"
-	}
-	return s.Fault
 }
 
 // chaosRuns is the report of several seeds.

@@ -1,0 +1,39 @@
+package gameday
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/steps"
+)
+
+// Failures names each thing that did not hold once: the run's error is its failed phase's, so it
+// is listed with the phase's name only; a report with any failure, or without invariants, fails.
+func TestReportFailures(t *testing.T) {
+	r := &Report{
+		Error:  "step(s) failed: line 4 server-add",
+		Phases: []steps.Step{{Name: "sale"}, {Name: "blast", Error: "step(s) failed: line 4 server-add"}},
+		Steps:  []StepResult{{Line: 4, Fault: "server-add", Error: "server-4 did not get ready"}, {Line: 5, Fault: "freeze"}},
+		Invariants: []finding.Finding{{Check: "no oversell", Status: finding.Pass},
+			{Check: "no internal errors (500)", Status: finding.Fail, Detail: "buyer 3: 500"}},
+	}
+	want := []string{"blast: step(s) failed: line 4 server-add", "step 4 server-add: server-4 did not get ready", "no internal errors (500): buyer 3: 500"}
+	if got := r.Failures(); !slices.Equal(got, want) {
+		t.Errorf("Failures() = %q, want %q", got, want)
+	}
+	if r.allOK() {
+		t.Error("allOK with failures")
+	}
+	r.Error = "teardown: stack down: boom"
+	if got := r.Failures(); len(got) != 4 || got[0] != r.Error {
+		t.Errorf("an error of no phase: Failures() = %q, want it first", got)
+	}
+	ok := &Report{Invariants: []finding.Finding{{Check: "no oversell", Status: finding.Pass}}}
+	if len(ok.Failures()) != 0 || !ok.allOK() {
+		t.Errorf("a clean report: Failures() = %q, allOK %v", ok.Failures(), ok.allOK())
+	}
+	if (&Report{}).allOK() {
+		t.Error("a report without invariants passed")
+	}
+}
