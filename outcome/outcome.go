@@ -27,8 +27,11 @@ const (
 	BodyTooLarge     Code = "BODY_TOO_LARGE"
 	Unprocessable    Code = "UNPROCESSABLE"
 	Unavailable      Code = "UNAVAILABLE"
-	PipelineDown     Code = "ORDER_PIPELINE_UNAVAILABLE"
-	Internal         Code = "INTERNAL"
+	// Overloaded: the server is at its connection limit (--max-conns) and answered without
+	// looking at the request.
+	Overloaded   Code = "OVERLOADED"
+	PipelineDown Code = "ORDER_PIPELINE_UNAVAILABLE"
+	Internal     Code = "INTERNAL"
 
 	// SaleEnded: the sale's closesAt has passed.
 	SaleEnded Code = "SALE_ENDED"
@@ -102,7 +105,7 @@ func HTTPStatus(c Code) int {
 		return http.StatusTooEarly
 	case NotAdmitted, RateLimited:
 		return http.StatusTooManyRequests
-	case Paused, Unavailable, PipelineDown, Disabled, PaymentUnavailable, OrderPending:
+	case Paused, Unavailable, Overloaded, PipelineDown, Disabled, PaymentUnavailable, OrderPending:
 		return http.StatusServiceUnavailable
 	case InvalidRequest:
 		return http.StatusBadRequest

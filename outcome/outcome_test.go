@@ -10,7 +10,7 @@ func TestHTTPStatus(t *testing.T) {
 	want := map[Code]int{
 		Reserved: 202, SoldOut: 410, AlreadyPurchased: 409, NotStarted: 425, NotAdmitted: 429, RateLimited: 429,
 		Paused: 503, InvalidRequest: 400, Unauthorized: 401, NotFound: 404, MethodNotAllowed: 405,
-		BodyTooLarge: 413, Unprocessable: 422, Unavailable: 503, PipelineDown: 503, Internal: 500,
+		BodyTooLarge: 413, Unprocessable: 422, Unavailable: 503, Overloaded: 503, PipelineDown: 503, Internal: 500,
 	}
 	for c, st := range want {
 		if got := HTTPStatus(c); got != st {

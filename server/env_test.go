@@ -68,6 +68,8 @@ type envOptions struct {
 	Room         sale.Room
 	RateLimits   sale.RateLimits
 	RoomRedisURL string
+	// Tune changes the server's settings last (connection limits, timeouts).
+	Tune func(*server.Config)
 }
 
 // newEnv starts the API and the order consumer on a fresh database and fresh topics, and opens
@@ -114,6 +116,9 @@ func (e *env) start(api bool) (*server.App, string) {
 	cfg.SoldOutPoll = 20 * time.Millisecond
 	if e.opts.SoldOut != "" {
 		cfg.SoldOut = e.opts.SoldOut
+	}
+	if e.opts.Tune != nil {
+		e.opts.Tune(&cfg)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {

@@ -40,6 +40,7 @@ type metrics struct {
 	roomExpired    *prometheus.CounterVec
 	failOpen       prometheus.Counter
 	rateLimited    *prometheus.CounterVec
+	shed           *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -128,6 +129,10 @@ func newMetrics() *metrics {
 	m.rateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fsctl_rate_limited_total", Help: "Requests refused by a sale's rate limits, by endpoint and limit.",
 	}, []string{"endpoint", "by"})
+	m.shed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fsctl_connections_shed_total", Help: "Connections beyond --max-conns: answered 503 OVERLOADED by the shed server, or closed at once beyond --shed-conns.",
+	}, []string{"action"})
+	m.reg.MustRegister(m.shed)
 	m.stale = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "fsctl_orders_stale_dropped_total", Help: "OrderPlaced events dropped because their hold had already ended (a hand-off reported failed but delivered).",
 	})
@@ -181,4 +186,11 @@ func (s *Server) watchRoom() {
 		}
 		return 0
 	}))
+}
+
+// watchAdmission exports how many connections the checkout itself serves now, beside its cap.
+func (m *metrics) watchAdmission(a *admission) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "fsctl_connections_admitted", Help: "Client connections the checkout serves now (at most --max-conns).",
+	}, func() float64 { return float64(a.open()) }))
 }

@@ -257,7 +257,11 @@ func metricAt(t *testing.T, base, name string) float64 {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	body := string(b)
+	return sumMetric(string(b), name)
+}
+
+// sumMetric sums a metric's samples in a /metrics page.
+func sumMetric(body, name string) float64 {
 	var sum float64
 	for _, m := range metricLine.FindAllStringSubmatch(body, -1) {
 		if m[1] == name {

@@ -18,7 +18,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/net/netutil"
 
 	"github.com/fsctl/fsctl/auth"
 	"github.com/fsctl/fsctl/events"
@@ -79,8 +78,17 @@ type Probe func(ctx context.Context) error
 type Config struct {
 	// Addr is the listen address, e.g. ":8080".
 	Addr string
-	// MaxConns caps open client connections; further ones wait in the kernel's accept queue.
+	// MaxConns caps the client connections the checkout serves; zero means no cap.
 	MaxConns int
+	// ShedConns caps the connections beyond MaxConns that are answered 503 OVERLOADED (GET
+	// /healthz 200) and closed; beyond both a connection is closed at once (server/overload.go).
+	ShedConns int
+	// ReadHeaderTimeout drops a client that has not sent its request's headers in this long (a
+	// slowloris holds a connection slot no longer).
+	ReadHeaderTimeout time.Duration
+	// WriteTimeout cuts a connection whose answer has not been written this long after its
+	// request was read (a client that never reads).
+	WriteTimeout time.Duration
 	// PublishTimeout bounds how long a purchase waits for Kafka's acknowledgement.
 	PublishTimeout time.Duration
 	// ReadModelTTL is how stale the remaining-stock numbers of GET /sales/{id} may be.
@@ -104,13 +112,16 @@ type Config struct {
 // DefaultConfig returns production-minded defaults.
 func DefaultConfig() Config {
 	return Config{
-		Addr:           ":8080",
-		MaxConns:       16384,
-		PublishTimeout: 5 * time.Second,
-		ReadModelTTL:   500 * time.Millisecond,
-		Version:        "dev",
-		SoldOut:        SoldOutVerify,
-		SoldOutPoll:    100 * time.Millisecond,
+		Addr:              ":8080",
+		MaxConns:          16384,
+		ShedConns:         1024,
+		ReadHeaderTimeout: 5 * time.Second,
+		WriteTimeout:      15 * time.Second,
+		PublishTimeout:    5 * time.Second,
+		ReadModelTTL:      500 * time.Millisecond,
+		Version:           "dev",
+		SoldOut:           SoldOutVerify,
+		SoldOutPoll:       100 * time.Millisecond,
 	}
 }
 
@@ -224,23 +235,27 @@ func (s *Server) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", s.cfg.Addr, err)
 	}
+	var shed *http.Server
 	if s.cfg.MaxConns > 0 {
-		ln = netutil.LimitListener(ln, s.cfg.MaxConns)
+		a := newAdmission(ln, s.cfg.MaxConns, s.cfg.ShedConns, s.metrics.shed)
+		s.metrics.watchAdmission(a)
+		ln, shed = a, s.shedServer()
+		go s.serveShed(shed, a)
 	}
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
 	hs := &http.Server{
 		Handler:           s.Handler(),
-		ReadHeaderTimeout: 5 * time.Second,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      15 * time.Second,
+		WriteTimeout:      s.cfg.WriteTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    16 << 10,
 		Protocols:         &protocols,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	s.log.Info("serving checkout API", "addr", ln.Addr().String(), "max_conns", s.cfg.MaxConns,
+	s.log.Info("serving checkout API", "addr", ln.Addr().String(), "max_conns", s.cfg.MaxConns, "shed_conns", s.cfg.ShedConns,
 		"accept_backlog", acceptBacklog(), "protocols", "HTTP/1.1, h2c")
 	if ready != nil {
 		ready(ln.Addr())
@@ -257,6 +272,10 @@ func (s *Server) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if shed != nil {
+		// Nothing on the shed server is worth waiting for: every answer there is "retry".
+		defer shed.Close()
+	}
 	if err := hs.Shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}

@@ -30,6 +30,7 @@ type serveOptions struct {
 	roles         []string
 	jwtSecret     string
 	maxConns      int
+	shedConns     int
 	publishLinger time.Duration
 	partitions    int
 	startWait     time.Duration
@@ -70,6 +71,10 @@ Sales with a waiting room (room: in the sale file) are gated here too: buyers jo
 POST /api/v1/sales/{sale}/queue, poll it, and buy with the admission token it hands out; every
 instance runs admission rounds against the shared queue in Redis (--room-redis-url).
 
+At most --max-conns connections are served at once; the next --shed-conns are answered 503
+OVERLOADED with a Retry-After at once (GET /healthz 200) and closed, and any beyond those are
+closed unanswered: a client is never left waiting in the accept queue.
+
 With --admin-token, /admin/v1 lets an operator pause and resume a sale and throw kill switches
 (purchase, payment, expiry, sweeper); every instance honours them within a quarter second.
 Without --payment-url the bundled fake provider runs in-process (see fsctl payments serve).`,
@@ -85,7 +90,8 @@ Without --payment-url the bundled fake provider runs in-process (see fsctl payme
 	fs.StringVar(&o.addr, "addr", d.Addr, "listen address of the API")
 	fs.StringSliceVar(&o.roles, "role", []string{"api", "consumer"}, "roles to run: api, consumer")
 	fs.StringVar(&o.jwtSecret, "jwt-secret", defaultJWTSecret(), "HS256 secret of buyers' tokens (env "+envJWTSecret+")")
-	fs.IntVar(&o.maxConns, "max-conns", d.MaxConns, "most open client connections; keep below the open-file limit")
+	fs.IntVar(&o.maxConns, "max-conns", d.MaxConns, "most client connections the checkout serves at once; beyond them a connection is shed (--shed-conns); 0 serves every one. Keep --max-conns plus --shed-conns below the open-file limit (ulimit -n)")
+	fs.IntVar(&o.shedConns, "shed-conns", d.ShedConns, "most connections beyond --max-conns that still get an answer, at once: 503 OVERLOADED with Retry-After and Connection: close (GET /healthz answers 200 there, so a liveness probe does not fail because the instance is busy); beyond those a connection is closed unanswered")
 	fs.DurationVar(&o.publishLinger, "publish-linger", 0, "ignored")
 	_ = fs.MarkDeprecated("publish-linger", "concurrent publishes share produce requests without a timer now; the flag has no effect")
 	fs.IntVar(&o.partitions, "partitions", 6, "partitions of the orders topic when the server creates it")
@@ -142,7 +148,10 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 		log.Warn("using the built-in development JWT secret; set " + envJWTSecret + " for anything real")
 	}
 	cfg := server.DefaultConfig()
-	cfg.Addr, cfg.MaxConns, cfg.Version = o.addr, o.maxConns, version
+	if o.maxConns < 0 || o.shedConns < 0 {
+		return fmt.Errorf("--max-conns and --shed-conns must not be negative")
+	}
+	cfg.Addr, cfg.MaxConns, cfg.ShedConns, cfg.Version = o.addr, o.maxConns, o.shedConns, version
 	cfg.AdminToken, cfg.SoldOut, cfg.ClientIPHeader = o.adminToken, soldOut, o.clientIP
 	if v := os.Getenv(server.EnvCrashAfterReserve); v != "" {
 		n, err := strconv.Atoi(v)
