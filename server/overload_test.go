@@ -227,14 +227,20 @@ func TestSlowlorisDroppedAfterHeaderTimeout(t *testing.T) {
 			t.Fatalf("slowloris %d still connected %s after it started; ReadHeaderTimeout is %s", i, time.Since(start).Round(time.Millisecond), headerTimeout)
 		}
 	}
+	waitServed(t, e, "after the slowloris clients were dropped")
+}
+
+// waitServed waits until a new connection is admitted and served again: a slot came back.
+func waitServed(t *testing.T, e *env, after string) {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		resp, body := dialRaw(t, e.base).do(http.MethodGet, "/api/v1/sales/"+e.sale.ID)
 		if resp.StatusCode == http.StatusOK {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after the slowloris clients were dropped: %d %s; their slots were not given back", resp.StatusCode, body)
+			t.Fatalf("%s: %d %s; the slot was not given back", after, resp.StatusCode, body)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -285,15 +291,5 @@ func TestClientThatNeverReadsIsCut(t *testing.T) {
 	case <-time.After(writeTimeout + 5*time.Second):
 		t.Fatalf("a client that never reads still held its connection after %s; WriteTimeout is %s", time.Since(start).Round(time.Millisecond), writeTimeout)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		resp, body := dialRaw(t, e.base).do(http.MethodGet, "/api/v1/sales/"+e.sale.ID)
-		if resp.StatusCode == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the non-reading client was cut: %d %s; its slot was not given back", resp.StatusCode, body)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitServed(t, e, "after the non-reading client was cut")
 }
