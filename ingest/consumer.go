@@ -84,15 +84,30 @@ func DefaultConfig(brokers []string) Config {
 	}
 }
 
-// Consumer moves orders from Kafka to PostgreSQL.
+// Consumer moves orders from Kafka to PostgreSQL: its group reader fetches batches, its Recorder
+// records them, and offsets are committed after.
 type Consumer struct {
-	cfg     Config
-	reader  *kafka.Reader
+	cfg    Config
+	reader *kafka.Reader
+	*Recorder
+}
+
+// Recorder records batches of order events in PostgreSQL. The consumer is one user; a Redis
+// rebuild is the other, catching PostgreSQL up with the log itself instead of waiting for the
+// group (reconcile's catch-up).
+type Recorder struct {
 	placer  Placer
 	release Releaser
+	// dlq nil: refused orders and payments are left alone, for the consumer group to dead-letter
+	// (and release) when it reaches them, so a message is dead-lettered once.
 	dlq     DeadLetters
 	metrics Metrics
 	log     *slog.Logger
+}
+
+// NewRecorder returns a Recorder; dlq may be nil (see Recorder).
+func NewRecorder(placer Placer, release Releaser, dlq DeadLetters, m Metrics, log *slog.Logger) *Recorder {
+	return &Recorder{placer: placer, release: release, dlq: dlq, metrics: m, log: log}
 }
 
 // New returns a consumer; Run starts it.
@@ -114,7 +129,7 @@ func New(cfg Config, placer Placer, release Releaser, dlq DeadLetters, m Metrics
 		RebalanceTimeout:  max(2*cfg.SessionTimeout, time.Second),
 		JoinGroupBackoff:  time.Second,
 	})
-	return &Consumer{cfg: cfg, reader: r, placer: placer, release: release, dlq: dlq, metrics: m, log: log}
+	return &Consumer{cfg: cfg, reader: r, Recorder: NewRecorder(placer, release, dlq, m, log)}
 }
 
 // Close leaves the consumer group.
@@ -139,7 +154,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		if err := c.retry(ctx, func() error { return c.handle(ctx, batch) }); err != nil {
+		if err := c.retry(ctx, func() error { return c.Record(ctx, batch) }); err != nil {
 			return err
 		}
 		if err := c.retry(ctx, func() error { return c.reader.CommitMessages(ctx, batch...) }); err != nil {
@@ -193,7 +208,7 @@ func (c *Consumer) retry(ctx context.Context, fn func() error) error {
 // that Kafka delivered after all (the broker appended it, the acknowledgement was lost). Recorded,
 // it would count a unit sold that is back on sale, and take the buyer's slot from their retry.
 // Orders already recorded (expired, cancelled, paid) are dropped too, which only skips a duplicate.
-func (c *Consumer) dropStale(ctx context.Context, ps []orders.Placement, evs []events.OrderPlaced, src []kafka.Message) ([]orders.Placement, []events.OrderPlaced, []kafka.Message, error) {
+func (c *Recorder) dropStale(ctx context.Context, ps []orders.Placement, evs []events.OrderPlaced, src []kafka.Message) ([]orders.Placement, []events.OrderPlaced, []kafka.Message, error) {
 	if len(ps) == 0 {
 		return ps, evs, src, nil
 	}
@@ -220,10 +235,11 @@ func (c *Consumer) dropStale(ctx context.Context, ps []orders.Placement, evs []e
 	return ps[:keep], evs[:keep], src[:keep], nil
 }
 
-// handle records one batch. It is idempotent, so a retry after a partial failure is safe: orders
-// already placed come back as duplicates, payments already recorded as unchanged, and releases
-// and settles happen at most once.
-func (c *Consumer) handle(ctx context.Context, batch []kafka.Message) error {
+// Record records one batch. It is idempotent, so a retry after a partial failure is safe, and so
+// is a batch recorded twice (by a rebuild's catch-up and then the group): orders already placed
+// come back as duplicates, payments already recorded as unchanged, and releases and settles
+// happen at most once.
+func (c *Recorder) Record(ctx context.Context, batch []kafka.Message) error {
 	if c.metrics.BatchSize != nil {
 		c.metrics.BatchSize(len(batch))
 	}
@@ -285,6 +301,10 @@ func (c *Consumer) handle(ctx context.Context, batch []kafka.Message) error {
 		return err
 	}
 	dead = append(dead, deadPaid...)
+	if c.dlq == nil {
+		// Left for the group: it records the same messages later and dead-letters these then.
+		dead, refused = nil, nil
+	}
 	if len(dead) > 0 {
 		if err := c.dlq.Publish(ctx, dead...); err != nil {
 			return err
@@ -311,7 +331,7 @@ func (c *Consumer) handle(ctx context.Context, batch []kafka.Message) error {
 // markPaid records the batch's payments and returns the paid holds to settle in Redis, and dead
 // letters for payments of orders that are missing or no longer live: a buyer was charged for
 // them, so they are counted loudly for a refund.
-func (c *Consumer) markPaid(ctx context.Context, marks []orders.PaidMark, src []kafka.Message) ([]stock.Settle, []kafka.Message, error) {
+func (c *Recorder) markPaid(ctx context.Context, marks []orders.PaidMark, src []kafka.Message) ([]stock.Settle, []kafka.Message, error) {
 	if len(marks) == 0 {
 		return nil, nil, nil
 	}
@@ -348,7 +368,7 @@ const ReasonRejected = "rejected"
 // place records placements. When PostgreSQL rejects the batch for what a message carries (not
 // for an outage), it halves the batch until it has found the messages at fault and marks them
 // refused, so one poison message cannot stall its partition forever; the rest are recorded.
-func (c *Consumer) place(ctx context.Context, ps []orders.Placement) ([]orders.PlaceResult, error) {
+func (c *Recorder) place(ctx context.Context, ps []orders.Placement) ([]orders.PlaceResult, error) {
 	res, err := c.placer.PlaceBatch(ctx, ps)
 	if err == nil || !orders.IsRejected(err) {
 		return res, err
@@ -368,7 +388,7 @@ func (c *Consumer) place(ctx context.Context, ps []orders.Placement) ([]orders.P
 	return append(left, right...), nil
 }
 
-func (c *Consumer) count(persisted, dups, paid int, dead []kafka.Message) {
+func (c *Recorder) count(persisted, dups, paid int, dead []kafka.Message) {
 	if c.metrics.Persisted != nil {
 		c.metrics.Persisted(persisted)
 	}

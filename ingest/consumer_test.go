@@ -46,7 +46,7 @@ func TestPlaceIsolatesPoisonMessages(t *testing.T) {
 		ps[i].OrderID = uuid.New()
 	}
 	placer := &poisonPlacer{poison: map[uuid.UUID]bool{ps[3].OrderID: true, ps[30].OrderID: true}}
-	c := &Consumer{placer: placer, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	c := NewRecorder(placer, nil, nil, Metrics{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	res, err := c.place(context.Background(), ps)
 	if err != nil {
 		t.Fatal(err)

@@ -7,11 +7,13 @@ import (
 	"github.com/fsctl/fsctl/stock"
 )
 
-// rebuild restores a sale's Redis state from PostgreSQL after Redis lost it: once the order log
-// has drained, the sale is paused in Redis and its keys are wiped; then, from one PostgreSQL
-// snapshot, each shard is reloaded in one atomic step with its share of quantity − sold, every live
-// order gets its record and buyer slot back (pending ones their hold), and the pause flag is set
-// back to PostgreSQL's. Buyers meanwhile hear PAUSED, a transient answer they retry.
+// rebuild restores a sale's Redis state from PostgreSQL after Redis lost it. The sale is paused
+// and its keys wiped first, so no reservation starts on the state being replaced; the order log is
+// then recorded in PostgreSQL up to where it stands once every hand-off begun before the wipe has
+// landed (catchUp); then, from one PostgreSQL snapshot, each shard is reloaded in one atomic step
+// with its share of quantity − sold, every live order gets its record and buyer slot back (pending
+// ones their hold), and the pause flag is set back to PostgreSQL's. Meanwhile buyers hear PAUSED,
+// or 503 while the keys are gone: transient answers they retry.
 //
 // The sale keeps running meanwhile: orders expire, are cancelled and paid. One snapshot makes the
 // counter and the restored holds agree; an order that closes after it is restored with its hold,
@@ -27,8 +29,8 @@ func (r *run) rebuild(ctx context.Context) ([]Action, error) {
 		acts = append(acts, Action{ItemID: item, What: what, Why: why})
 		fmt.Fprintf(r.cfg.Progress, "reconcile: %s\n", what)
 	}
-	if err := r.drain(ctx); err != nil {
-		return acts, err
+	if r.kafka == nil {
+		return acts, errNoBrokers
 	}
 	paused := sl
 	paused.Paused = true
@@ -36,10 +38,16 @@ func (r *run) rebuild(ctx context.Context) ([]Action, error) {
 	if err := c.st.SetPaused(ctx, sl, true); err != nil {
 		return acts, err
 	}
-	if err := c.st.Reset(ctx, sl); err != nil {
+	if err := c.st.Wipe(ctx, sl); err != nil {
 		return acts, err
 	}
 	act("", "wiped the sale's Redis keys", "--rebuild-redis: Redis is rebuilt from PostgreSQL, the source of truth")
+	n, err := r.catchUp(ctx)
+	if err != nil {
+		return acts, err
+	}
+	act("", fmt.Sprintf("recorded the order log in PostgreSQL (%d events, %s for hand-offs in flight)", n, r.cfg.InFlight),
+		"every order Redis acknowledged must be counted in the snapshot the rebuild loads")
 	counts, live, err := pgSnapshot(ctx, c.db, sl.ID)
 	if err != nil {
 		return acts, err

@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/segmentio/kafka-go"
-
+	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/lifecycle"
+	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/testenv"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
 )
@@ -117,59 +119,119 @@ func cancelWhile(t *testing.T, ctx context.Context, tg *target, ids []uuid.UUID,
 	return min(int(next.Load()), len(ids))
 }
 
-// TestRebuildDrainsToWhereTheLogStood: a rebuild waits for the order consumer to commit what was on
-// the orders topic when it began, not for a lag of 0, which a sale under way (payments, re-published
-// holds) may never show at the moment of a poll. Events that arrive once the drain has begun are
-// left on the log here, and the rebuild must still finish.
-func TestRebuildDrainsToWhereTheLogStood(t *testing.T) {
-	tg := newTarget(t, 10, 1)
-	topic, group := testenv.KafkaTopic(t, 1), testenv.ID(t, "group")
+// TestRebuildRecordsTheLogItself: orders on the log that no consumer has recorded (a group held by
+// a crashed instance, or one far behind) are recorded by the rebuild itself, so it neither waits for
+// the group nor loses them. Here the group has no member at all: a rebuild that waited for it would
+// time out, and one that did not record the log would reload every unit as for sale.
+func TestRebuildRecordsTheLogItself(t *testing.T) {
+	tg, lg := withStalledLog(t, 10)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	w := &kafka.Writer{Addr: kafka.TCP(tg.c.Brokers...), Topic: topic, RequiredAcks: kafka.RequireAll,
-		BatchTimeout: time.Millisecond, Transport: &kafka.Transport{MetadataTTL: time.Second}}
-	defer w.Close()
-	write := func(n int) {
-		t.Helper()
-		msgs := make([]kafka.Message, n)
-		for i := range msgs {
-			msgs[i] = kafka.Message{Value: []byte("event")}
-		}
-		if err := w.WriteMessages(ctx, msgs...); err != nil {
-			t.Fatalf("write %d events: %v", n, err)
-		}
+	placed := lg.reserve(t, ctx, 3)
+	lg.publish(t, ctx, placed)
+	if err := tg.c.App.Stock.Reset(ctx, tg.c.Sale); err != nil { // Redis loses the sale
+		t.Fatal(err)
 	}
-	write(1) // offset 0: on the log, not yet consumed, when the drain begins
+	cfg := lg.cfg
+	cfg.InFlight = 100 * time.Millisecond
+	lg.expectRebuilt(t, ctx, cfg, placed)
+}
 
-	cfg := tg.cfg
-	cfg.RebuildRedis, cfg.OrdersTopic, cfg.ConsumerGroup, cfg.DrainTimeout = true, topic, group, 20*time.Second
-	waiting := make(chan struct{})
-	cfg.Progress = &onLine{prefix: "reconcile: waiting for", seen: waiting}
-	done := make(chan error, 1)
+// TestRebuildCountsALateHandOff: an OrderPlaced that reaches the log after the rebuild began — its
+// reservation was made on the Redis being replaced, its hand-off was still on its way to Kafka, and
+// its buyer is told RESERVED once it lands — is counted in the snapshot the rebuild loads. Counted
+// later, by the group, Redis would sell its unit again and PostgreSQL refuse that acknowledged order.
+// The hand-offs land here while the rebuild waits out --in-flight after its wipe.
+func TestRebuildCountsALateHandOff(t *testing.T) {
+	tg, lg := withStalledLog(t, 10)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	placed := lg.reserve(t, ctx, 4)
+	cfg := lg.cfg
+	cfg.InFlight = 3 * time.Second
+	wiped := make(chan struct{})
+	cfg.Progress = &onLine{prefix: "reconcile: wiped", seen: wiped}
 	go func() {
-		_, err := reconcile.Run(ctx, cfg)
-		done <- err
+		<-wiped
+		time.Sleep(time.Second) // in flight for a second after the wipe
+		lg.publish(t, ctx, placed)
 	}()
-	select {
-	case <-waiting:
-	case err := <-done:
-		t.Fatalf("the rebuild ended before it waited for the unconsumed event: %v", err)
+	lg.expectRebuilt(t, ctx, cfg, placed)
+	if code, body := tg.c.Buy("fresh", "hot", "k"); code != 202 {
+		t.Fatalf("a new buyer after the rebuild: %d %s", code, body)
 	}
-	write(5) // a sale under way keeps writing
-	// The consumer commits the event that was there when the drain began.
-	kc := &kafka.Client{Addr: kafka.TCP(tg.c.Brokers...), Transport: &kafka.Transport{MetadataTTL: time.Second}}
-	res, err := kc.OffsetCommit(ctx, &kafka.OffsetCommitRequest{GroupID: group, GenerationID: -1,
-		Topics: map[string][]kafka.OffsetCommit{topic: {{Partition: 0, Offset: 1}}}})
-	if err != nil {
-		t.Fatalf("commit offset 1: %v", err)
+}
+
+// stalledLog is an orders topic and a consumer group nobody consumes, beside a running checkout:
+// events published there stay unrecorded until a rebuild records them.
+type stalledLog struct {
+	tg  *target
+	cfg reconcile.Config
+}
+
+func withStalledLog(t *testing.T, quantity int64) (*target, *stalledLog) {
+	t.Helper()
+	tg := newTarget(t, quantity, 2)
+	cfg := tg.cfg
+	cfg.RebuildRedis, cfg.Progress = true, io.Discard
+	cfg.OrdersTopic, cfg.ConsumerGroup = testenv.KafkaTopic(t, 2), testenv.ID(t, "stalled")
+	return tg, &stalledLog{tg: tg, cfg: cfg}
+}
+
+// reserve makes n reservations in Redis (buyers late-0 …) and returns the OrderPlaced events their
+// hand-offs would carry, not yet published.
+func (lg *stalledLog) reserve(t *testing.T, ctx context.Context, n int) []events.OrderPlaced {
+	t.Helper()
+	c := lg.tg.c
+	var out []events.OrderPlaced
+	for i := range n {
+		user := fmt.Sprintf("late-%d", i)
+		rv, err := c.App.Stock.Reserve(ctx, stock.Request{SaleID: c.Sale.ID, ItemID: "hot", UserID: user,
+			IdemKey: "k", OrderID: uuid.New(), Shards: 2})
+		if err != nil || rv.Outcome != outcome.Reserved {
+			t.Fatalf("reserve for %s: %v %v", user, rv.Outcome, err)
+		}
+		out = append(out, events.OrderPlaced{OrderID: rv.OrderID, SaleID: c.Sale.ID, ItemID: "hot", UserID: user,
+			Slot: rv.Slot, Shard: rv.Shard, Shards: rv.Shards, CreatedAt: time.Now().UTC(), ExpiresAt: rv.ExpiresAt, IdemKey: "k"})
 	}
-	for _, p := range res.Topics[topic] {
-		if p.Error != nil {
-			t.Fatalf("commit offset 1: %v", p.Error)
+	return out
+}
+
+func (lg *stalledLog) publish(t *testing.T, ctx context.Context, placed []events.OrderPlaced) {
+	pub := events.NewPublisher(lg.cfg.Brokers, lg.cfg.OrdersTopic)
+	defer pub.Close()
+	for _, e := range placed {
+		if err := pub.PublishOrderPlaced(ctx, e); err != nil {
+			t.Errorf("publish order %s: %v", e.OrderID, err)
 		}
 	}
-	if err := <-done; err != nil {
-		t.Fatalf("with 5 events behind that arrived after it began, the rebuild: %v", err)
+}
+
+// expectRebuilt rebuilds and wants every placed order in PostgreSQL, pending, with its hold back in
+// Redis and its unit out of stock.
+func (lg *stalledLog) expectRebuilt(t *testing.T, ctx context.Context, cfg reconcile.Config, placed []events.OrderPlaced) {
+	t.Helper()
+	if _, err := reconcile.Run(ctx, cfg); err != nil {
+		t.Fatalf("rebuild: %v", err)
+	}
+	ids := make([]uuid.UUID, len(placed))
+	for i, e := range placed {
+		ids[i] = e.OrderID
+	}
+	statuses, err := lg.tg.c.App.Orders.Statuses(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if statuses[id] != orders.StatusPending {
+			t.Errorf("order %s on the log: %q in PostgreSQL after the rebuild, want PENDING", id, statuses[id])
+		}
+	}
+	rep := lg.tg.run(t, false)
+	q := lg.tg.c.Sale.Items[0].Quantity
+	if it := rep.Items[0]; !rep.OK() || it.Holds != int64(len(placed)) || it.Stock != q-int64(len(placed)) {
+		t.Fatalf("after the rebuild: redis stock %d and %d holds, want %d and %d; findings %v",
+			it.Stock, it.Holds, q-int64(len(placed)), len(placed), findings(rep))
 	}
 }
 

@@ -79,7 +79,9 @@ func (k Keys) idemPrefix() string { return k.tag + ":idem:" }
 
 // Released marks an order that left its hold, with the order's final status (PAID, or the status a
 // release recorded), so a buyer polling an order that never reached PostgreSQL learns what became of it.
-func (k Keys) Released(orderID uuid.UUID) string { return k.tag + ":released:" + orderID.String() }
+func (k Keys) Released(orderID uuid.UUID) string { return k.tag + releasedInfix + orderID.String() }
+
+const releasedInfix = ":released:"
 
 // Ledger is a hash from transfer id to "toShard\ncount\nms": units taken out of this shard on their
 // way to another one, until the target has applied them and the entry is deleted.

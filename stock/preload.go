@@ -186,14 +186,26 @@ func metaInt(v any, def int64) int64 {
 
 // Reset deletes every Redis key of every shard of a sale's items: stock, holds, buyers,
 // idempotency records, ledgers. Only for tests, demos and a sale that has not opened.
-func (s *Store) Reset(ctx context.Context, sl sale.Sale) error {
+func (s *Store) Reset(ctx context.Context, sl sale.Sale) error { return s.reset(ctx, sl, false) }
+
+// Wipe is Reset for a rebuild of a sale under way: every key goes but the orders' final-status
+// markers (Keys.Released), which expire on their own. They tell the consumer that an OrderPlaced
+// still in the log is a hand-off the server saw fail; wiped, such an event would become an order
+// after the rebuild's snapshot and count its unit twice.
+func (s *Store) Wipe(ctx context.Context, sl sale.Sale) error { return s.reset(ctx, sl, true) }
+
+func (s *Store) reset(ctx context.Context, sl sale.Sale, keepMarkers bool) error {
 	for _, it := range sl.Items {
 		// One scan per item finds every shard, whatever the shard count was: "{fs:<sale>:<item>}:...",
 		// "{fs:<sale>:<item>:<k>}:..." and "{fs:<sale>:<item>:<k>~<salt>}:...". Ids are slugs, so
 		// "[}:~]" after the item id cannot match another item's keys.
 		pattern := "{fs:" + sl.ID + ":" + it.ID + "[}:~]*"
 		var batch []string
-		if err := redisconn.Scan(ctx, s.rdb, pattern, 1000, func(key string) { batch = append(batch, key) }); err != nil {
+		if err := redisconn.Scan(ctx, s.rdb, pattern, 1000, func(key string) {
+			if !keepMarkers || !strings.Contains(key, releasedInfix) {
+				batch = append(batch, key)
+			}
+		}); err != nil {
 			return fmt.Errorf("reset item %s: %w", it.ID, err)
 		}
 		// The references of the item's live orders are keyed by order id, outside the hash tags.
