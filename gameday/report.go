@@ -43,6 +43,8 @@ type Report struct {
 	ReconcileText string            `json:"-"`
 	Invariants    []finding.Finding `json:"invariants"`
 	Timeline      []Event           `json:"timeline"`
+	// Soak is what the soak's sampler saw over time, when the run had one (Config.SoakEvery).
+	Soak *Soak `json:"soak,omitempty"`
 	// Exits are checkout instances that died on their own (not a fault's doing) and were restarted:
 	// not an invariant violation, but a resilience finding.
 	Exits  []string `json:"unexpectedExits,omitempty"`
@@ -103,6 +105,13 @@ func (r *Report) Failures() []string {
 			out = append(out, c.Check+": "+c.Detail)
 		}
 	}
+	if r.Soak != nil {
+		for _, v := range r.Soak.Verdicts {
+			if !v.OK {
+				out = append(out, "soak: "+v.Figure+" grew: "+v.Detail)
+			}
+		}
+	}
 	return out
 }
 
@@ -157,6 +166,11 @@ func (r *Report) Render(w io.Writer) error {
 	}
 	if err := finding.Invariants(w, r.Invariants); err != nil {
 		return err
+	}
+	if r.Soak != nil {
+		if err := r.Soak.Render(w); err != nil {
+			return err
+		}
 	}
 	for _, e := range r.Exits {
 		fmt.Fprintf(w, "unexpected exit (restarted): %s\n", e)

@@ -64,6 +64,10 @@ type Config struct {
 	Now func() time.Time
 	// OnFleet, when set, is handed the fleet as soon as it exists (tests watch its processes).
 	OnFleet func(*Fleet)
+	// SoakEvery, above zero, samples every instance's memory, goroutines and open files and
+	// Redis's memory and keys this often while buyers arrive, and fails the run when one of them
+	// grew without bound (gameday/soak.go).
+	SoakEvery time.Duration
 }
 
 // TimelineSource records what a sale looked like while the game day ran, e.g. the war room.
@@ -95,6 +99,7 @@ type run struct {
 	holds       map[string]*sync.Mutex
 	stopPayment func()
 	timelineOn  bool
+	soak        *soakSampler
 	teardownErr error
 }
 
@@ -274,6 +279,7 @@ func (r *run) teardown() {
 	if r.cfg.Timeline != nil && r.timelineOn {
 		r.stopTimeline()
 	}
+	r.stopSoak()
 	if r.env.Fleet != nil {
 		r.env.Fleet.Close(5 * time.Second)
 		r.rep.Exits = r.env.Fleet.Exits()
@@ -342,6 +348,11 @@ func (r *run) startServers(ctx context.Context) (string, error) {
 	for range sc.Servers {
 		if _, err := fleet.Start(ctx, 0); err != nil {
 			return "", err
+		}
+	}
+	if r.cfg.SoakEvery > 0 {
+		if r.soak, err = startSoak(ctx, r.cfg.SoakEvery, fleet, r.env.Endpoints.RedisURL, r.t0, r.cfg.Now); err != nil {
+			return "", fmt.Errorf("soak: %w", err)
 		}
 	}
 	if r.cfg.Timeline != nil {
@@ -427,6 +438,8 @@ func (r *run) blast(ctx context.Context) (string, error) {
 	}
 	res, berr := loadgen.Run(ctx, plan)
 	close(buyersDone)
+	// The soak judges the sale while it sells: the quiet settle after it would flatter the last third.
+	r.stopSoak()
 	r.note("last buyer answered; waiting for %d step(s) to finish", len(sc.Steps))
 	wg.Wait()
 	r.rep.Steps = results
@@ -585,4 +598,17 @@ func (r *run) stopTimeline() {
 	defer r.mu.Unlock()
 	r.rep.Timeline = append(r.rep.Timeline, events...)
 	slices.SortStableFunc(r.rep.Timeline, func(a, b Event) int { return cmp.Compare(a.At, b.At) })
+}
+
+// stopSoak ends the soak's sampling, if one runs, and puts its judged samples in the report.
+func (r *run) stopSoak() {
+	if r.soak == nil {
+		return
+	}
+	soak := r.soak.Stop()
+	r.soak = nil
+	r.mu.Lock()
+	r.rep.Soak = soak
+	r.mu.Unlock()
+	r.note("soak: %d samples; %s", len(soak.Samples), passWord(soak.OK()))
 }

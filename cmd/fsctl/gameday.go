@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +24,7 @@ type gamedayOptions struct {
 	chaos     bool
 	chaosCfg  gameday.ChaosConfig
 	seeds     int
+	soakEvery time.Duration
 }
 
 func newGamedayCmd() *cobra.Command {
@@ -59,6 +61,7 @@ it; --chaos-steps keeps some of its steps, to shrink it by hand.`,
   fsctl gameday --scenario examples/gameday.yaml --report-dir /tmp/gameday
   fsctl gameday --chaos --seed 7                  # a seeded random schedule of overlapping faults
   fsctl gameday --chaos --seed 7 --chaos-steps 2,5 # the same run with only its steps 2 and 5
+  fsctl gameday --chaos --duration 30m --soak 30s # a soak: memory, goroutines, files and Redis over time, judged
   fsctl gameday --dir /tmp/gd --redis-port 26379 --postgres-port 25432 --kafka-port 29092 --kafka-controller-port 29093`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runGameday(cmd, o) },
@@ -87,6 +90,7 @@ it; --chaos-steps keeps some of its steps, to shrink it by hand.`,
 	f.Float64Var(&o.chaosCfg.Rate, "rate", gameday.DefaultChaosRate, "with --chaos: the trickle's buyers per second between the bursts")
 	f.IntVar(&o.chaosCfg.Faults, "faults", 0, "with --chaos: how many faults the nemesis draws (default one per 3s of --duration, at least 3)")
 	f.IntVar(&o.seeds, "seeds", 1, "with --chaos: run this many seeds, from --seed on, one after the other, and sum them up (reports in <report-dir>/seed-N)")
+	f.DurationVar(&o.soakEvery, "soak", 0, "sample every instance's memory, goroutines and open files and Redis's memory and keys this often while buyers arrive (e.g. 30s), print them over time, and fail the run when one grew without bound: the last third's peak above the first third's by half and a margin (make soak)")
 	f.IntSliceVar(&o.chaosCfg.Only, "chaos-steps", nil, "with --chaos: keep only these steps of the seed's schedule (e.g. 2,5), to shrink a failing seed")
 	cmd.AddCommand(newGamedayDrillCmd())
 	return cmd
@@ -160,7 +164,7 @@ func runGameday(cmd *cobra.Command, o *gamedayOptions) error {
 // run could not start.
 func playGameday(cmd *cobra.Command, o *gamedayOptions, sc gameday.Scenario, td gameday.Teardown, dir string) (*gameday.Report, error) {
 	progress := o.output.beside(cmd.OutOrStdout(), cmd.ErrOrStderr())
-	cfg := gameday.Config{Scenario: sc, Stack: o.stack.config(progress), Teardown: td, WorkDir: dir, Out: progress}
+	cfg := gameday.Config{Scenario: sc, Stack: o.stack.config(progress), Teardown: td, WorkDir: dir, Out: progress, SoakEvery: o.soakEvery}
 	if !o.noWarroom {
 		cfg.Timeline = gameday.NewWarRoom(gameday.Endpoints(cfg.Stack), sc.Sale.ID, filepath.Join(dir, "warroom.jsonl"))
 	}
