@@ -350,11 +350,6 @@ func (r *run) startServers(ctx context.Context) (string, error) {
 			return "", err
 		}
 	}
-	if r.cfg.SoakEvery > 0 {
-		if r.soak, err = startSoak(ctx, r.cfg.SoakEvery, fleet, r.env.Endpoints.RedisURL, r.t0, r.cfg.Now); err != nil {
-			return "", fmt.Errorf("soak: %w", err)
-		}
-	}
 	if r.cfg.Timeline != nil {
 		if err := r.cfg.Timeline.Start(ctx, r.t0, fleet.URLs()); err != nil {
 			r.note("timeline source did not start: %v", err)
@@ -435,6 +430,13 @@ func (r *run) blast(ctx context.Context) (string, error) {
 			defer wg.Done()
 			results[i] = r.step(stepCtx, st, when)
 		}()
+	}
+	if r.cfg.SoakEvery > 0 {
+		// From the buyers' release on: the idle minutes of start-up and preflight would flatter the first third.
+		var err error
+		if r.soak, err = startSoak(ctx, r.cfg.SoakEvery, r.env.Fleet, r.env.Endpoints.RedisURL, r.t0, r.cfg.Now); err != nil {
+			return "", fmt.Errorf("soak: %w", err)
+		}
 	}
 	res, berr := loadgen.Run(ctx, plan)
 	close(buyersDone)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,25 +52,35 @@ type SoakVerdict struct {
 	Detail string `json:"detail"`
 }
 
-// growthRule bounds one figure: the peak of the last third of the samples may exceed the peak
-// of the first third by factor, plus slack, at most. A warm-up (pools filling, the heap reaching
-// its GC target) lands in the first third; a leak keeps climbing into the last.
+// growthRule bounds one figure: the median of the last third of the samples may exceed the
+// median of the first third by factor, plus slack, at most. A warm-up (pools filling, the heap
+// reaching its GC target) lands in the first third, a burst lifts a sample or two; a leak lifts
+// every sample after it, so the last third's middle climbs.
 type growthRule struct {
 	figure        string
 	of            func(SoakSample) float64
 	factor, slack float64
-	redis         bool // read from Redis, else from the instances
+	// read says which samples carry the figure.
+	read func(SoakSample) bool
 }
 
+func instancesRead(s SoakSample) bool { return s.Instances > 0 }
+func redisRead(s SoakSample) bool     { return s.Keys > 0 }
+
+// minCostKeys is the fewest keys a sample needs before its bytes per key mean anything: below
+// that, Redis's own overhead of about 1 MiB is most of it.
+const minCostKeys = 1000
+
 var soakRules = []growthRule{
-	{"instance RSS", func(s SoakSample) float64 { return s.RSS }, 1.5, 32 << 20, false},
-	{"instance heap in use", func(s SoakSample) float64 { return s.Heap }, 1.5, 32 << 20, false},
-	{"instance goroutines", func(s SoakSample) float64 { return s.Goroutines }, 1.5, 50, false},
-	{"instance open files", func(s SoakSample) float64 { return s.OpenFiles }, 1.5, 20, false},
-	{"Redis keys without expiry", func(s SoakSample) float64 { return s.Permanent }, 1.1, 50, true},
+	{"instance RSS", func(s SoakSample) float64 { return s.RSS }, 1.5, 32 << 20, instancesRead},
+	{"instance heap in use", func(s SoakSample) float64 { return s.Heap }, 1.5, 32 << 20, instancesRead},
+	{"instance goroutines", func(s SoakSample) float64 { return s.Goroutines }, 1.5, 50, instancesRead},
+	{"instance open files", func(s SoakSample) float64 { return s.OpenFiles }, 1.5, 20, instancesRead},
+	{"Redis keys without expiry", func(s SoakSample) float64 { return s.Permanent }, 1.1, 50, redisRead},
 	// Records with a TTL (24 h for idempotency) grow through a 30-minute soak by design; what
 	// must not grow is what each key costs (a collection that only ever gains members).
-	{"Redis bytes per key", func(s SoakSample) float64 { return s.RedisMemory / max(s.Keys, 1) }, 1.5, 256, true},
+	{"Redis bytes per key", func(s SoakSample) float64 { return s.RedisMemory / s.Keys }, 1.5, 256,
+		func(s SoakSample) bool { return s.Keys >= minCostKeys }},
 }
 
 // minSoakSamples is the fewest samples a soak judges from: two in each third.
@@ -81,7 +92,7 @@ func (s *Soak) Judge() {
 	for _, r := range soakRules {
 		var series []float64
 		for _, sm := range s.Samples {
-			if r.redis && sm.Keys > 0 || !r.redis && sm.Instances > 0 {
+			if r.read(sm) {
 				series = append(series, r.of(sm))
 			}
 		}
@@ -96,19 +107,19 @@ func judgeGrowth(r growthRule, series []float64) SoakVerdict {
 		return v
 	}
 	third := len(series) / 3
-	first, last := peak(series[:third]), peak(series[len(series)-third:])
+	first, last := median(series[:third]), median(series[len(series)-third:])
 	bound := first*r.factor + r.slack
 	v.OK = last <= bound
-	v.Detail = fmt.Sprintf("first third's peak %s, last third's %s (bound %s)", human(first), human(last), human(bound))
+	v.Detail = fmt.Sprintf("first third's median %s, last third's %s (bound %s; peak %s)", human(first), human(last), human(bound), human(slices.Max(series)))
 	return v
 }
 
-func peak(xs []float64) float64 {
-	m := xs[0]
-	for _, x := range xs[1:] {
-		m = max(m, x)
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
 	}
-	return m
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // human prints a figure compactly: bytes in MiB from 1 MiB up.
@@ -220,8 +231,13 @@ func idempotencyNote(samples []SoakSample) string {
 		return "idempotency records: too short to measure their growth"
 	}
 	rate := (last.Idempotency - first.Idempotency) / mins
-	return fmt.Sprintf("idempotency records: %.0f at the end, %+.0f a minute; each expires after 24 h (stock.DefaultIdemTTL), so at this rate they level off near %.0f",
-		last.Idempotency, rate, max(rate, 0)*24*60)
+	level := max(rate, 0) * 24 * 60
+	note := fmt.Sprintf("idempotency records: %.0f at the end, %+.0f a minute; each expires after 24 h (stock.DefaultIdemTTL), so at this rate they level off near %.0f",
+		last.Idempotency, rate, level)
+	if last.Keys >= minCostKeys {
+		note += fmt.Sprintf(", about %s of Redis at this sale's %.0f bytes per key", human(level*last.RedisMemory/last.Keys), last.RedisMemory/last.Keys)
+	}
+	return note
 }
 
 func (s *soakSampler) sample(ctx context.Context) SoakSample {

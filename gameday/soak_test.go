@@ -16,6 +16,7 @@ func TestJudgeGrowth(t *testing.T) {
 		{"flat", []float64{100, 110, 105, 108, 102, 109}, true},
 		{"warm-up, then flat", []float64{40, 120, 150, 150, 140, 155, 150, 152, 149}, true},
 		{"sawtooth of restarts", []float64{100, 20, 100, 30, 110, 25, 105, 40, 95}, true},
+		{"a burst at the end", []float64{100, 105, 98, 102, 101, 99, 104, 400, 103}, true},
 		{"climbs without bound", []float64{100, 200, 300, 400, 500, 600}, false},
 		{"slow leak", []float64{100, 110, 130, 150, 170, 190, 210, 230, 250}, false},
 		{"too few samples", []float64{1, 1, 1, 1, 1}, false},
@@ -38,8 +39,8 @@ func TestSoakJudgeSkipsSamplesThatReadNothing(t *testing.T) {
 		if i == 1 {
 			sm = SoakSample{At: sm.At, Error: "every instance down"}
 		}
-		if i == 8 {
-			sm.RSS, sm.Goroutines = 1 << 30, 5000 // a leak shows in the last third
+		if i >= 6 {
+			sm.RSS, sm.Goroutines = 1<<30, 5000 // a leak lifts the whole last third
 		}
 		s.Samples = append(s.Samples, sm)
 	}

@@ -105,6 +105,9 @@ func runGameday(cmd *cobra.Command, o *gamedayOptions) error {
 	if td != gameday.TeardownAuto && td != gameday.TeardownAlways && td != gameday.TeardownNever {
 		return &exitError{code: 2, err: fmt.Errorf("--teardown %q: want auto, always or never", o.teardown)}
 	}
+	if o.soakEvery < 0 {
+		return &exitError{code: 2, err: fmt.Errorf("--soak %s: want how often to sample, e.g. 30s", o.soakEvery)}
+	}
 	sc := gameday.Default()
 	flags := cmd.Flags()
 	switch {
