@@ -52,6 +52,9 @@ type OrderPlaced struct {
 	// IdemKey is the buyer's Idempotency-Key, so a refused order's key can be forgotten and the
 	// buyer's retry is a fresh attempt.
 	IdemKey string `json:"idemKey,omitempty"`
+	// Epoch is the generation of the Redis state the unit was reserved on (sale.Item.Epoch);
+	// PostgreSQL drops the order as stale when a rebuild has replaced that state since.
+	Epoch int64 `json:"epoch,omitempty"`
 }
 
 // Key is the Kafka message key: all orders of one item go to one partition, in order.

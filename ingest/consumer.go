@@ -44,7 +44,8 @@ type Metrics struct {
 	DeadLettered func(reason string)
 	BatchSize    func(n int)
 	DBErrors     func()
-	// Stale counts OrderPlaced events dropped because their hold had already ended in Redis.
+	// Stale counts OrderPlaced events dropped because their hold had already ended in Redis, or
+	// because Redis was rebuilt since their reservation (orders.Stale).
 	Stale func(n int)
 }
 
@@ -263,7 +264,7 @@ func (c *Recorder) Record(ctx context.Context, batch []kafka.Message) error {
 			sources = append(sources, m)
 			placements = append(placements, orders.Placement{
 				OrderID: e.OrderID, SaleID: e.SaleID, ItemID: e.ItemID, UserID: e.UserID,
-				Slot: e.Slot, Shard: e.Shard, CreatedAt: e.CreatedAt, ExpiresAt: e.ExpiresAt,
+				Slot: e.Slot, Shard: e.Shard, CreatedAt: e.CreatedAt, ExpiresAt: e.ExpiresAt, Epoch: e.Epoch,
 			})
 		case *events.OrderPaid:
 			marks = append(marks, orders.PaidMark{OrderID: e.OrderID, PaymentRef: e.PaymentRef})
@@ -284,13 +285,18 @@ func (c *Recorder) Record(ctx context.Context, batch []kafka.Message) error {
 		}
 	}
 	var refused []events.OrderPlaced
-	var persisted, dups int
+	var persisted, dups, stale int
 	for i, r := range results {
 		switch r.Result {
 		case orders.Placed:
 			persisted++
 		case orders.Duplicate:
 			dups++
+		case orders.Stale:
+			// Made on a Redis state a rebuild replaced, and not in its snapshot: the unit is on
+			// sale again and the buyer was told to retry. Nothing to record, release or dead-letter.
+			stale++
+			c.log.Warn("dropping a stale OrderPlaced: Redis was rebuilt since its reservation", "order", r.OrderID, "epoch", placed[i].Epoch)
 		case orders.Refused:
 			refused = append(refused, placed[i])
 			dead = append(dead, deadLetter(sources[i], r.Reason, "refused by PostgreSQL"))
@@ -323,6 +329,9 @@ func (c *Recorder) Record(ctx context.Context, batch []kafka.Message) error {
 		if _, err := c.release.Settle(ctx, st); err != nil {
 			return err
 		}
+	}
+	if stale > 0 && c.metrics.Stale != nil {
+		c.metrics.Stale(stale)
 	}
 	c.count(persisted, dups, len(settle), dead)
 	return nil

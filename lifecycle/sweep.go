@@ -105,7 +105,10 @@ func (s *Service) sweepHold(ctx context.Context, saleID string, it sale.Item, h 
 		}
 		err := s.Publisher.PublishOrderPlaced(ctx, events.OrderPlaced{
 			OrderID: h.OrderID, SaleID: saleID, ItemID: it.ID, UserID: h.UserID, Slot: h.Slot, Shard: h.Shard, Shards: it.ShardCount(),
-			CreatedAt: createdAt(h.OrderID), ExpiresAt: h.ExpiresAt, IdemKey: h.IdemKey,
+			// The epoch was read from PostgreSQL before the hold from Redis: if a rebuild came in
+			// between, the order is stamped older than its state and dropped as stale, to be
+			// re-published at a later sweep, never stamped newer and counted twice.
+			CreatedAt: createdAt(h.OrderID), ExpiresAt: h.ExpiresAt, IdemKey: h.IdemKey, Epoch: it.Epoch,
 		})
 		if err != nil {
 			return fmt.Errorf("re-publish orphaned order %s: %w", h.OrderID, err)

@@ -1,7 +1,8 @@
 -- preload: write one shard's sale settings and make its stock counter match its share of the quantity.
 -- KEYS: 1 meta, 2 stock
 -- ARGV: 1 opens_at_ms, 2 paused (0/1), 3 per-user limit, 4 hold TTL ms, 5 this shard's quantity,
---       6 the stock to load when the counter does not exist yet, 7 the item's shard count
+--       6 the stock to load when the counter does not exist yet, 7 the item's shard count,
+--       8 the item's epoch (PostgreSQL's; reservations carry it into their OrderPlaced)
 -- Returns 'loaded' (the counter was created), 'kept' (it existed and the quantity is unchanged) or
 -- 'adjusted:<delta>' (the quantity changed: the counter moved by the same amount, atomically, so a
 -- live counter is never overwritten and units held or sold stay accounted for). A quantity lowered
@@ -28,5 +29,5 @@ elseif oldq and tonumber(oldq) ~= tonumber(ARGV[5]) then
   result = 'adjusted:' .. delta
 end
 redis.call('HSET', KEYS[1], 'opens_at_ms', ARGV[1], 'paused', ARGV[2], 'limit', ARGV[3],
-  'hold_ttl_ms', ARGV[4], 'quantity', ARGV[5], 'shards', ARGV[7])
+  'hold_ttl_ms', ARGV[4], 'quantity', ARGV[5], 'shards', ARGV[7], 'epoch', ARGV[8])
 return result

@@ -21,6 +21,8 @@ type Placement struct {
 	Shard     int // the stock shard holding the unit (the buyer's home shard), 0..63
 	CreatedAt time.Time
 	ExpiresAt time.Time
+	// Epoch is the generation of the item's Redis state the reservation was made on (sale.Item.Epoch).
+	Epoch int64
 }
 
 // Result says what PostgreSQL did with one placement.
@@ -34,6 +36,10 @@ const (
 	Duplicate
 	// Refused: the database's safety net turned the order away; PlaceResult.Reason says why.
 	Refused
+	// Stale: the reservation was made on a Redis state a rebuild has since replaced, and reached
+	// the log after the rebuild's snapshot; its buyer was not told RESERVED and its unit is on
+	// sale again, so it is dropped, not recorded (migration 00007).
+	Stale
 )
 
 // String returns the result's name.
@@ -45,6 +51,8 @@ func (r Result) String() string {
 		return "duplicate"
 	case Refused:
 		return "refused"
+	case Stale:
+		return "stale"
 	default:
 		return fmt.Sprintf("Result(%d)", int(r))
 	}
@@ -92,8 +100,8 @@ func (s *Store) PlaceBatch(ctx context.Context, ps []Placement) ([]PlaceResult, 
 		if p.Shard < 0 || p.Shard > 63 {
 			return nil, fmt.Errorf("place order %s: shard %d out of range 0..63", p.OrderID, p.Shard)
 		}
-		b.Queue(`SELECT place_order($1, $2, $3, $4, $5::smallint, $6::smallint, $7, $8)`,
-			p.OrderID, p.SaleID, p.ItemID, p.UserID, int16(p.Slot), int16(p.Shard), p.CreatedAt, p.ExpiresAt)
+		b.Queue(`SELECT place_order($1, $2, $3, $4, $5::smallint, $6::smallint, $7, $8, $9)`,
+			p.OrderID, p.SaleID, p.ItemID, p.UserID, int16(p.Slot), int16(p.Shard), p.CreatedAt, p.ExpiresAt, p.Epoch)
 	}
 	br := s.pool.SendBatch(ctx, b)
 	out := make([]PlaceResult, len(ps))
@@ -118,6 +126,8 @@ func resultOf(id uuid.UUID, answer string) PlaceResult {
 		return PlaceResult{OrderID: id, Result: Placed}
 	case "duplicate":
 		return PlaceResult{OrderID: id, Result: Duplicate}
+	case "stale":
+		return PlaceResult{OrderID: id, Result: Stale}
 	default:
 		return PlaceResult{OrderID: id, Result: Refused, Reason: answer}
 	}

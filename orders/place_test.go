@@ -257,3 +257,33 @@ func TestPlaceBatchConcurrentNeverOversells(t *testing.T) {
 		t.Fatalf("counts: got %+v, want sold = pending = 100", c)
 	}
 }
+
+// TestPlaceBatchFencesAnOlderEpoch: once a rebuild bumped an item's epoch, a placement made on the
+// state before it is dropped as stale (nothing counted), one already recorded stays a duplicate,
+// and placements of the new epoch are recorded.
+func TestPlaceBatchFencesAnOlderEpoch(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	ctx := context.Background()
+	if err := s.SaveSale(ctx, testSale("s", sale.Item{ID: "item", Quantity: 5})); err != nil {
+		t.Fatalf("save sale: %v", err)
+	}
+	before := placement("s", "item", userN(1), 0)
+	mustPlace(t, s, []orders.Placement{before}, orders.Placed)
+	epochs, err := s.NextEpochs(ctx, "s")
+	if err != nil || epochs["item"] != 1 {
+		t.Fatalf("next epochs: %v %v, want item 1", epochs, err)
+	}
+	late := placement("s", "item", userN(2), 0)
+	mustPlace(t, s, []orders.Placement{late}, orders.Stale)
+	mustPlace(t, s, []orders.Placement{before}, orders.Duplicate)
+	fresh := placement("s", "item", userN(2), 0)
+	fresh.Epoch = 1
+	mustPlace(t, s, []orders.Placement{fresh}, orders.Placed)
+	if c := countsOf(t, s, "s")["item"]; c.Sold != 2 {
+		t.Fatalf("sold %d, want 2 (the stale placement counts nothing)", c.Sold)
+	}
+	if got, err := s.Epochs(ctx, "s"); err != nil || got["item"] != 1 {
+		t.Fatalf("epochs: %v %v, want item 1", got, err)
+	}
+}

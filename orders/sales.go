@@ -128,7 +128,7 @@ func (s *Store) LoadSale(ctx context.Context, id string) (sale.Sale, error) {
 		sl.ClosesAt = closes.UTC()
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT id, name, quantity, price_cents, shards FROM sale_items WHERE sale_id = $1 ORDER BY id`, id)
+		SELECT id, name, quantity, price_cents, shards, epoch FROM sale_items WHERE sale_id = $1 ORDER BY id`, id)
 	if err != nil {
 		return sale.Sale{}, fmt.Errorf("load items of sale %s: %w", id, err)
 	}
@@ -157,4 +157,34 @@ func (s *Store) SetRoom(ctx context.Context, saleID string, r sale.Room) error {
 		return outcome.Errorf(outcome.NotFound, "sale %s not found", saleID)
 	}
 	return nil
+}
+
+// Epochs reads the epoch of every item of a sale (sale.Item.Epoch).
+func (s *Store) Epochs(ctx context.Context, saleID string) (map[string]int64, error) {
+	return s.epochs(ctx, `SELECT id, epoch FROM sale_items WHERE sale_id = $1`, saleID)
+}
+
+// NextEpochs bumps the epoch of every item of a sale and returns the new ones: a rebuild's fence.
+// Each bump takes the item's row lock, which place_order holds while it decides, so every
+// placement with the old epoch is either committed before it or refused as stale after.
+func (s *Store) NextEpochs(ctx context.Context, saleID string) (map[string]int64, error) {
+	return s.epochs(ctx, `UPDATE sale_items SET epoch = epoch + 1 WHERE sale_id = $1 RETURNING id, epoch`, saleID)
+}
+
+func (s *Store) epochs(ctx context.Context, sql, saleID string) (map[string]int64, error) {
+	rows, err := s.pool.Query(ctx, sql, saleID)
+	if err != nil {
+		return nil, fmt.Errorf("epochs of sale %s: %w", saleID, err)
+	}
+	out := map[string]int64{}
+	var id string
+	var epoch int64
+	_, err = pgx.ForEachRow(rows, []any{&id, &epoch}, func() error {
+		out[id] = epoch
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("epochs of sale %s: %w", saleID, err)
+	}
+	return out, nil
 }

@@ -65,6 +65,15 @@ func Sale(ctx context.Context, db *orders.Store, st *stock.Store, sl sale.Sale, 
 		remaining[c.ItemID] = c.Quantity - c.Sold
 		sold[c.ItemID] = c.Sold
 	}
+	// Every shard carries its item's epoch, PostgreSQL's (0 until a rebuild): loaded with an older
+	// one, every reservation it took would be dropped as stale.
+	epochs, err := db.Epochs(ctx, sl.ID)
+	if err != nil {
+		return Report{}, err
+	}
+	for i := range sl.Items {
+		sl.Items[i].Epoch = epochs[sl.Items[i].ID]
+	}
 	if err := st.LoadScripts(ctx); err != nil {
 		return Report{}, err
 	}

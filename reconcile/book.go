@@ -64,7 +64,8 @@ func (b *book) read(ctx context.Context, r *run, items []*itemRead, lag int64) e
 			sec, nsec := h.OrderID.Time().UnixTime()
 			return b.publisher(r.cfg).PublishOrderPlaced(ctx, events.OrderPlaced{
 				OrderID: h.OrderID, SaleID: sl.ID, ItemID: it.ID, UserID: h.UserID, Slot: h.Slot, Shard: h.Shard, Shards: it.ShardCount(),
-				CreatedAt: time.Unix(sec, nsec).UTC(), ExpiresAt: h.ExpiresAt, IdemKey: h.IdemKey,
+				// it.Epoch was read from PostgreSQL (openBook) before the holds: never newer than the hold's state.
+				CreatedAt: time.Unix(sec, nsec).UTC(), ExpiresAt: h.ExpiresAt, IdemKey: h.IdemKey, Epoch: it.Epoch,
 			})
 		}
 	}

@@ -13,61 +13,46 @@ import (
 	"github.com/fsctl/fsctl/ingest"
 )
 
-// DefaultInFlight is how long after a rebuild wiped Redis a hand-off begun before may still reach
-// the order log: fsctl serve's publish timeout (5 s) and a second of margin.
-const DefaultInFlight = 6 * time.Second
-
 // catchUp brings PostgreSQL up to the order log for a rebuild, without waiting for the consumer
-// group: it reads every event from the group's committed position on and records it with the
-// consumer's own idempotent step (the group records the same events again later, as duplicates).
-// A group held by a crashed instance, or behind by a burst, does not hold the sale down.
+// group: it reads every event from the group's committed position up to the log's end, as it
+// stands once Redis is wiped, and records it with the consumer's own idempotent step (the group
+// records the same events again later, as duplicates). A group held by a crashed instance, or
+// behind by a burst, does not hold the sale down. What reaches the log after that read is the
+// fence's (rebuild): PostgreSQL drops it as stale once the epoch is bumped.
 //
-// It keeps reading until InFlight has passed since it began. The rebuild has wiped Redis by then,
-// so no reservation can start; but one made just before may still be on its way to Kafka, and its
-// buyer is told RESERVED once it lands. Recorded before the snapshot, its unit counts once;
-// recorded after (by the group), Redis would sell that unit a second time, and PostgreSQL would
-// refuse the second buyer's acknowledged order.
-//
-// Refused orders and payments are left to the group, which dead-letters them once.
+// Refused orders and payments are left to the group, which dead-letters them once. Kafka or
+// PostgreSQL down is waited for, up to DrainTimeout.
 func (r *run) catchUp(ctx context.Context) (int, error) {
-	if r.kafka == nil {
-		return 0, errNoBrokers
-	}
 	c := r.book
 	rec := ingest.NewRecorder(c.db, c.st, nil, ingest.Metrics{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	start := r.cfg.Now()
-	until, giveUp := start.Add(r.cfg.InFlight), start.Add(r.cfg.DrainTimeout)
-	var next map[int]int64 // each partition's next offset to record
+	giveUp := r.cfg.Now().Add(r.cfg.DrainTimeout)
+	var next, ends map[int]int64 // each partition's next offset to record, and where to stop
 	recorded := 0
 	for {
-		at := r.cfg.Now()
-		committed, ends, err := r.logPositions(ctx)
-		if err == nil {
-			if next == nil {
-				next = committed
+		var err error
+		if ends == nil {
+			next, ends, err = r.logPositions(ctx)
+			if err != nil {
+				next, ends = nil, nil
 			}
+		}
+		if err == nil {
 			var n int
 			n, err = r.record(ctx, rec, next, ends)
 			recorded += n
 		}
 		switch {
-		case err == nil && !at.Before(until):
-			fmt.Fprintf(r.cfg.Progress, "reconcile: recorded %d events from the order log in %s (group %s left to catch up)\n",
-				recorded, r.cfg.Now().Sub(start).Round(time.Millisecond), r.cfg.ConsumerGroup)
+		case err == nil:
+			fmt.Fprintf(r.cfg.Progress, "reconcile: recorded %d events from the order log (group %s catches up on its own)\n", recorded, r.cfg.ConsumerGroup)
 			return recorded, nil
-		case err != nil && r.cfg.Now().After(giveUp):
-			return recorded, fmt.Errorf("the order log could not be read into PostgreSQL within %s: %w", r.cfg.DrainTimeout, err)
-		case err != nil:
-			fmt.Fprintf(r.cfg.Progress, "reconcile: catching up with the order log: %v; trying again\n", err)
+		case r.cfg.Now().After(giveUp):
+			return recorded, fmt.Errorf("the order log could not be recorded in PostgreSQL within %s: %w", r.cfg.DrainTimeout, err)
 		}
-		pause := catchUpPoll
-		if left := until.Sub(r.cfg.Now()); err == nil && left < pause {
-			pause = max(left, 0)
-		}
+		fmt.Fprintf(r.cfg.Progress, "reconcile: catching up with the order log: %v; trying again\n", err)
 		select {
 		case <-ctx.Done():
 			return recorded, ctx.Err()
-		case <-time.After(pause):
+		case <-time.After(catchUpRetry):
 		}
 	}
 }
@@ -86,8 +71,8 @@ func (r *run) logPositions(ctx context.Context) (committed, ends map[int]int64, 
 	return committed, ends, nil
 }
 
-// catchUpPoll paces catch-up's reads of the log's ends.
-const catchUpPoll = 250 * time.Millisecond
+// catchUpRetry paces catch-up's tries while Kafka or PostgreSQL is down.
+const catchUpRetry = 500 * time.Millisecond
 
 // catchUpBatch is how many events one transaction records, the consumer's batch size.
 const catchUpBatch = 500

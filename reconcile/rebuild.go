@@ -3,17 +3,23 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
+	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
 )
 
 // rebuild restores a sale's Redis state from PostgreSQL after Redis lost it. The sale is paused
-// and its keys wiped first, so no reservation starts on the state being replaced; the order log is
-// then recorded in PostgreSQL up to where it stands once every hand-off begun before the wipe has
-// landed (catchUp); then, from one PostgreSQL snapshot, each shard is reloaded in one atomic step
-// with its share of quantity − sold, every live order gets its record and buyer slot back (pending
-// ones their hold), and the pause flag is set back to PostgreSQL's. Meanwhile buyers hear PAUSED,
-// or 503 while the keys are gone: transient answers they retry.
+// and its keys wiped first, so no reservation runs on the state being replaced from then on. The
+// order log is then recorded in PostgreSQL up to where it stands (catchUp), and each item's epoch
+// is bumped: the fence. A hand-off still on its way lands after that read, so it is not in the
+// snapshot; PostgreSQL drops it as stale (its epoch is older), and its server, which confirms the
+// epoch before answering (server.confirm), told its buyer to retry, not RESERVED. Then, from one
+// PostgreSQL snapshot, each shard is reloaded in one atomic step with its share of quantity − sold
+// and the new epoch, every live order gets its record and buyer slot back (pending ones their
+// hold), and the pause flag is set back to PostgreSQL's. Meanwhile buyers hear PAUSED, or 503
+// while the keys are gone: transient answers they retry.
 //
 // The sale keeps running meanwhile: orders expire, are cancelled and paid. One snapshot makes the
 // counter and the restored holds agree; an order that closes after it is restored with its hold,
@@ -32,8 +38,6 @@ func (r *run) rebuild(ctx context.Context) ([]Action, error) {
 	if r.kafka == nil {
 		return acts, errNoBrokers
 	}
-	paused := sl
-	paused.Paused = true
 	// Pause whatever is left first, so no reserve runs on half-wiped keys.
 	if err := c.st.SetPaused(ctx, sl, true); err != nil {
 		return acts, err
@@ -46,8 +50,18 @@ func (r *run) rebuild(ctx context.Context) ([]Action, error) {
 	if err != nil {
 		return acts, err
 	}
-	act("", fmt.Sprintf("recorded the order log in PostgreSQL (%d events, %s for hand-offs in flight)", n, r.cfg.InFlight),
-		"every order Redis acknowledged must be counted in the snapshot the rebuild loads")
+	epochs, err := c.db.NextEpochs(ctx, sl.ID)
+	if err != nil {
+		return acts, err
+	}
+	act("", fmt.Sprintf("recorded the order log in PostgreSQL (%d events) and fenced what comes later (epoch %s)", n, epochList(sl, epochs)),
+		"an order Redis granted is counted in the snapshot below, or dropped as stale and its buyer told to retry")
+	reloaded := sl
+	reloaded.Paused = true
+	reloaded.Items = slices.Clone(sl.Items)
+	for i := range reloaded.Items {
+		reloaded.Items[i].Epoch = epochs[reloaded.Items[i].ID]
+	}
 	counts, live, err := pgSnapshot(ctx, c.db, sl.ID)
 	if err != nil {
 		return acts, err
@@ -59,7 +73,7 @@ func (r *run) rebuild(ctx context.Context) ([]Action, error) {
 	if err := c.st.LoadScripts(ctx); err != nil {
 		return acts, err
 	}
-	if err := c.st.Reload(ctx, paused, remaining); err != nil {
+	if err := c.st.Reload(ctx, reloaded, remaining); err != nil {
 		return acts, err
 	}
 	restored := map[string][2]int{}
@@ -94,4 +108,16 @@ func (r *run) rebuild(ctx context.Context) ([]Action, error) {
 		act("", "resumed the sale in Redis", "it is not paused in PostgreSQL")
 	}
 	return acts, nil
+}
+
+// epochList is the items' new epochs, "3" when they agree.
+func epochList(sl sale.Sale, epochs map[string]int64) string {
+	var parts []string
+	for _, it := range sl.Items {
+		parts = append(parts, fmt.Sprintf("%s %d", it.ID, epochs[it.ID]))
+	}
+	if len(sl.Items) > 0 && !slices.ContainsFunc(sl.Items, func(it sale.Item) bool { return epochs[it.ID] != epochs[sl.Items[0].ID] }) {
+		return fmt.Sprint(epochs[sl.Items[0].ID])
+	}
+	return strings.Join(parts, ", ")
 }

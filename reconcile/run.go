@@ -39,10 +39,6 @@ type Config struct {
 	// DrainTimeout bounds how long a rebuild tries to record the order log in PostgreSQL (Kafka or
 	// PostgreSQL may be down meanwhile).
 	DrainTimeout time.Duration
-	// InFlight is how long a rebuild keeps recording the order log after it wiped Redis: the
-	// longest a hand-off begun before may still take to land (fsctl serve's publish timeout and a
-	// margin; DefaultInFlight).
-	InFlight time.Duration
 	// OrphanAge is how old a hold without an order must be before it counts as orphaned rather
 	// than in flight.
 	OrphanAge time.Duration
@@ -74,9 +70,6 @@ func (c *Config) defaults() {
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = time.Minute
-	}
-	if c.InFlight <= 0 {
-		c.InFlight = DefaultInFlight
 	}
 	if c.OrphanAge <= 0 {
 		c.OrphanAge = 30 * time.Second

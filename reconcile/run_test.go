@@ -38,7 +38,7 @@ func startTarget(t *testing.T, o checkouttest.Options) *target {
 	return &target{c: c, cfg: reconcile.Config{
 		SaleID: c.Sale.ID, RedisURL: c.RedisURL, PostgresURL: c.PostgresURL,
 		Brokers: c.Brokers, OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic, ConsumerGroup: c.ConsumerGroup,
-		OrphanAge: time.Hour, DrainTimeout: 30 * time.Second, InFlight: time.Second,
+		OrphanAge: time.Hour, DrainTimeout: 30 * time.Second,
 	}}
 }
 

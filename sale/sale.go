@@ -116,6 +116,10 @@ type Item struct {
 	// Shards splits a hot item's stock over this many Redis counters on different hash tags
 	// (default 1); buyers borrow from other shards when their home shard is empty.
 	Shards int `yaml:"shards,omitempty" json:"shards,omitempty"`
+	// Epoch is the generation of the item's Redis state, PostgreSQL's sale_items.epoch: a rebuild
+	// of Redis bumps it, and a reservation made on an older one is stale. It is read from
+	// PostgreSQL, never part of a sale definition.
+	Epoch int64 `yaml:"-" json:"-"`
 }
 
 // ShardCount is the number of stock shards of the item; zero (not set) means one.

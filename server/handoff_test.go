@@ -213,3 +213,73 @@ func TestSaleMissingInRedisIsARetryNotANotFound(t *testing.T) {
 		t.Fatalf("the retry after the rebuild: %d %s, want 202", code, body)
 	}
 }
+
+// rebuildingPublisher stands in for a hand-off that is still on its way to Kafka while Redis is
+// rebuilt: before it "lands" it runs rebuild (the rebuild's Redis side: a new epoch, a reload).
+type rebuildingPublisher struct {
+	rebuild func()
+	once    atomic.Bool
+}
+
+func (p *rebuildingPublisher) PublishOrderPlaced(context.Context, events.OrderPlaced) error {
+	if p.once.CompareAndSwap(false, true) {
+		p.rebuild()
+	}
+	return nil
+}
+
+// TestHandOffOutlivedByARebuildIsNotAYes: a reservation whose hand-off reaches Kafka only after a
+// rebuild replaced the Redis state it was made on is answered 503, not RESERVED: the rebuild's
+// snapshot may not hold it, and PostgreSQL drops it as stale (its epoch is older). The retry with
+// the same key reserves afresh on the rebuilt state, under the new epoch.
+func TestHandOffOutlivedByARebuildIsNotAYes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, db, sl := stores(t, sale.Sale{ID: testenv.ID(t, "fence"), OpensAt: time.Now().Add(-time.Minute), Items: []sale.Item{{ID: "hot", Quantity: 3}}})
+	pub := &rebuildingPublisher{rebuild: func() {
+		epochs, err := db.NextEpochs(ctx, sl.ID)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		rebuilt := sl
+		rebuilt.Items = []sale.Item{sl.Items[0]}
+		rebuilt.Items[0].Epoch = epochs["hot"]
+		if err := st.Reload(ctx, rebuilt, map[string]int64{"hot": 3}); err != nil {
+			t.Error(err)
+		}
+	}}
+	verifier, _ := auth.NewVerifier(testSecret, nil)
+	srv := server.New(server.DefaultConfig(), server.Deps{Auth: verifier, Stock: st, Publisher: pub, Orders: db})
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	tok, _ := auth.Mint(testSecret, "buyer", time.Now(), time.Hour)
+	buy := func() (int, string) {
+		req, _ := http.NewRequest("POST", ts.URL+"/api/v1/sales/"+sl.ID+"/items/hot/purchase", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Idempotency-Key", "k")
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := buy(); code != http.StatusServiceUnavailable || !strings.Contains(body, "being restored") {
+		t.Fatalf("a hand-off that landed after the rebuild: %d %s, want 503 (not a yes)", code, body)
+	}
+	code, body := buy()
+	if code != http.StatusAccepted {
+		t.Fatalf("the retry with the same key on the rebuilt state: %d %s, want 202", code, body)
+	}
+	id := orderIDOf(t, body)
+	state, _, err := st.LookupOrder(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch, loaded, err := st.Epoch(ctx, sl.ID, "hot", state.Shard, 1)
+	if err != nil || !loaded || epoch != 1 {
+		t.Fatalf("the rebuilt shard's epoch: %d loaded=%v %v, want 1", epoch, loaded, err)
+	}
+}

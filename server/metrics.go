@@ -29,6 +29,7 @@ type metrics struct {
 	borrowed       prometheus.Counter
 	waitShort      prometheus.Counter
 	replayHandOffs prometheus.Counter
+	unconfirmed    prometheus.Counter
 	republished    prometheus.Counter
 	repaired       prometheus.Counter
 	paidRecorded   prometheus.Counter
@@ -92,6 +93,9 @@ func newMetrics() *metrics {
 		replayHandOffs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fsctl_replay_handoffs_total", Help: "Replayed RESERVED answers whose order was handed to Kafka again before the buyer heard yes.",
 		}),
+		unconfirmed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fsctl_handoffs_unconfirmed_total", Help: "Hand-offs Kafka acknowledged whose Redis state a rebuild replaced (or Redis could not confirm) before the buyer heard yes; answered 503.",
+		}),
 		waitShort: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fsctl_redis_wait_short_total", Help: "Reserves that fewer replicas acknowledged than the sale's waitReplicas.",
 		}),
@@ -140,7 +144,7 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(m.roomDepth, m.roomActive, m.roomRate, m.roomWait, m.roomAdmitted, m.roomExpired, m.failOpen, m.rateLimited)
 	m.reg.MustRegister(m.outcomes, m.requests, m.reserve, m.publish, m.released, m.persisted, m.duplicates,
 		m.deadLettered, m.consumerBatch, m.consumerErrors, m.payments, m.breakerState, m.soldOutFlag,
-		m.borrowed, m.waitShort, m.replayHandOffs, m.republished, m.repaired, m.paidRecorded,
+		m.borrowed, m.waitShort, m.replayHandOffs, m.unconfirmed, m.republished, m.repaired, m.paidRecorded,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -176,7 +176,7 @@ func (s *Server) handOff(ctx context.Context, req purchaseRequest, user string, 
 	s.crash.reserved() // a game day's fault; a no-op unless armed (fault.go)
 	err := s.publish(ctx, req, user, rv, s.now().UTC())
 	if err == nil {
-		return nil
+		return s.confirm(ctx, req, rv)
 	}
 	s.log.Error("order hand-off failed; releasing the hold", "order", rv.OrderID, "err", err)
 	// The request context may be the thing that failed; the release must still happen.
@@ -202,6 +202,7 @@ func (s *Server) publish(ctx context.Context, req purchaseRequest, user string, 
 	err := s.pub.PublishOrderPlaced(pctx, events.OrderPlaced{
 		OrderID: rv.OrderID, SaleID: req.SaleID, ItemID: req.ItemID, UserID: user, Slot: rv.Slot,
 		Shard: rv.Shard, Shards: rv.Shards, CreatedAt: created, ExpiresAt: rv.ExpiresAt, IdemKey: req.IdemKey,
+		Epoch: rv.Epoch,
 	})
 	s.metrics.publish.Observe(time.Since(start).Seconds())
 	return err
@@ -220,7 +221,25 @@ func (s *Server) handOffAgain(ctx context.Context, req purchaseRequest, user str
 		return outcome.Errorf(outcome.PipelineDown, "the order is held but could not be confirmed as recorded; retry with the same Idempotency-Key")
 	}
 	s.metrics.replayHandOffs.Inc()
-	return nil
+	return s.confirm(ctx, req, rv)
+}
+
+// confirm is the fence of a hand-off, checked after Kafka acknowledged it and before the buyer
+// hears RESERVED: the reservation's shard must still hold the state it was made on (its epoch).
+// A rebuild of Redis wipes that state, records the order log up to where it then stands, bumps the
+// epoch and reloads; an OrderPlaced that reached the log before this read was there before the
+// wipe, so the rebuild counts it. When the epoch moved (or Redis cannot say) the event may have
+// come too late to be counted, and PostgreSQL will drop it as stale: the buyer must not be told
+// RESERVED, and is told to retry instead, which the rebuilt Redis answers afresh.
+func (s *Server) confirm(ctx context.Context, req purchaseRequest, rv stock.Reservation) error {
+	epoch, loaded, err := s.stock.Epoch(ctx, req.SaleID, req.ItemID, rv.Shard, rv.Shards)
+	if err == nil && loaded && epoch == rv.Epoch {
+		return nil
+	}
+	s.metrics.unconfirmed.Inc()
+	s.log.Warn("hand-off not confirmed: the item's Redis state was replaced (or is unreachable) since the reservation",
+		"order", rv.OrderID, "epoch", rv.Epoch, "now", epoch, "loaded", loaded, "err", err)
+	return outcome.Errorf(outcome.Unavailable, "the item's stock was being restored while this order was recorded, so it may not be kept; retry with the same Idempotency-Key")
 }
 
 func (s *Server) countAndWriteError(w http.ResponseWriter, r *http.Request, err error) {

@@ -110,7 +110,9 @@ func (s *Store) Reload(ctx context.Context, sl sale.Sale, remaining map[string]i
 }
 
 // shardArgs are the ARGV that preload.lua and reload.lua share: the sale's settings, shard k's
-// share of the item's quantity and of left, and the shard count.
+// share of the item's quantity and of left, the shard count and the item's epoch. sl must come
+// from PostgreSQL (orders.LoadSale), or carry its epochs: a shard loaded with an older epoch than
+// PostgreSQL's would stamp every reservation stale.
 func shardArgs(sl sale.Sale, it sale.Item, k int, left int64) []any {
 	paused := "0"
 	if sl.Paused {
@@ -118,7 +120,7 @@ func shardArgs(sl sale.Sale, it sale.Item, k int, left int64) []any {
 	}
 	n := it.ShardCount()
 	return []any{sl.OpensAt.UnixMilli(), paused, sl.PerUserLimit, sl.HoldTTL.Milliseconds(),
-		split(it.Quantity, n, k), split(left, n, k), n}
+		split(it.Quantity, n, k), split(left, n, k), n, it.Epoch}
 }
 
 // checkPreload refuses, before anything is written, a preload the scripts would refuse part-way

@@ -56,6 +56,10 @@ type Reservation struct {
 	// Replicas is how many replicas acknowledged the reservation when WaitReplicas asked for it
 	// (fewer than asked is not an error), -1 when no WAIT was issued.
 	Replicas int
+	// Epoch is the generation of the shard's state the reservation lives in (sale.Item.Epoch); its
+	// OrderPlaced carries it, and the hand-off is confirmed only while the shard still has it
+	// (Store.Epoch).
+	Epoch int64
 	// RefErr is set when the order's reference for lookups by id could not be written (on a
 	// Redis Cluster it lives on another master, which may be down). The reservation stands:
 	// GET /orders/{id} answers from PostgreSQL once the order is there.
@@ -256,12 +260,12 @@ func (s *Store) reservePipelinedWait(ctx context.Context, keys []string, args []
 }
 
 func freshReserved(res []string) bool {
-	return len(res) == 5 && res[0] == string(outcome.Reserved) && res[4] == "0"
+	return len(res) == 6 && res[0] == string(outcome.Reserved) && res[4] == "0"
 }
 
 func parseReservation(res []string) (Reservation, error) {
-	if len(res) != 5 {
-		return Reservation{}, fmt.Errorf("reserve script answered %d fields, want 5", len(res))
+	if len(res) != 6 {
+		return Reservation{}, fmt.Errorf("reserve script answered %d fields, want 6", len(res))
 	}
 	rv := Reservation{Replay: res[4] == "1", Replicas: -1}
 	switch c := outcome.Code(res[0]); c {
@@ -287,7 +291,11 @@ func parseReservation(res []string) (Reservation, error) {
 	if err != nil {
 		return Reservation{}, fmt.Errorf("reserve script answered slot %q: %w", res[3], err)
 	}
-	rv.OrderID, rv.ExpiresAt, rv.Slot = id, time.UnixMilli(ms).UTC(), slot
+	epoch, err := strconv.ParseInt(res[5], 10, 64)
+	if err != nil {
+		return Reservation{}, fmt.Errorf("reserve script answered epoch %q: %w", res[5], err)
+	}
+	rv.OrderID, rv.ExpiresAt, rv.Slot, rv.Epoch = id, time.UnixMilli(ms).UTC(), slot, epoch
 	return rv, nil
 }
 

@@ -116,6 +116,32 @@ func (s *Store) eval(ctx context.Context, sc *redis.Script, keys []string, args 
 	return cmd
 }
 
+// Epoch reads the epoch of one shard's state (Reservation.Epoch), batched like a reserve: ok is
+// false when the shard is not loaded (its state was lost, or is being rebuilt).
+func (s *Store) Epoch(ctx context.Context, saleID, itemID string, shard, shards int) (epoch int64, ok bool, err error) {
+	cmd := redis.NewSliceCmd(ctx, "hmget", ShardKeys(saleID, itemID, shard, shards).Meta(), "opens_at_ms", "epoch")
+	if s.batch == nil {
+		err = s.rdb.Process(ctx, cmd)
+	} else {
+		err = s.batch.do(ctx, cmd, nil)
+	}
+	v := cmd.Val()
+	if err != nil {
+		return 0, false, fmt.Errorf("read the epoch of %s/%s shard %d: %w", saleID, itemID, shard, err)
+	}
+	if len(v) != 2 || v[0] == nil {
+		return 0, false, nil
+	}
+	if v[1] == nil {
+		return 0, true, nil
+	}
+	str, _ := v[1].(string)
+	if epoch, err = strconv.ParseInt(str, 10, 64); err != nil {
+		return 0, false, fmt.Errorf("epoch of %s/%s shard %d is %q: %w", saleID, itemID, shard, str, err)
+	}
+	return epoch, true, nil
+}
+
 // Client returns the Redis client the store uses.
 func (s *Store) Client() redis.UniversalClient { return s.rdb }
 

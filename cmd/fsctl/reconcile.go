@@ -50,9 +50,9 @@ or an unknown order back, clears empty buyer slots, re-publishes a never-recorde
 moves a counter by the units still missing once all else agrees. Oversell and duplicate orders are
 left to a person. --rebuild-redis (fsctl serve only) restores the sale's Redis state from
 PostgreSQL after Redis lost it: it pauses the sale and wipes its keys, records the order log in
-PostgreSQL itself (from the consumer group's position, so a stalled group does not hold it up)
-until --in-flight has passed for hand-offs still on their way, then preloads quantity − sold,
-restores every live order, and resumes. The sale is down for about --in-flight.
+PostgreSQL itself (from the consumer group's position, so a stalled group does not hold it up),
+bumps each item's epoch (a hand-off that lands later is dropped as stale, and its buyer was told to
+retry), preloads quantity − sold, restores every live order, and resumes.
 
 Exit status: 0 consistent, 1 a violation (or reconcile could not run).`,
 		Example: `  fsctl reconcile --sale black-friday
@@ -75,7 +75,6 @@ Exit status: 0 consistent, 1 a violation (or reconcile could not run).`,
 	f.StringVar(&c.DeadLetterTopic, "dead-letter-topic", "", "dead-letter topic (default the profile's kafka.deadLetter)")
 	f.StringVar(&c.ConsumerGroup, "consumer-group", "", "the order consumer's group (default the profile's kafka.group: the server's "+reconcile.DefaultConsumerGroup+")")
 	f.DurationVar(&c.DrainTimeout, "drain-timeout", time.Minute, "how long --rebuild-redis keeps trying to record the order log in PostgreSQL (Kafka or PostgreSQL down)")
-	f.DurationVar(&c.InFlight, "in-flight", reconcile.DefaultInFlight, "how long --rebuild-redis waits after the wipe for hand-offs already on their way to Kafka: the servers' publish timeout (5s) and a margin; shorter risks selling a unit twice")
 	f.DurationVar(&c.OrphanAge, "orphan-age", 30*time.Second, "age after which a hold without an order is orphaned, not in flight")
 	f.DurationVar(&c.Timeout, "timeout", 5*time.Second, "timeout of each network call")
 	f.StringSliceVar(&c.Items, "item", nil, "reconcile only this item (repeatable; default every item of the sale)")
