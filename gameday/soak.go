@@ -224,13 +224,20 @@ func (s *soakSampler) Stop() *Soak {
 }
 
 // idempotencyNote says how fast the idempotency records grew and where their TTL levels them.
+// Only the gains count: a Redis restarted empty drops them all, and the buyers' rate goes on.
 func idempotencyNote(samples []SoakSample) string {
 	first, last := samples[0], samples[len(samples)-1]
 	mins := (last.At - first.At).Minutes()
 	if mins <= 0 {
 		return "idempotency records: too short to measure their growth"
 	}
-	rate := (last.Idempotency - first.Idempotency) / mins
+	gained := 0.0
+	for i := 1; i < len(samples); i++ {
+		if samples[i].Keys > 0 && samples[i-1].Keys > 0 {
+			gained += max(samples[i].Idempotency-samples[i-1].Idempotency, 0)
+		}
+	}
+	rate := gained / mins
 	level := max(rate, 0) * 24 * 60
 	note := fmt.Sprintf("idempotency records: %.0f at the end, %+.0f a minute; each expires after 24 h (stock.DefaultIdemTTL), so at this rate they level off near %.0f",
 		last.Idempotency, rate, level)

@@ -89,3 +89,18 @@ func TestParseRedisInfo(t *testing.T) {
 		t.Fatalf("parsed used_memory %v, keys %v, expires %v", mem, keys, expires)
 	}
 }
+
+// A Redis restarted empty drops the records; the rate counts only what the buyers added.
+func TestIdempotencyNoteCountsGains(t *testing.T) {
+	samples := []SoakSample{
+		{At: 0, Keys: 10, Idempotency: 0},
+		{At: time.Minute, Keys: 3000, Idempotency: 1000},
+		{At: 2 * time.Minute, Keys: 0, Idempotency: 0, Error: "redis: connection refused"},
+		{At: 3 * time.Minute, Keys: 600, Idempotency: 200},
+		{At: 4 * time.Minute, Keys: 3600, Idempotency: 1200},
+	}
+	note := idempotencyNote(samples)
+	if !strings.Contains(note, "+500 a minute") || !strings.Contains(note, "near 720000") {
+		t.Fatalf("note %q: want 2000 records gained over 4 minutes, +500 a minute, levelling off near 720000", note)
+	}
+}
