@@ -245,3 +245,52 @@ func TestOpening(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// TestExpiredTicketsAreForgotten: an expired ticket answers "expired" for the tombstone time, then
+// the tick deletes it, so a room keeps the tickets of its live waiters and of the last minutes, not
+// of every join since the opening (a long sale grew its tickets without bound before).
+func TestExpiredTicketsAreForgotten(t *testing.T) {
+	t.Parallel()
+	const quiet = 40
+	f := newRoom(t, sale.Room{AdmissionRate: 1000, FairStart: sale.FairStartFIFO, WaiterTTL: time.Second, ActiveTTL: time.Second, Paused: true},
+		time.Now().Add(-time.Minute), room.Tombstones(500*time.Millisecond))
+	var gone []room.Ticket
+	for i := range quiet {
+		gone = append(gone, f.join("quiet-"+strconv.Itoa(i)))
+	}
+	live := f.join("live")
+	f.keepAlive(1100*time.Millisecond, live)
+	k := room.SaleKeys(f.sale)
+	count := func() (tickets, ended int64) {
+		t.Helper()
+		tickets, err := f.rdb.HLen(f.ctx, k.Tickets()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ended, err = f.rdb.ZCard(f.ctx, k.Ended()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tickets, ended
+	}
+	if res := f.tick(); res.ExpiredWaiters != quiet {
+		t.Fatalf("tick = %+v, want %d quiet waiters expired", res, quiet)
+	}
+	if got := f.poll(gone[0]); got.Status != room.StatusExpired {
+		t.Fatalf("a quiet waiter's poll right after = %+v, want expired (its tombstone)", got)
+	}
+	if tickets, ended := count(); tickets != quiet+1 || ended != quiet {
+		t.Fatalf("after the expiry: %d tickets and %d tombstones, want %d and %d", tickets, ended, quiet+1, quiet)
+	}
+	f.keepAlive(600*time.Millisecond, live)
+	f.tick()
+	if tickets, ended := count(); tickets != 1 || ended != 0 {
+		t.Fatalf("after the tombstone time: %d tickets and %d tombstones, want the live waiter's alone", tickets, ended)
+	}
+	if _, err := f.store.Poll(f.ctx, f.sale, gone[0].ID, gone[0].UserID); err == nil {
+		t.Fatal("a forgotten ticket still polls")
+	}
+	if got := f.poll(live); got.Status != room.StatusWaiting {
+		t.Fatalf("the live waiter = %+v, want still waiting", got)
+	}
+}

@@ -1,7 +1,7 @@
 -- common: what every room script shares. Go prepends this file to each script, so the key order,
 -- the clock and the liveness rules cannot drift apart between join, poll, tick and revoke.
--- KEYS (every room script): 1 meta, 2 users, 3 tickets, 4 queue, 5 seen, 6 active
-local meta, users, tickets, queue, seen, active = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+-- KEYS (every room script): 1 meta, 2 users, 3 tickets, 4 queue, 5 seen, 6 active, 7 ended
+local meta, users, tickets, queue, seen, active, ended = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 
 -- now_ms reads Redis TIME, so every server instance sharing the room agrees on one clock.
 local function now_ms()
@@ -31,13 +31,21 @@ local function forget_user(ticket)
   end
 end
 
--- expire takes a ticket's place or slot away. Its tickets entry stays behind as a tombstone, so the
--- holder's next poll says "expired" rather than "not found".
-local function expire(ticket)
+-- entomb marks expired tickets: their tickets entries stay behind as tombstones, so a holder's next
+-- poll says "expired" rather than "not found", until the tick deletes them (ended).
+local function entomb(now, list)
+  for _, t in ipairs(list) do
+    redis.call('ZADD', ended, int(now), t)
+  end
+end
+
+-- expire takes a ticket's place or slot away and leaves its tombstone.
+local function expire(ticket, now)
   redis.call('ZREM', queue, ticket)
   redis.call('ZREM', seen, ticket)
   redis.call('ZREM', active, ticket)
   forget_user(ticket)
+  entomb(now, {ticket})
   redis.call('HINCRBY', meta, 'expired_total', 1)
 end
 
@@ -52,7 +60,7 @@ local function touch(ticket, now, s)
   local lease = redis.call('ZSCORE', active, ticket)
   if lease then
     if tonumber(lease) < now then
-      expire(ticket)
+      expire(ticket, now)
       return answer(ticket, 'expired', 0, 0, s)
     end
     lease = now + s.active_ttl
@@ -64,7 +72,7 @@ local function touch(ticket, now, s)
     return answer(ticket, 'expired', 0, 0, s)
   end
   if tonumber(last) < now - s.waiter_ttl then
-    expire(ticket)
+    expire(ticket, now)
     return answer(ticket, 'expired', 0, 0, s)
   end
   redis.call('ZADD', seen, int(now), ticket)

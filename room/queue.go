@@ -149,7 +149,7 @@ type TickResult struct {
 // queue, each with a lease of ActiveTTL; at most RoundBound of each. Before the opening or while
 // paused it admits nobody and saves nothing up.
 func (s *Store) Tick(ctx context.Context, saleID string) (TickResult, error) {
-	res, err := s.scripts.tick.Run(ctx, s.rdb, SaleKeys(saleID).all(), RoundBound).Int64Slice()
+	res, err := s.scripts.tick.Run(ctx, s.rdb, SaleKeys(saleID).all(), RoundBound, s.tombstoneTTL.Milliseconds()).Int64Slice()
 	if err != nil {
 		return TickResult{}, fmt.Errorf("tick room of sale %s: %w", saleID, err)
 	}

@@ -9,6 +9,7 @@ local live = redis.call('ZREM', active, ARGV[1]) + redis.call('ZREM', queue, ARG
 redis.call('ZREM', seen, ARGV[1])
 forget_user(ARGV[1])
 redis.call('HDEL', tickets, ARGV[1])
+redis.call('ZREM', ended, ARGV[1])
 if live > 0 then
   return 1
 end

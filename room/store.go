@@ -46,8 +46,14 @@ func (k Keys) Meta() string { return k.tag + ":meta" }
 // Users is a hash from user id to the user's current ticket.
 func (k Keys) Users() string { return k.tag + ":users" }
 
-// Tickets is a hash from ticket id to its user; it keeps expired tickets, so their polls say expired.
+// Tickets is a hash from ticket id to its user; it keeps an expired ticket for TombstoneTTL, so its
+// holder's polls say expired rather than not found.
 func (k Keys) Tickets() string { return k.tag + ":tickets" }
+
+// Ended is a sorted set of expired tickets scored by when they expired in Unix milliseconds: the
+// tick deletes their Tickets entries once TombstoneTTL has passed, so a sale's room holds the
+// tickets of its live waiters and of the last minutes, not of every join since the opening.
+func (k Keys) Ended() string { return k.tag + ":ended" }
 
 // Queue is a sorted set of waiting tickets scored by their place in line.
 func (k Keys) Queue() string { return k.tag + ":queue" }
@@ -59,7 +65,7 @@ func (k Keys) Seen() string { return k.tag + ":seen" }
 func (k Keys) Active() string { return k.tag + ":active" }
 
 func (k Keys) all() []string {
-	return []string{k.Meta(), k.Users(), k.Tickets(), k.Queue(), k.Seen(), k.Active()}
+	return []string{k.Meta(), k.Users(), k.Tickets(), k.Queue(), k.Seen(), k.Active(), k.Ended()}
 }
 
 // Store runs the room scripts against one Redis (or Redis Cluster). It is safe for concurrent use.
@@ -68,7 +74,16 @@ type Store struct {
 	scripts scripts
 	mu      sync.Mutex // guards random, which an injected source may not do itself
 	random  func() uint64
+	// tombstoneTTL is how long an expired ticket keeps answering "expired" (TombstoneTTL).
+	tombstoneTTL time.Duration
 }
+
+// TombstoneTTL is how long an expired ticket's holder still hears "expired" from a poll before the
+// ticket is forgotten ("not found": join again). It bounds the tickets a room keeps.
+const TombstoneTTL = 10 * time.Minute
+
+// Tombstones sets how long expired tickets are kept (TombstoneTTL by default).
+func Tombstones(d time.Duration) Option { return func(s *Store) { s.tombstoneTTL = d } }
 
 // Option configures a Store.
 type Option func(*Store)
@@ -80,7 +95,7 @@ func WithRandom(r func() uint64) Option { return func(s *Store) { s.random = r }
 
 // New returns a Store over rdb.
 func New(rdb redis.UniversalClient, opts ...Option) *Store {
-	s := &Store{rdb: rdb, scripts: newScripts(), random: cryptoUint64}
+	s := &Store{rdb: rdb, scripts: newScripts(), random: cryptoUint64, tombstoneTTL: TombstoneTTL}
 	for _, o := range opts {
 		o(s)
 	}

@@ -2,7 +2,8 @@
 -- out, then moves buyers from the head of the queue into active, paced by a token bucket whose
 -- refill is computed from the time since the last round (meta last_ms), so any number of instances
 -- may tick at any frequency and the rate still holds.
--- ARGV: 1 the most waiters, leases and admissions one round handles (keeps the script short)
+-- ARGV: 1 the most waiters, leases, admissions and tombstones one round handles (keeps the script
+--       short), 2 how long an expired ticket's tombstone is kept in ms
 -- Returns {admitted, depth, active, expired waiters, expired leases}, or {-1} when there is no room.
 local m = redis.call('HMGET', meta, 'opens_at_ms', 'rate', 'max_active', 'waiter_ttl_ms', 'active_ttl_ms',
   'paused', 'allowance', 'last_ms')
@@ -31,6 +32,13 @@ if #lapsed > 0 then
 end
 if #stale + #lapsed > 0 then
   redis.call('HINCRBY', meta, 'expired_total', #stale + #lapsed)
+end
+entomb(now, stale)
+entomb(now, lapsed)
+local gone = redis.call('ZRANGEBYSCORE', ended, '-inf', '(' .. int(now - tonumber(ARGV[2])), 'LIMIT', 0, bound)
+if #gone > 0 then
+  redis.call('HDEL', tickets, unpack(gone))
+  redis.call('ZREM', ended, unpack(gone))
 end
 
 local admitted = 0

@@ -52,6 +52,9 @@ type AppConfig struct {
 	ConsumerSession time.Duration
 	// Migrate applies database migrations at start.
 	Migrate bool
+	// IdemTTL is how long a purchase's answer is kept under its Idempotency-Key
+	// (stock.DefaultIdemTTL when zero); the records take Redis memory in proportion.
+	IdemTTL time.Duration
 	// PaymentURL is the payment provider's base URL; empty runs the bundled fake provider
 	// in-process (for demos and tests — it charges nothing real).
 	PaymentURL string
@@ -137,11 +140,6 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 	// purchases of its shards at once, with a retry answer, instead of after go-redis's five
 	// dial attempts times its command retries; the other shards go on selling meanwhile.
 	a.rdb = raddr.Open(redisconn.Tune{PoolSize: 256, DialerRetries: 1, DialTimeout: 2 * time.Second})
-	err = waitReady(ctx, "redis", cfg.StartWait, 2*time.Second, log, func(ctx context.Context) error { return redisconn.Check(ctx, a.rdb) },
-		func(err error) bool { return !errors.Is(err, redisconn.ErrWrongKind) })
-	if err != nil {
-		return nil, err
-	}
 	batch := cfg.RedisBatch
 	switch {
 	case batch == 0:
@@ -149,8 +147,25 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 	case batch < 0:
 		batch = 0 // off
 	}
-	a.Stock = stock.New(a.rdb, stock.Batch(batch, stock.DefaultBatchLanes))
-	if err := a.Stock.LoadScripts(ctx); err != nil {
+	opts := []stock.Option{stock.Batch(batch, stock.DefaultBatchLanes)}
+	if cfg.IdemTTL > 0 {
+		opts = append(opts, stock.IdemTTL(cfg.IdemTTL))
+	}
+	a.Stock = stock.New(a.rdb, opts...)
+	a.Switches = control.NewStore(a.rdb, cfg.SwitchesKey)
+	a.watcher = control.NewWatcher(a.Switches, cfg.ControlPoll, log)
+	// Everything the start reads from Redis waits together: a Redis that restarts between two of
+	// these reads (a game day found one) is waited for, not a reason to exit.
+	err = waitReady(ctx, "redis", cfg.StartWait, 2*time.Second, log, func(ctx context.Context) error {
+		if err := redisconn.Check(ctx, a.rdb); err != nil {
+			return err
+		}
+		if err := a.Stock.LoadScripts(ctx); err != nil {
+			return err
+		}
+		return a.watcher.Refresh(ctx)
+	}, func(err error) bool { return !errors.Is(err, redisconn.ErrWrongKind) })
+	if err != nil {
 		return nil, err
 	}
 	// Only a PostgreSQL that cannot be reached (or is starting) is waited for: a wrong password or
@@ -189,11 +204,6 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 	}
 	payments, err := a.openPayments(cfg)
 	if err != nil {
-		return nil, err
-	}
-	a.Switches = control.NewStore(a.rdb, cfg.SwitchesKey)
-	a.watcher = control.NewWatcher(a.Switches, cfg.ControlPoll, log)
-	if err := a.watcher.Refresh(ctx); err != nil {
 		return nil, err
 	}
 	rm, tokens, challenges, err := a.openRoom(ctx, cfg)

@@ -35,6 +35,7 @@ type serveOptions struct {
 	partitions    int
 	startWait     time.Duration
 	session       time.Duration
+	idemTTL       time.Duration
 	migrate       bool
 	adminToken    string
 	paymentURL    string
@@ -95,6 +96,7 @@ Without --payment-url the bundled fake provider runs in-process (see fsctl payme
 	fs.DurationVar(&o.publishLinger, "publish-linger", 0, "ignored")
 	_ = fs.MarkDeprecated("publish-linger", "concurrent publishes share produce requests without a timer now; the flag has no effect")
 	fs.IntVar(&o.partitions, "partitions", 6, "partitions of the orders topic when the server creates it")
+	fs.DurationVar(&o.idemTTL, "idempotency-ttl", stock.DefaultIdemTTL, "how long a purchase's answer is kept under its Idempotency-Key: a retry within it gets the same answer; each record takes a few hundred bytes of Redis, so Redis holds about (purchases per second × this) of them")
 	fs.DurationVar(&o.session, "consumer-session", ingest.DefaultSessionTimeout, "the order consumer's Kafka group session: a crashed instance holds its partitions, and a rebalance waits for it, this long (the broker's group.min.session.timeout.ms is the floor, 6s by default)")
 	fs.DurationVar(&o.startWait, "start-wait", 30*time.Second, "at start, how long to wait for each of Redis, PostgreSQL and Kafka while it does not answer yet (restarting, a cluster recovering) before giving up; a wrong kind of Redis address fails at once")
 	fs.DurationVar(&o.startWait, "redis-wait", 30*time.Second, "the old name of --start-wait")
@@ -137,6 +139,9 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 	if o.lifecycle.PaymentTimeout <= 0 || o.lifecycle.ExpiryInterval <= 0 || o.lifecycle.SweepInterval <= 0 {
 		return fmt.Errorf("--payment-timeout, --expiry-interval and --sweep-interval must be positive")
 	}
+	if o.idemTTL < time.Minute {
+		return fmt.Errorf("--idempotency-ttl %s: use at least 1m, and longer than a buyer keeps retrying (a retry after it is a fresh attempt)", o.idemTTL)
+	}
 	if o.adminToken != "" && len(o.adminToken) < 16 {
 		return fmt.Errorf("--admin-token is %d characters; use at least 16 (e.g. openssl rand -hex 16)", len(o.adminToken))
 	}
@@ -163,7 +168,7 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 	}
 	app, err := server.Open(cmd.Context(), server.AppConfig{
 		Server: cfg, RedisURL: o.endpoints.redisURL, PostgresURL: o.endpoints.postgresURL,
-		Brokers: o.endpoints.brokers, JWTSecret: []byte(o.jwtSecret), Partitions: o.partitions, StartWait: o.startWait, ConsumerSession: o.session,
+		Brokers: o.endpoints.brokers, JWTSecret: []byte(o.jwtSecret), Partitions: o.partitions, StartWait: o.startWait, ConsumerSession: o.session, IdemTTL: o.idemTTL,
 		API: slices.Contains(o.roles, "api"), Consumer: slices.Contains(o.roles, "consumer"),
 		Migrate:    o.migrate,
 		PaymentURL: o.paymentURL, Breaker: o.breaker, Lifecycle: lc, Workers: o.workers,
