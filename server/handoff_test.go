@@ -166,18 +166,7 @@ func TestReplayWhoseHandOffFailsKeepsTheHold(t *testing.T) {
 		t.Fatalf("the first attempt's reserve: %+v %v", first, err)
 	}
 	tok, _ := auth.Mint(testSecret, "buyer", time.Now(), time.Hour)
-	replay := func() (int, string) {
-		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/api/v1/sales/"+sl.ID+"/items/hot/purchase", nil)
-		req.Header.Set("Authorization", "Bearer "+tok)
-		req.Header.Set("Idempotency-Key", "k")
-		resp, err := ts.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	replay := func() (int, string) { return purchaseOf(t, ts, sl.ID, tok, "k") }
 	pub.fail.Store(true)
 	if code, body := replay(); code != http.StatusServiceUnavailable || !strings.Contains(body, "ORDER_PIPELINE_UNAVAILABLE") {
 		t.Fatalf("a replay with Kafka down: %d %s, want 503 ORDER_PIPELINE_UNAVAILABLE", code, body)
@@ -254,18 +243,7 @@ func TestHandOffOutlivedByARebuildIsNotAYes(t *testing.T) {
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	tok, _ := auth.Mint(testSecret, "buyer", time.Now(), time.Hour)
-	buy := func() (int, string) {
-		req, _ := http.NewRequest("POST", ts.URL+"/api/v1/sales/"+sl.ID+"/items/hot/purchase", nil)
-		req.Header.Set("Authorization", "Bearer "+tok)
-		req.Header.Set("Idempotency-Key", "k")
-		resp, err := ts.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	buy := func() (int, string) { return purchaseOf(t, ts, sl.ID, tok, "k") }
 	if code, body := buy(); code != http.StatusServiceUnavailable || !strings.Contains(body, "being restored") {
 		t.Fatalf("a hand-off that landed after the rebuild: %d %s, want 503 (not a yes)", code, body)
 	}
@@ -282,4 +260,19 @@ func TestHandOffOutlivedByARebuildIsNotAYes(t *testing.T) {
 	if err != nil || !loaded || epoch != 1 {
 		t.Fatalf("the rebuilt shard's epoch: %d loaded=%v %v, want 1", epoch, loaded, err)
 	}
+}
+
+// purchaseOf buys item "hot" of the sale on ts as the token's buyer, with key.
+func purchaseOf(t *testing.T, ts *httptest.Server, saleID, tok, key string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/api/v1/sales/"+saleID+"/items/hot/purchase", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
