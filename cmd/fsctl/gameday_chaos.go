@@ -78,6 +78,10 @@ func runChaosSeeds(cmd *cobra.Command, o *gamedayOptions, td gameday.Teardown, d
 		if ctx.Err() != nil {
 			break
 		}
+		if len(rep.Phases) > 0 && rep.Phases[0].Name == "stack" && rep.Phases[0].Error != "" {
+			fmt.Fprintf(progress, "--- the stack did not come up, so the other seeds are not played: %s\n", rep.Phases[0].Error)
+			break
+		}
 	}
 	if err := writeReport(out, o.output, runs); err != nil {
 		return err
