@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -17,15 +16,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// exitError carries a process exit status out of a command (for example a failed check).
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
 // quietRedis drops go-redis's own log lines ("connection pool: failed to dial ..."): every failure
 // they describe also comes back as an error to the caller, which reports it with its context.
 type quietRedis struct{}
@@ -36,18 +26,17 @@ func main() {
 	redis.SetLogger(quietRedis{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	stopProfile := startCPUProfile(os.Getenv(envCPUProfile))
-	err := newRootCmd().ExecuteContext(ctx)
+	root := newRootCmd()
+	var ran bool
+	trackRuns(root, &ran)
+	err := root.ExecuteContext(ctx)
 	stopProfile()
 	stop()
 	if err == nil {
 		return
 	}
 	fmt.Fprintln(os.Stderr, "fsctl:", err)
-	var ee *exitError
-	if errors.As(err, &ee) {
-		os.Exit(ee.code)
-	}
-	os.Exit(1)
+	os.Exit(exitCode(err, ran))
 }
 
 func newRootCmd() *cobra.Command {
@@ -58,7 +47,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetFlagErrorFunc(flagError(func(err error) error { return err }))
+	root.SetFlagErrorFunc(flagError(usageError))
 	root.AddCommand(
 		newServeCmd(),
 		newStackCmd(),
