@@ -179,9 +179,6 @@ error, 2 an invariant broken or a bad flag.`,
 	return cmd
 }
 
-// usageError is a bad flag: exit status 2, like a broken invariant, so scripts stop either way.
-func usageError(err error) error { return &exitError{code: 2, err: err} }
-
 // plan turns the flags into a burst plan against the target the profile describes, or a usage error.
 func (o blastOptions) plan(now time.Time) (loadgen.Plan, map[loadgen.Target]loadgen.ItemLimit, error) {
 	prof := o.prof
@@ -296,9 +293,9 @@ func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) erro
 	case err != nil:
 		return err
 	case rep.Broken():
-		return &exitError{code: 2, err: errors.New("invariant broken: see the report")}
+		return invariantBroken(errors.New("invariant broken: see the report"))
 	case rep.Missed():
-		return &exitError{code: 1, err: fmt.Errorf("threshold missed: %s", strings.Join(rep.Summary.Failures, "; "))}
+		return checkFailed(fmt.Errorf("threshold missed: %s", strings.Join(rep.Summary.Failures, "; ")))
 	}
 	return nil
 }
