@@ -424,7 +424,7 @@ func KillClusterNode(ctx context.Context, cfg Config, addr string) (int, error) 
 	if err != nil {
 		return pid, err
 	}
-	if !waitGone(ctx, pid, "redis-server", 10*time.Second) {
+	if !waitGone(ctx, pid, 10*time.Second) {
 		return pid, fmt.Errorf("cluster node %s (pid %d) still alive 10s after SIGKILL", addr, pid)
 	}
 	return pid, nil

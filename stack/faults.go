@@ -76,7 +76,7 @@ func Kill(ctx context.Context, cfg Config, name string, sig syscall.Signal) (int
 	if sig != syscall.SIGKILL {
 		return st.PID, nil
 	}
-	if !waitGone(ctx, st.PID, procName(name), 10*time.Second) {
+	if !waitGone(ctx, st.PID, 10*time.Second) {
 		return st.PID, fmt.Errorf("%s (pid %d) still alive 10s after SIGKILL", name, st.PID)
 	}
 	// A killed postgres leaves its children (backends, checkpointer) to notice the postmaster is

@@ -224,7 +224,7 @@ func KillKafkaBroker(ctx context.Context, cfg Config, addr string) (int, error) 
 	if err != nil {
 		return pid, err
 	}
-	if !waitGone(ctx, pid, kafkaMain, 10*time.Second) {
+	if !waitGone(ctx, pid, 10*time.Second) {
 		return pid, fmt.Errorf("kafka broker %s (pid %d) still alive 10s after SIGKILL", addr, pid)
 	}
 	n, _ := kafkaBroker(cfg, addr)

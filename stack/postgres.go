@@ -203,7 +203,7 @@ func (p postgresService) down(ctx context.Context) error {
 	// A fast shutdown rolls back open transactions and checkpoints; it is the clean way that does not
 	// wait for idle clients (a test that forgot to close its pool) to leave.
 	if pgctl, err := pgBin("pg_ctl"); err == nil {
-		if _, err := p.run(ctx, filepath.Dir(data), pgctl, "stop", "-D", data, "-m", "fast", "-w", "-t", "60"); err == nil && waitGone(ctx, pid, "postgres", 5*time.Second) {
+		if _, err := p.run(ctx, filepath.Dir(data), pgctl, "stop", "-D", data, "-m", "fast", "-w", "-t", "60"); err == nil && waitGone(ctx, pid, 5*time.Second) {
 			return nil
 		}
 	}

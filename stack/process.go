@@ -78,9 +78,9 @@ func stopPID(ctx context.Context, pid int, want string, grace time.Duration) err
 		_ = syscall.Kill(pid, sig)
 	}
 	signal(syscall.SIGTERM)
-	if !waitGone(ctx, pid, want, grace) {
+	if !waitGone(ctx, pid, grace) {
 		signal(syscall.SIGKILL)
-		if !waitGone(context.WithoutCancel(ctx), pid, want, 5*time.Second) {
+		if !waitGone(context.WithoutCancel(ctx), pid, 5*time.Second) {
 			return fmt.Errorf("pid %d still alive after SIGKILL", pid)
 		}
 	}
@@ -122,11 +122,15 @@ func groupSize(pgid int) int {
 	return n
 }
 
-func waitGone(ctx context.Context, pid int, want string, d time.Duration) bool {
+// waitGone waits up to d for process pid, just signalled, to be gone: exited to the
+// last thread, so its ports are free. It does not ask its command line: a dying process loses that
+// first (its memory goes before its files), and a JVM with a hundred threads may still hold its
+// listening socket for a while then (a game day restarted a broker into "port taken" that way).
+func waitGone(ctx context.Context, pid int, d time.Duration) bool {
 	deadline := time.Now().Add(d)
-	for alive(pid, want) {
+	for alive(pid, "") {
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return !alive(pid, want)
+			return !alive(pid, "")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
