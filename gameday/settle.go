@@ -20,6 +20,7 @@ import (
 	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/room"
 	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/stack"
 	"github.com/fsctl/fsctl/stock"
 )
 
@@ -96,7 +97,27 @@ func (r *run) reservedOrders() []uuid.UUID {
 
 // settle, reconcile and invariants are the pipeline's tail, as game day phases: a step that ran
 // and did not pass fails its phase.
-func (r *run) settle(ctx context.Context) (string, error) { return passed(r.pipe.Settle(ctx)) }
+// settle heals first what a fault left down (a restart that failed), so the sale can settle and
+// the checker sees every order the log holds, then waits for the sale to settle.
+func (r *run) settle(ctx context.Context) (string, error) {
+	statuses, err := stack.Status(ctx, r.stack)
+	if err != nil {
+		return "", err
+	}
+	var down []string
+	for _, s := range statuses {
+		if !s.Running {
+			down = append(down, s.Name)
+		}
+	}
+	if len(down) > 0 {
+		r.note("healing: %s not running after the faults; starting it again", strings.Join(down, ", "))
+		if err := stack.Up(ctx, r.stack); err != nil {
+			return "", fmt.Errorf("heal %s: %w", strings.Join(down, ", "), err)
+		}
+	}
+	return passed(r.pipe.Settle(ctx))
+}
 
 // reconcile runs `fsctl reconcile` on the settled sale: Redis, PostgreSQL and Kafka order by order.
 func (r *run) reconcile(ctx context.Context) (string, error) {
