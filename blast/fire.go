@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,9 +83,12 @@ func Fire(ctx context.Context, b Burst, progress io.Writer) (Report, error) {
 	progress = &lockedWriter{w: progress}
 	p, prof := b.Plan, b.Plan.Profile
 	sale := p.Targets[0].SaleID
-	probe := &http.Client{Timeout: 5 * time.Second}
+	// The probe speaks like the buyers (TLS settings, HTTP version), so a certificate or protocol
+	// the target refuses stops the run here, with the flag that fixes it.
+	probe := p.NewClient(1, 5*time.Second)
+	defer probe.CloseIdleConnections()
 	if err := Probe(ctx, probe, p.BaseURL, loadgen.HealthPath(prof, sale)); err != nil {
-		return Report{}, err
+		return Report{}, explainProbe(ctx, p, loadgen.HealthPath(prof, sale), err)
 	}
 	limits := b.Limits
 	if limits == nil {
@@ -152,6 +156,27 @@ func run(ctx context.Context, p loadgen.Plan, progress io.Writer) (*loadgen.Resu
 			late.Round(time.Millisecond), res.Prepared.Round(time.Millisecond))
 	}
 	return res, nil
+}
+
+// explainProbe adds to a failed probe the TLS flag that fixes it. Over HTTP/2 a TLS alert from
+// the target (a client certificate refused) is lost in "client conn could not be established",
+// so the probe is tried once more over HTTP/1.1, which reports it.
+func explainProbe(ctx context.Context, p loadgen.Plan, path string, err error) error {
+	hint := loadgen.TLSHint(err)
+	if hint == "" && p.HTTP != loadgen.HTTP1 && strings.HasPrefix(p.BaseURL, "https://") {
+		p.HTTP = loadgen.HTTP1
+		again := p.NewClient(1, 5*time.Second)
+		defer again.CloseIdleConnections()
+		if err1 := Probe(ctx, again, p.BaseURL, path); err1 != nil {
+			if hint = loadgen.TLSHint(err1); hint != "" {
+				err = err1
+			}
+		}
+	}
+	if hint == "" {
+		return err
+	}
+	return fmt.Errorf("%w: %s", err, hint)
 }
 
 // profileLabel names the target in the report: the profile's name and where it came from.

@@ -42,7 +42,7 @@ func TestHTMLReportIsSelfContained(t *testing.T) {
 		t.Errorf("%d stock lines", n)
 	}
 	for _, want := range []string{
-		"<svg", "Latency over time", "Outcomes over time", "Stock depletion",
+		"<svg", "Latency over time", "Outcomes over time", "Stock depletion", "<th>p99.9 ms</th><th>p99.99 ms</th>",
 		"<td>RESERVED</td><td>5</td>", "<td>SOLD_OUT</td><td>14</td>", "<b>5 sold</b>",
 		"BROKEN</span> no oversell (responses)", "s:hot: 5 reservations for 4 units", // the verdicts
 		"<td>s:hot</td><td>written</td><td>20</td><td>5</td><td>5</td><td>1.00</td>", // fairness

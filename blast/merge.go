@@ -80,11 +80,14 @@ func Combine(files []loadgen.RecordFile) (Merged, error) {
 	return Merged{Result: res, Limits: limits, Shards: n}, nil
 }
 
-// mixed is the Resolution of shards that ran differently: both engines named, and the
+// mixed is the Resolution of shards that ran differently: both engines (and HTTP versions) named, and the
 // longest timeout, which bounded the slowest request any shard allowed.
 func mixed(a, b loadgen.Resolution) loadgen.Resolution {
 	if !slices.Contains(strings.Split(a.Engine, "+"), b.Engine) {
 		a.Engine = strings.Trim(a.Engine+"+"+b.Engine, "+")
+	}
+	if !slices.Contains(strings.Split(a.HTTP, "+"), b.HTTP) {
+		a.HTTP = strings.Trim(a.HTTP+"+"+b.HTTP, "+")
 	}
 	a.EngineAuto = a.EngineAuto && b.EngineAuto
 	a.Fallback = cmp.Or(a.Fallback, b.Fallback)

@@ -4,23 +4,32 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 )
 
-// Dist is a latency distribution in milliseconds, from an HDR histogram (3 significant digits).
+// Dist is a latency distribution in milliseconds, from an HDR histogram (3 significant digits):
+// the far tail (p99.9, p99.99) is where a burst's unlucky buyers are.
 type Dist struct {
-	P50 float64 `json:"p50Ms"`
-	P90 float64 `json:"p90Ms"`
-	P99 float64 `json:"p99Ms"`
-	Max float64 `json:"maxMs"`
+	Min   float64 `json:"minMs"`
+	Mean  float64 `json:"meanMs"`
+	P50   float64 `json:"p50Ms"`
+	P90   float64 `json:"p90Ms"`
+	P99   float64 `json:"p99Ms"`
+	P999  float64 `json:"p999Ms"`
+	P9999 float64 `json:"p9999Ms"`
+	Max   float64 `json:"maxMs"`
 }
 
 // OutcomeRow is one outcome's count and latency from the intended release.
@@ -40,11 +49,14 @@ type Summary struct {
 	EngineAuto     bool   `json:"engineAuto"`
 	EngineFallback string `json:"engineFallback,omitempty"`
 	// TimeoutMs bounded each request; TimeoutAuto says it was sized to the burst (AutoTimeout).
-	TimeoutMs   float64   `json:"timeoutMs"`
-	TimeoutAuto bool      `json:"timeoutAuto"`
-	At          time.Time `json:"at"`
-	Buyers      int       `json:"buyers"`
-	Requests    int       `json:"requests"`
+	TimeoutMs   float64 `json:"timeoutMs"`
+	TimeoutAuto bool    `json:"timeoutAuto"`
+	// HTTP is the HTTP version asked for (--http), "" for auto; Protocol is what the requests
+	// really went over (h2, h2c, HTTP/1.1, HTTP/1.1 over TLS; several, with counts, when mixed).
+	HTTP     string    `json:"http,omitempty"`
+	At       time.Time `json:"at"`
+	Buyers   int       `json:"buyers"`
+	Requests int       `json:"requests"`
 	// Sold counts distinct reservations (retries of one key count once).
 	Sold     int          `json:"sold"`
 	Outcomes []OutcomeRow `json:"outcomes"`
@@ -84,8 +96,9 @@ func (h hist) dist() Dist {
 		return Dist{}
 	}
 	ms := func(us int64) float64 { return float64(us) / 1000 }
-	return Dist{P50: ms(h.h.ValueAtQuantile(50)), P90: ms(h.h.ValueAtQuantile(90)),
-		P99: ms(h.h.ValueAtQuantile(99)), Max: ms(h.h.Max())}
+	q := func(p float64) float64 { return ms(h.h.ValueAtQuantile(p)) }
+	return Dist{Min: ms(h.h.Min()), Mean: h.h.Mean() / 1000, P50: q(50), P90: q(90), P99: q(99),
+		P999: q(99.9), P9999: q(99.99), Max: ms(h.h.Max())}
 }
 
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -95,11 +108,12 @@ func Summarize(res *loadgen.Result, verdicts []finding.Finding) Summary {
 	s := Summary{At: res.At, Buyers: res.Buyers, Requests: len(res.Records), Conns: res.Conns, Verdicts: verdicts,
 		PreparedMs: millis(res.Prepared), ReleaseLateMs: millis(res.Released.Sub(res.At)),
 		Engine: res.Resolved.Engine, EngineAuto: res.Resolved.EngineAuto, EngineFallback: res.Resolved.Fallback,
-		TimeoutMs: millis(res.Resolved.Timeout), TimeoutAuto: res.Resolved.TimeoutAuto}
+		TimeoutMs: millis(res.Resolved.Timeout), TimeoutAuto: res.Resolved.TimeoutAuto, HTTP: res.Resolved.HTTP}
 	all, skew, wake := newHist(), newHist(), newHist()
 	per := map[outcome.Code]hist{}
 	counts := map[outcome.Code]int{}
 	conns := map[string]int{}
+	protocols := map[string]int{}
 	// grants maps each reservation to its first answer: replays of it must not move the sell-out.
 	grants := map[string]time.Time{}
 	var last time.Time
@@ -119,8 +133,8 @@ func Summarize(res *loadgen.Result, verdicts []finding.Finding) Summary {
 		if r.Conn != "" {
 			conns[r.Conn]++
 		}
-		if r.Proto != "" {
-			s.Protocol = r.Proto
+		if p := r.Protocol(); p != "" {
+			protocols[p]++
 		}
 		if r.Done.After(last) {
 			last = r.Done
@@ -162,6 +176,7 @@ func Summarize(res *loadgen.Result, verdicts []finding.Finding) Summary {
 	for c, n := range counts { // an outcome a custom journey invented: still reported
 		s.Outcomes = append(s.Outcomes, OutcomeRow{Outcome: c, Count: n, Latency: per[c].dist()})
 	}
+	s.Protocol = protocolOf(protocols)
 	s.ConnsUsed = len(conns)
 	for _, n := range conns {
 		s.PerConnMax = max(s.PerConnMax, n)
@@ -170,6 +185,21 @@ func Summarize(res *loadgen.Result, verdicts []finding.Finding) Summary {
 		s.PerConnMean = float64(len(res.Records)) / float64(len(conns))
 	}
 	return s
+}
+
+// protocolOf names what the answered requests went over: one protocol, or each with its count
+// when they differ (an auto run against servers that do not all offer h2).
+func protocolOf(counts map[string]int) string {
+	if len(counts) == 1 {
+		for p := range counts {
+			return p
+		}
+	}
+	names := slices.Sorted(maps.Keys(counts))
+	for i, p := range names {
+		names[i] = fmt.Sprintf("%s (%d)", p, counts[p])
+	}
+	return strings.Join(names, ", ")
 }
 
 // Thresholds fail a run that works but is not good enough.
@@ -212,16 +242,18 @@ func (s Summary) Render(w io.Writer) error {
 	if s.Engine != "" {
 		fmt.Fprintln(w, s.Settings())
 	}
-	t := tablewriter.NewWriter(w)
-	t.Header("outcome", "requests", "p50 ms", "p90 ms", "p99 ms", "max ms")
+	// Headers as written: the automatic format would split "P99.9" into "P 99 . 9".
+	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
+	t.Header("OUTCOME", "REQUESTS", "MIN MS", "MEAN MS", "P50 MS", "P90 MS", "P99 MS", "P99.9 MS", "P99.99 MS", "MAX MS")
+	row := func(name string, n int, d Dist) error {
+		return t.Append(name, strconv.Itoa(n), f(d.Min), f(d.Mean), f(d.P50), f(d.P90), f(d.P99), f(d.P999), f(d.P9999), f(d.Max))
+	}
 	for _, o := range s.Outcomes {
-		d := o.Latency
-		if err := t.Append(string(o.Outcome), strconv.Itoa(o.Count), f(d.P50), f(d.P90), f(d.P99), f(d.Max)); err != nil {
+		if err := row(string(o.Outcome), o.Count, o.Latency); err != nil {
 			return err
 		}
 	}
-	d := s.Latency
-	if err := t.Append("all", strconv.Itoa(s.Requests), f(d.P50), f(d.P90), f(d.P99), f(d.Max)); err != nil {
+	if err := row("all", s.Requests, s.Latency); err != nil {
 		return err
 	}
 	if err := t.Render(); err != nil {
@@ -257,7 +289,7 @@ func (s Summary) Render(w io.Writer) error {
 // Settings says which engine and request timeout produced the numbers, and why when auto chose.
 func (s Summary) Settings() string {
 	return loadgen.Resolution{Engine: s.Engine, EngineAuto: s.EngineAuto, Fallback: s.EngineFallback,
-		Timeout: time.Duration(s.TimeoutMs * float64(time.Millisecond)), TimeoutAuto: s.TimeoutAuto}.String()
+		Timeout: time.Duration(s.TimeoutMs * float64(time.Millisecond)), TimeoutAuto: s.TimeoutAuto, HTTP: s.HTTP}.String()
 }
 
 // rho prints a Spearman correlation, or why there is none.

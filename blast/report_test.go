@@ -59,3 +59,39 @@ func TestSummaryAndThresholds(t *testing.T) {
 		t.Errorf("json %v: %s", err, out.String())
 	}
 }
+
+// TestSummaryTail: 10,000 answers at 1..10,000 ms give min, mean and the far tail (p99.9,
+// p99.99) within the histogram's 3 significant digits, in the table and the JSON alike; the
+// protocol is named from the answers (h2 over TLS, with counts when they differ).
+func TestSummaryTail(t *testing.T) {
+	at := time.Unix(1000, 0)
+	res := &loadgen.Result{At: at, Released: at, Buyers: 10_000, Conns: 1}
+	for i := 1; i <= 10_000; i++ {
+		res.Records = append(res.Records, loadgen.Record{Buyer: i, Key: fmt.Sprint("k", i), Outcome: outcome.SoldOut,
+			Intended: at, Attempt: 1, Started: at, Done: at.Add(time.Duration(i) * time.Millisecond),
+			Proto: "HTTP/2.0", URL: "https://shop.test/buy"})
+	}
+	s := blast.Summarize(res, nil)
+	d := s.Latency
+	near := func(got, want float64) bool { return got >= want*0.999 && got <= want*1.001 }
+	if !near(d.Min, 1) || !near(d.Mean, 5000.5) || !near(d.P50, 5000) || !near(d.P999, 9990) || !near(d.P9999, 9999) || !near(d.Max, 10_000) {
+		t.Errorf("distribution %+v, want min 1, mean 5000.5, p50 5000, p99.9 9990, p99.99 9999, max 10000", d)
+	}
+	if s.Protocol != "h2" {
+		t.Errorf("protocol %q, want h2", s.Protocol)
+	}
+	var out bytes.Buffer
+	if err := s.Render(&out); err != nil || !strings.Contains(out.String(), "P99.9 MS") || !strings.Contains(out.String(), "P99.99 MS") ||
+		!strings.Contains(out.String(), "pool of 1 h2 connections") {
+		t.Errorf("render %v:\n%s", err, out.String())
+	}
+	out.Reset()
+	if err := s.WriteJSON(&out); err != nil || !strings.Contains(out.String(), `"p9999Ms"`) || !strings.Contains(out.String(), `"minMs": 1`) {
+		t.Errorf("json %v: %s", err, out.String())
+	}
+
+	res.Records[0].Proto, res.Records[0].URL = "HTTP/1.1", "http://shop.test/buy"
+	if s := blast.Summarize(res, nil); s.Protocol != "HTTP/1.1 (1), h2 (9999)" {
+		t.Errorf("mixed protocol %q, want each with its count", s.Protocol)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"runtime"
 	"sync"
@@ -96,7 +95,7 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 		}
 		return res, err
 	}
-	client := newClient(p.Conns, p.Timeout)
+	client := p.NewClient(p.Conns, p.Timeout)
 	defer client.CloseIdleConnections()
 	if err := warm(ctx, client, p.BaseURL, p.healthPath(), p.Conns); err != nil {
 		return nil, err
@@ -123,19 +122,6 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 		}
 	}
 	return res, nil
-}
-
-// newClient keeps at most conns HTTP/1.1 connections to the one host and queues requests beyond
-// them; its timeout bounds a request including that wait, as a buyer sees it.
-func newClient(conns int, timeout time.Duration) *http.Client {
-	tr := &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxConnsPerHost:     conns,
-		MaxIdleConns:        conns,
-		MaxIdleConnsPerHost: conns,
-		IdleConnTimeout:     90 * time.Second,
-	}
-	return &http.Client{Transport: tr, Timeout: timeout}
 }
 
 // burst parks one goroutine per click and releases them all at p.At.

@@ -7,6 +7,7 @@
 package loadgen
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strconv"
@@ -99,6 +100,12 @@ type Plan struct {
 	// Engine sends the requests: EngineAuto (the default, "" too), EngineHTTP or EngineRaw.
 	// Resolve says which one auto picks.
 	Engine string
+	// HTTP is the HTTP version the http engine speaks: HTTPAuto (the default, "" too), HTTP1 or
+	// HTTP2; the raw engine speaks HTTP/1.1 only.
+	HTTP string
+	// TLS, when set, is how an https:// target is reached (TLSFiles.Config); nil is the system's
+	// roots and the URL's host.
+	TLS *tls.Config
 }
 
 // settled counts n settled clicks for the caller's progress display.
@@ -131,6 +138,9 @@ func (p Plan) Validate() error {
 		return fmt.Errorf("shard %d/%d out of range", p.Shard.Index, p.Shard.Count)
 	case p.Engine != "" && p.Engine != EngineAuto && p.Engine != EngineHTTP && p.Engine != EngineRaw:
 		return fmt.Errorf("engine %q: want %s, %s or %s", p.Engine, EngineAuto, EngineHTTP, EngineRaw)
+	}
+	if err := validHTTP(p.HTTP); err != nil {
+		return err
 	}
 	if err := p.enoughUsers(); err != nil {
 		return err

@@ -38,6 +38,8 @@ func (p Plan) rawSupported() error {
 		return fmt.Errorf("target %q: %w", p.BaseURL, err)
 	case u.Scheme != "http" || u.Host == "":
 		return fmt.Errorf("target %s: the raw engine speaks plain HTTP/1.1 to an http:// target only; use --engine http", p.BaseURL)
+	case p.HTTP == HTTP2:
+		return errors.New("the raw engine speaks HTTP/1.1 only: HTTP/2 needs --engine http")
 	case p.Retries > 0 || p.Replays > 0:
 		return errors.New("retries and replays need --engine http")
 	case p.After != nil:

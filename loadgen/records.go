@@ -52,7 +52,7 @@ type Header struct {
 	// Conns is this shard's connection pool.
 	Conns  int           `json:"conns"`
 	Limits []TargetLimit `json:"limits"`
-	// Engine, EngineAuto, EngineFallback, TimeoutNs and TimeoutAuto are the shard's Resolution,
+	// Engine, EngineAuto, EngineFallback, TimeoutNs, TimeoutAuto and HTTP are the shard's Resolution,
 	// so a merged report still says what produced its numbers; a file without them reads as
 	// an unknown engine.
 	Engine         string `json:"engine,omitempty"`
@@ -60,6 +60,7 @@ type Header struct {
 	EngineFallback string `json:"engineFallback,omitempty"`
 	TimeoutNs      int64  `json:"timeoutNs,omitempty"`
 	TimeoutAuto    bool   `json:"timeoutAuto,omitempty"`
+	HTTP           string `json:"http,omitempty"`
 }
 
 // HeaderOf describes the burst of plan p that produced res, with the item limits the response
@@ -68,7 +69,7 @@ func HeaderOf(p Plan, res *Result, limits map[Target]ItemLimit) Header {
 	h := Header{Format: RecordsFormat, Version: RecordsVersion, At: res.At, Released: res.Released,
 		PreparedNs: int64(res.Prepared), Buyers: p.Buyers, ShardBuyers: res.Buyers, Shard: p.Shard, Conns: res.Conns,
 		Engine: res.Resolved.Engine, EngineAuto: res.Resolved.EngineAuto, EngineFallback: res.Resolved.Fallback,
-		TimeoutNs: int64(res.Resolved.Timeout), TimeoutAuto: res.Resolved.TimeoutAuto}
+		TimeoutNs: int64(res.Resolved.Timeout), TimeoutAuto: res.Resolved.TimeoutAuto, HTTP: res.Resolved.HTTP}
 	if h.Shard.Count == 0 {
 		h.Shard = Shard{Index: 0, Count: 1}
 	}
@@ -84,7 +85,7 @@ func HeaderOf(p Plan, res *Result, limits map[Target]ItemLimit) Header {
 // Resolution is the shard's Resolution as the header carries it.
 func (h Header) Resolution() Resolution {
 	return Resolution{Engine: h.Engine, EngineAuto: h.EngineAuto, Fallback: h.EngineFallback,
-		Timeout: time.Duration(h.TimeoutNs), TimeoutAuto: h.TimeoutAuto}
+		Timeout: time.Duration(h.TimeoutNs), TimeoutAuto: h.TimeoutAuto, HTTP: h.HTTP}
 }
 
 // LimitMap is the header's limits keyed by target, as CheckResponses takes them.

@@ -31,13 +31,16 @@ type Resolution struct {
 	Timeout time.Duration
 	// TimeoutAuto says the plan gave no timeout and Timeout was computed from its size.
 	TimeoutAuto bool
+	// HTTP is the HTTP version the plan asked for (HTTP1, HTTP2); "" or HTTPAuto when it left
+	// the choice to the target. What each request really went over is its Record.Protocol.
+	HTTP string
 }
 
 // Resolve settles the plan's engine and request timeout. Auto picks raw when the raw engine
 // supports the plan and http otherwise, with the reason; an explicit engine is kept as given
 // (Validate refuses an explicit raw the plan cannot use). A zero Timeout is AutoTimeout.
 func (p Plan) Resolve() Resolution {
-	r := Resolution{Engine: p.Engine, Timeout: p.Timeout}
+	r := Resolution{Engine: p.Engine, Timeout: p.Timeout, HTTP: p.HTTP}
 	if p.Engine == "" || p.Engine == EngineAuto {
 		r.Engine, r.EngineAuto = EngineRaw, true
 		if err := p.rawSupported(); err != nil {
@@ -58,6 +61,9 @@ func (r Resolution) String() string {
 		engine += " (auto; not raw: " + r.Fallback + ")"
 	case r.EngineAuto:
 		engine += " (auto)"
+	}
+	if r.HTTP != "" && r.HTTP != HTTPAuto {
+		engine += ", http " + r.HTTP
 	}
 	timeout := r.Timeout.String()
 	if r.TimeoutAuto {

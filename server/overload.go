@@ -150,9 +150,14 @@ func (s *Server) shedServer() *http.Server {
 	return hs
 }
 
-// serveShed runs the shed server on a's overflow until a closes.
+// serveShed runs the shed server on a's overflow until a closes, over TLS when the checkout
+// serves TLS (a TLS client would read a plain 503 as garbage).
 func (s *Server) serveShed(hs *http.Server, a *admission) {
-	if err := hs.Serve(shedListener{a}); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+	serve := hs.Serve
+	if hs.TLSConfig != nil {
+		serve = func(l net.Listener) error { return hs.ServeTLS(l, "", "") }
+	}
+	if err := serve(shedListener{a}); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 		s.log.Warn("shed server stopped", "err", err)
 	}
 }

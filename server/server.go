@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -105,6 +106,9 @@ type Config struct {
 	// ClientIPHeader, when set (e.g. X-Forwarded-For), names the header a trusted proxy puts the
 	// client's address in, for the per-address rate limits.
 	ClientIPHeader string
+	// TLSCertFile and TLSKeyFile, both set, serve TLS (and HTTP/2 over it) with this key pair,
+	// re-read when the files change (server/tls.go); both empty serve plain text.
+	TLSCertFile, TLSKeyFile string
 	// CrashAfterReserve, above zero, is a game day's fault: the process exits (status 137, as if
 	// SIGKILLed) right after its Nth fresh reservation, before the hand-off to Kafka.
 	CrashAfterReserve int
@@ -232,6 +236,16 @@ func (s *Server) ConsumerMetrics() ingest.Metrics { return s.metrics.consumerMet
 // Serve listens on cfg.Addr and serves until ctx ends, then shuts down gracefully. ready, when
 // not nil, receives the bound address once the listener is open.
 func (s *Server) Serve(ctx context.Context, ready func(addr net.Addr)) error {
+	var tlsCfg *tls.Config
+	if s.cfg.TLSCertFile != "" || s.cfg.TLSKeyFile != "" {
+		if s.cfg.TLSCertFile == "" || s.cfg.TLSKeyFile == "" {
+			return errors.New("--tls-cert and --tls-key go together: the certificate and its private key")
+		}
+		var err error
+		if tlsCfg, err = s.tlsConfig(); err != nil {
+			return err
+		}
+	}
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", s.cfg.Addr, err)
@@ -241,11 +255,22 @@ func (s *Server) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 		a := newAdmission(ln, s.cfg.MaxConns, s.cfg.ShedConns, s.metrics.shed)
 		s.metrics.watchAdmission(a)
 		ln, shed = a, s.shedServer()
+		if tlsCfg != nil {
+			// HTTP/1.1 only: the shed server answers once per connection, which h2 streams would undo.
+			shed.TLSConfig, shed.Protocols = tlsCfg.Clone(), new(http.Protocols)
+			shed.Protocols.SetHTTP1(true)
+		}
 		go s.serveShed(shed, a)
 	}
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
-	protocols.SetUnencryptedHTTP2(true)
+	names := "HTTP/1.1, h2c"
+	if tlsCfg != nil {
+		protocols.SetHTTP2(true)
+		names = "HTTP/1.1 over TLS, h2"
+	} else {
+		protocols.SetUnencryptedHTTP2(true)
+	}
 	hs := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
@@ -254,15 +279,22 @@ func (s *Server) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    16 << 10,
 		Protocols:         &protocols,
+		TLSConfig:         tlsCfg,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	s.log.Info("serving checkout API", "addr", ln.Addr().String(), "max_conns", s.cfg.MaxConns, "shed_conns", s.cfg.ShedConns,
-		"accept_backlog", acceptBacklog(), "protocols", "HTTP/1.1, h2c")
+		"accept_backlog", acceptBacklog(), "protocols", names)
 	if ready != nil {
 		ready(ln.Addr())
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() {
+		if tlsCfg != nil {
+			errc <- hs.ServeTLS(ln, "", "")
+			return
+		}
+		errc <- hs.Serve(ln)
+	}()
 	if s.cfg.SoldOut != SoldOutOff {
 		go s.soldOut.run(ctx, s.cfg.SoldOutPoll)
 	}

@@ -55,6 +55,8 @@ type blastOptions struct {
 	duration      time.Duration
 	maxSkew       time.Duration
 	engine        string
+	http          string
+	tls           loadgen.TLSFiles
 	tokens        string
 }
 
@@ -82,8 +84,8 @@ per-user limit come from --stock/--limit, else its sale page, else its SQL throu
 order, no oversell, Redis stock + live orders == quantity). --room, --pay and --cancel use fsctl
 serve's own endpoints and need its profile (the default).
 
-Buyers share the connection pool (HTTP/1.1, requests queue per connection): the report says how
-many requests each connection carried. Larger bursts than one process's open files allow are
+Buyers share the connection pool (over HTTP/1.1 requests queue per connection): the report says
+how many requests each connection carried. Larger bursts than one process's open files allow are
 split with --shard i/n over processes given the same --at.
 
 --room sends each buyer through the waiting room first; --pay/--cancel make reserved buyers pay or
@@ -91,9 +93,19 @@ cancel (seeded by --seed, the rest abandon the hold); --rate 500/s (with --ramp,
 open model: buyers arrive on a schedule, each timed from its own intended instant. Before the
 release blast compares its clock with the server's and refuses beyond --max-skew.
 
+An https:// target is checked against the system's authorities; --cacert FILE trusts a private
+CA instead, --server-name NAME checks (and sends in SNI) another name than the URL's host,
+--cert FILE --key FILE present a client certificate, and --insecure skips the check (tests only:
+a warning says so). --http picks the HTTP version of the http engine: auto (the default) offers
+h2 and HTTP/1.1 to an https:// target and speaks what its TLS handshake (ALPN) picks, and speaks
+HTTP/1.1 to an http:// one; 2 speaks HTTP/2 only, h2 over TLS and h2c (prior knowledge) in plain
+text, as fsctl serve does; 1.1 never offers h2. Over HTTP/2 the buyers' requests are streams
+multiplexed over a few connections. The report's connections line names the protocol the
+answers came over (h2, h2c, HTTP/1.1, HTTP/1.1 over TLS).
+
 --engine auto (the default) sends a direct purchase to an http:// target with the raw engine,
 the fastest release, and anything raw cannot send (--retries, --replays, --room, --pay/--cancel,
-https://, a profile whose purchase URL is a whole URL) with net/http; --timeout 0 (the default)
+https://, --http 2, a profile whose purchase URL is a whole URL) with net/http; --timeout 0 (the default)
 sizes each request's bound to the burst, 10s + 1s per 2,000 clicks. The report's engine line says
 which engine and timeout produced the numbers, and why auto did not pick raw.
 
@@ -176,6 +188,13 @@ error, 2 an invariant broken or a bad flag.`,
 	f.StringVar(&o.engine, "engine", loadgen.EngineAuto, "how requests are sent: auto (raw wherever the burst allows, else http; the report names the engine used and why), "+
 		"http (net/http: every journey, --retries, --replays, --room, --pay/--cancel, https://) or raw (pre-built HTTP/1.1 bytes pipelined over raw connections: "+
 		"the direct purchase to an http:// target only, fastest release; refused where it cannot run)")
+	f.StringVar(&o.http, "http", loadgen.HTTPAuto, "HTTP version of the http engine: auto (h2 when an https:// target's TLS handshake offers it, else HTTP/1.1; "+
+		"HTTP/1.1 to an http:// target), 2 (HTTP/2 only: h2 over TLS, h2c with prior knowledge over http://) or 1.1")
+	f.StringVar(&o.tls.CACert, "cacert", "", "PEM file of the authorities an https:// target's certificate must chain to, instead of the system's (a private CA)")
+	f.StringVar(&o.tls.Cert, "cert", "", "client certificate (PEM) for a target that asks for one, with --key")
+	f.StringVar(&o.tls.Key, "key", "", "private key (PEM) of --cert")
+	f.StringVar(&o.tls.ServerName, "server-name", "", "name to send in SNI and check the target's certificate against, instead of the --target host")
+	f.BoolVar(&o.tls.Insecure, "insecure", false, "do not verify the target's certificate (tests against a throwaway certificate only; prints a warning)")
 	return cmd
 }
 
@@ -187,7 +206,11 @@ func (o blastOptions) plan(now time.Time) (loadgen.Plan, map[loadgen.Target]load
 	}
 	p := loadgen.Plan{BaseURL: strings.TrimRight(o.target, "/"), Buyers: o.buyers, UserPrefix: o.prefix, Profile: prof,
 		Clicks: o.clicks, Retries: o.retries, Replays: o.replays, Conns: o.conns, Timeout: o.timeout,
-		Engine: o.engine}
+		Engine: o.engine, HTTP: o.http}
+	var err error
+	if p.TLS, err = o.tls.Config(); err != nil {
+		return p, nil, err
+	}
 	p.Secret = []byte(o.secret.forProfile(prof))
 	if !strings.HasPrefix(p.BaseURL, "http://") && !strings.HasPrefix(p.BaseURL, "https://") {
 		return p, nil, fmt.Errorf("--target %q: want an http:// or https:// URL", o.target)
@@ -202,7 +225,6 @@ func (o blastOptions) plan(now time.Time) (loadgen.Plan, map[loadgen.Target]load
 		}
 		p.Targets = append(p.Targets, loadgen.Target{SaleID: saleID, ItemID: itemID})
 	}
-	var err error
 	if p.Shard, err = loadgen.ParseShard(o.shard); err != nil {
 		return p, nil, fmt.Errorf("--shard: %w", err)
 	}
@@ -261,6 +283,9 @@ func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) erro
 	p, limits, err := o.plan(time.Now())
 	if err != nil {
 		return usageError(err)
+	}
+	if o.tls.Insecure {
+		fmt.Fprintln(progress, "warning: --insecure: the target's certificate is not verified; anyone on the path can read and change the traffic")
 	}
 	// The tokens are made once, here, so a missing key or secret is a usage error before any probe.
 	if p.Minter, err = prof.Minter(string(p.Secret)); err != nil {
