@@ -12,6 +12,11 @@ FUZZTIME ?= 20s
 # (a 2 KB YAML seed found 0 new inputs in 20 s); 1 s keeps the time for exploring.
 FUZZMINIMIZE ?= 1s
 KAFKA_POM ?= deps/kafka/pom.xml
+# The build's identity, which `fsctl version`, --version, /readyz and fsctl_build_info report.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(BUILD_DATE)
 
 # apt-get needs root; elsewhere go through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -38,11 +43,11 @@ deps: ## install missing OS packages (redis, postgresql, java, maven), fetch Kaf
 		echo "deps: OS packages present (redis-server, postgresql, java, mvn)"; \
 	fi
 	$(GO) mod download
-	$(GO) build -o $(FSCTL) ./cmd/fsctl
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(FSCTL) ./cmd/fsctl
 	$(FSCTL) stack deps --pom $(KAFKA_POM) $(STACK_FLAGS)
 
 build: ## build bin/fsctl
-	$(GO) build -o $(FSCTL) ./cmd/fsctl
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(FSCTL) ./cmd/fsctl
 
 vet: ## go vet every package
 	$(GO) vet ./...

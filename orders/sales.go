@@ -188,3 +188,23 @@ func (s *Store) epochs(ctx context.Context, sql, saleID string) (map[string]int6
 	}
 	return out, nil
 }
+
+// SaleName is a sale's id and name, as a list or a shell completion offers it.
+type SaleName struct {
+	ID   string
+	Name string
+}
+
+// SaleNames returns every sale's id and name, ordered by id, ended sales included: one query,
+// cheap enough for a shell completion.
+func (s *Store) SaleNames(ctx context.Context) ([]SaleName, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, name FROM sales ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("list sales: %w", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowToStructByPos[SaleName])
+	if err != nil {
+		return nil, fmt.Errorf("list sales: %w", err)
+	}
+	return names, nil
+}

@@ -149,6 +149,16 @@ func newMetrics() *metrics {
 	return m
 }
 
+// buildInfo exports fsctl_build_info{version,commit} = 1: which build an instance runs, in a
+// series a dashboard can join to any other.
+func (m *metrics) buildInfo(version, commit string) {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "fsctl_build_info", Help: "The build this instance runs (always 1): its version and git commit.",
+	}, []string{"version", "commit"})
+	g.WithLabelValues(version, commit).Set(1)
+	m.reg.MustRegister(g)
+}
+
 // consumerMetrics adapts the instruments to the consumer's callbacks.
 func (m *metrics) consumerMetrics() ingest.Metrics {
 	return ingest.Metrics{

@@ -95,8 +95,9 @@ type Config struct {
 	PublishTimeout time.Duration
 	// ReadModelTTL is how stale the remaining-stock numbers of GET /sales/{id} may be.
 	ReadModelTTL time.Duration
-	// Version is reported by /readyz.
+	// Version is reported by /readyz and, with Commit, by fsctl_build_info.
 	Version string
+	Commit  string
 	// AdminToken guards /admin/v1; empty turns the admin API off.
 	AdminToken string
 	// SoldOut is how the instance's local sold-out flag answers (SoldOutVerify by default).
@@ -125,6 +126,7 @@ func DefaultConfig() Config {
 		PublishTimeout:    5 * time.Second,
 		ReadModelTTL:      500 * time.Millisecond,
 		Version:           "dev",
+		Commit:            "unknown",
 		SoldOut:           SoldOutVerify,
 		SoldOutPoll:       100 * time.Millisecond,
 	}
@@ -199,6 +201,7 @@ func New(cfg Config, d Deps) *Server {
 	if s.sw == nil {
 		s.sw = noSwitches{}
 	}
+	s.metrics.buildInfo(cfg.Version, cfg.Commit)
 	s.crash = newCrashHook(cfg.CrashAfterReserve, os.Exit)
 	s.roomUp.Store(true)
 	s.watchRoom()
