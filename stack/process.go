@@ -122,19 +122,40 @@ func groupSize(pgid int) int {
 	return n
 }
 
-// waitGone waits up to d for process pid, just signalled, to be gone: exited to the
-// last thread, so its ports are free. It does not ask its command line: a dying process loses that
-// first (its memory goes before its files), and a JVM with a hundred threads may still hold its
-// listening socket for a while then (a game day restarted a broker into "port taken" that way).
+// waitGone waits up to d for process pid, just signalled, to be gone: exited to its last thread,
+// so its ports are free. Neither its command line nor its main thread says so: a dying process
+// loses its command line first (its memory goes before its files), its main thread may be a zombie
+// while the others still run, and a JVM with a hundred threads holds its listening socket until the
+// last (a game day restarted a broker into "port taken" both ways).
 func waitGone(ctx context.Context, pid int, d time.Duration) bool {
 	deadline := time.Now().Add(d)
-	for alive(pid, "") {
+	for alive(pid, "") || threadsLeft(pid) {
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return !alive(pid, "")
+			return !alive(pid, "") && !threadsLeft(pid)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	return true
+}
+
+// threadsLeft reports whether a thread of process pid is still running. Its main thread can be a
+// zombie already while the others are torn down, and the process's files (its listening sockets)
+// close only with the last of them.
+func threadsLeft(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return false
+	}
+	for _, t := range tasks {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, t.Name()))
+		if err != nil {
+			continue
+		}
+		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] != 'Z' && stat[i+2] != 'X' {
+			return true
+		}
+	}
+	return false
 }
 
 // startDetached starts a long-running service in its own session with stdout and stderr appended to

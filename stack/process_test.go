@@ -6,9 +6,11 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -153,4 +155,26 @@ func sha256Hex(t *testing.T, path string) string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// TestWaitGone: a live process is not gone; a killed one is, once its last thread has exited (the
+// game day restarts a service on its ports right after).
+func TestWaitGone(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	done := make(chan error, 1)
+	if waitGone(context.Background(), pid, 200*time.Millisecond) || !threadsLeft(pid) {
+		t.Fatal("a live process counted as gone")
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	if !waitGone(context.Background(), pid, 5*time.Second) || threadsLeft(pid) {
+		t.Fatal("a killed process still counted as alive after 5s")
+	}
+	<-done
 }
