@@ -15,6 +15,12 @@ var Reserve string
 //go:embed release.lua
 var Release string
 
+// Confirm checks, after a hand-off reached Kafka, that the order is still live on the state it was
+// reserved on, and marks it handed off.
+//
+//go:embed confirm.lua
+var Confirm string
+
 // Settle turns a paid order's hold into a sold unit exactly once.
 //
 //go:embed settle.lua

@@ -1,14 +1,19 @@
 -- release: return the unit of one live, unpaid hold to stock exactly once.
--- KEYS: 1 stock, 2 buyers, 3 holds, 4 orders, 5 final-status marker of the order,
---       6 (optional) an idempotency record the caller asks to forget
+-- KEYS: 1 stock, 2 buyers, 3 holds, 4 orders, 5 final-status marker of the order, 6 its handed-off
+--       mark (confirm.lua), 7 (optional) an idempotency record the caller asks to forget
 -- ARGV: 1 order id, 2 final status for the marker (FAILED, EXPIRED, CANCELLED), 3 marker TTL in ms,
---       4 the shard's idempotency key prefix ("<tag>:idem:")
+--       4 the shard's idempotency key prefix ("<tag>:idem:"), 5 '1': not when the order was handed
+--       off (a hand-off that failed while another attempt of the same purchase confirmed it: that
+--       buyer was told RESERVED)
 -- Returns 1 when this call released the unit, 0 when there was no live hold: released before,
 -- settled (paid: the unit is sold and stays with the buyer), or never reserved.
 -- An idempotency record is forgotten only while it still names this order, so a buyer whose purchase
 -- failed can retry with the same key. A FAILED order also forgets the record its reserve wrote (its
 -- key is in the orders entry): a failed order was never really the buyer's, so the retry must be a
 -- fresh attempt. That record shares the shard's hash tag, so building its name here stays in the slot.
+if ARGV[5] == '1' and redis.call('EXISTS', KEYS[6]) == 1 then
+  return 0
+end
 if redis.call('ZREM', KEYS[3], ARGV[1]) == 0 then
   return 0
 end
@@ -38,8 +43,8 @@ local function forget(idem)
     redis.call('DEL', idem)
   end
 end
-if KEYS[6] then
-  forget(KEYS[6])
+if KEYS[7] then
+  forget(KEYS[7])
 end
 if key and ARGV[2] == 'FAILED' then
   forget(ARGV[4] .. #user .. ':' .. user .. ':' .. key)

@@ -204,7 +204,8 @@ func TestSaleMissingInRedisIsARetryNotANotFound(t *testing.T) {
 }
 
 // rebuildingPublisher stands in for a hand-off that is still on its way to Kafka while Redis is
-// rebuilt: before it "lands" it runs rebuild (the rebuild's Redis side: a new epoch, a reload).
+// rebuilt: before it "lands" it runs rebuild (the rebuild's Redis side: the wipe, a new epoch, the
+// reload).
 type rebuildingPublisher struct {
 	rebuild func()
 	once    atomic.Bool
@@ -226,6 +227,10 @@ func TestHandOffOutlivedByARebuildIsNotAYes(t *testing.T) {
 	ctx := context.Background()
 	st, db, sl := stores(t, sale.Sale{ID: testenv.ID(t, "fence"), OpensAt: time.Now().Add(-time.Minute), Items: []sale.Item{{ID: "hot", Quantity: 3}}})
 	pub := &rebuildingPublisher{rebuild: func() {
+		if err := st.Wipe(ctx, sl); err != nil {
+			t.Error(err)
+			return
+		}
 		epochs, err := db.NextEpochs(ctx, sl.ID)
 		if err != nil {
 			t.Error(err)
@@ -256,9 +261,8 @@ func TestHandOffOutlivedByARebuildIsNotAYes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	epoch, loaded, err := st.Epoch(ctx, sl.ID, "hot", state.Shard, 1)
-	if err != nil || !loaded || epoch != 1 {
-		t.Fatalf("the rebuilt shard's epoch: %d loaded=%v %v, want 1", epoch, loaded, err)
+	if ok, err := st.Confirm(ctx, sl.ID, "hot", state.Shard, 1, id, 1); err != nil || !ok {
+		t.Fatalf("the retry's order is not live on the rebuilt state (epoch 1): %v %v", ok, err)
 	}
 }
 
@@ -275,4 +279,67 @@ func purchaseOf(t *testing.T, ts *httptest.Server, saleID, tok, key string) (int
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// hangingPublisher holds the first hand-off until the test lets it fail; every other one succeeds.
+type hangingPublisher struct {
+	first   atomic.Bool
+	hanging chan struct{} // closed once the first hand-off hangs
+	fail    chan struct{} // closed to make it fail
+}
+
+func (p *hangingPublisher) PublishOrderPlaced(ctx context.Context, _ events.OrderPlaced) error {
+	if p.first.CompareAndSwap(false, true) {
+		close(p.hanging)
+		<-p.fail
+		return errors.New("broker timed out")
+	}
+	return nil
+}
+
+// TestAFailedHandOffDoesNotTakeBackAConfirmedYes: the buyer's first attempt reserves and its
+// hand-off hangs; the retry with the same key replays the reservation, hands it off again and is
+// told RESERVED. When the first hand-off then fails, its release must leave the order alone: that
+// buyer was told the unit is theirs (chaos seed 13 lost 20 such orders: the release took the unit
+// back and the consumer dropped the order as stale). The first attempt is told to retry, and a
+// retry replays the same order.
+func TestAFailedHandOffDoesNotTakeBackAConfirmedYes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, db, sl := stores(t, sale.Sale{ID: testenv.ID(t, "race"), OpensAt: time.Now().Add(-time.Minute), Items: []sale.Item{{ID: "hot", Quantity: 2}}})
+	pub := &hangingPublisher{hanging: make(chan struct{}), fail: make(chan struct{})}
+	verifier, _ := auth.NewVerifier(testSecret, nil)
+	srv := server.New(server.DefaultConfig(), server.Deps{Auth: verifier, Stock: st, Publisher: pub, Orders: db})
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	tok, _ := auth.Mint(testSecret, "buyer", time.Now(), time.Hour)
+	type answer struct {
+		code int
+		body string
+	}
+	first := make(chan answer, 1)
+	go func() {
+		code, body := purchaseOf(t, ts, sl.ID, tok, "k")
+		first <- answer{code, body}
+	}()
+	<-pub.hanging
+	code, body := purchaseOf(t, ts, sl.ID, tok, "k")
+	if code != http.StatusAccepted {
+		t.Fatalf("the retry while the first hand-off hangs: %d %s, want 202 (a replay handed off again)", code, body)
+	}
+	yes := orderIDOf(t, body)
+	close(pub.fail)
+	if a := <-first; a.code != http.StatusServiceUnavailable {
+		t.Fatalf("the first attempt, its hand-off failed: %d %s, want 503", a.code, a.body)
+	}
+	snap, err := st.Snapshot(ctx, sl.ID, sl.Items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap[0].Stock != 1 || snap[0].Holds != 1 {
+		t.Fatalf("after the failed first hand-off: stock %d, holds %d; want the confirmed order kept (1 and 1)", snap[0].Stock, snap[0].Holds)
+	}
+	if code, body := purchaseOf(t, ts, sl.ID, tok, "k"); code != http.StatusAccepted || orderIDOf(t, body) != yes {
+		t.Fatalf("a third attempt: %d %s, want 202 for the same order %s", code, body, yes)
+	}
 }

@@ -182,14 +182,21 @@ func (s *Server) handOff(ctx context.Context, req purchaseRequest, user string, 
 	// The request context may be the thing that failed; the release must still happen.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
+	// Unless handed: the buyer's retry may have replayed this reservation meanwhile, handed it off
+	// again and been told RESERVED (confirm); then the order stands.
 	released, rerr := s.stock.Release(rctx, stock.Release{
 		SaleID: req.SaleID, ItemID: req.ItemID, Shard: rv.Shard, Shards: rv.Shards, OrderID: rv.OrderID, Status: "FAILED",
-		ForgetUser: user, ForgetKey: req.IdemKey,
+		ForgetUser: user, ForgetKey: req.IdemKey, UnlessHanded: true,
 	})
-	if rerr != nil {
+	switch {
+	case rerr != nil:
 		s.log.Error("release after failed hand-off failed; the orphan sweeper must return this unit", "order", rv.OrderID, "err", rerr)
-	} else if released {
+	case released:
 		s.metrics.released.WithLabelValues("publish_failed").Inc()
+	default:
+		// Not released: a concurrent attempt handed the order off and confirmed it. The retry
+		// replays that reservation.
+		return outcome.Errorf(outcome.PipelineDown, "the order is held but this attempt could not record it; retry with the same Idempotency-Key")
 	}
 	return outcome.Errorf(outcome.PipelineDown, "the order could not be recorded; nothing was reserved; retry with the same Idempotency-Key")
 }
@@ -224,22 +231,24 @@ func (s *Server) handOffAgain(ctx context.Context, req purchaseRequest, user str
 	return s.confirm(ctx, req, rv)
 }
 
-// confirm is the fence of a hand-off, checked after Kafka acknowledged it and before the buyer
-// hears RESERVED: the reservation's shard must still hold the state it was made on (its epoch).
-// A rebuild of Redis wipes that state, records the order log up to where it then stands, bumps the
-// epoch and reloads; an OrderPlaced that reached the log before this read was there before the
-// wipe, so the rebuild counts it. When the epoch moved (or Redis cannot say) the event may have
-// come too late to be counted, and PostgreSQL will drop it as stale: the buyer must not be told
-// RESERVED, and is told to retry instead, which the rebuilt Redis answers afresh.
+// confirm is the last step of a hand-off, checked after Kafka acknowledged it and before the buyer
+// hears RESERVED (lua/confirm.lua): the order must still be live on the shard state it was reserved
+// on. A rebuild of Redis wipes that state, records the order log up to where it then stands, bumps
+// the epoch and reloads; an OrderPlaced that reached the log before this check was there before the
+// wipe, so the rebuild counts it. And a concurrent attempt of the same purchase (the buyer's retry
+// while this hand-off hung) whose own hand-off failed may have released the order. In either case
+// PostgreSQL drops the event (stale), so the buyer is told to retry, which the current state
+// answers afresh. Confirmed, the order is marked handed off, and that failed attempt's release
+// leaves it alone.
 func (s *Server) confirm(ctx context.Context, req purchaseRequest, rv stock.Reservation) error {
-	epoch, loaded, err := s.stock.Epoch(ctx, req.SaleID, req.ItemID, rv.Shard, rv.Shards)
-	if err == nil && loaded && epoch == rv.Epoch {
+	ok, err := s.stock.Confirm(ctx, req.SaleID, req.ItemID, rv.Shard, rv.Shards, rv.OrderID, rv.Epoch)
+	if err == nil && ok {
 		return nil
 	}
 	s.metrics.unconfirmed.Inc()
-	s.log.Warn("hand-off not confirmed: the item's Redis state was replaced (or is unreachable) since the reservation",
-		"order", rv.OrderID, "epoch", rv.Epoch, "now", epoch, "loaded", loaded, "err", err)
-	return outcome.Errorf(outcome.Unavailable, "the item's stock was being restored while this order was recorded, so it may not be kept; retry with the same Idempotency-Key")
+	s.log.Warn("hand-off not confirmed: the order was released, or the item's Redis state replaced or unreachable, since the reservation",
+		"order", rv.OrderID, "epoch", rv.Epoch, "err", err)
+	return outcome.Errorf(outcome.Unavailable, "the order could not be confirmed (the item's stock was being restored, or a concurrent attempt released it); retry with the same Idempotency-Key")
 }
 
 func (s *Server) countAndWriteError(w http.ResponseWriter, r *http.Request, err error) {

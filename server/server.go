@@ -39,7 +39,7 @@ type Reserver interface {
 	Snapshot(ctx context.Context, saleID string, items []sale.Item) ([]stock.ItemState, error)
 	Remaining(ctx context.Context, refs []stock.ItemRef) ([]int64, error)
 	SetPaused(ctx context.Context, sl sale.Sale, paused bool) error
-	Epoch(ctx context.Context, saleID, itemID string, shard, shards int) (int64, bool, error)
+	Confirm(ctx context.Context, saleID, itemID string, shard, shards int, orderID uuid.UUID, epoch int64) (bool, error)
 }
 
 // Lifecycle ends reservations: payment and cancellation; *lifecycle.Service implements it.

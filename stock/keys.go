@@ -83,6 +83,10 @@ func (k Keys) Released(orderID uuid.UUID) string { return k.tag + releasedInfix 
 
 const releasedInfix = ":released:"
 
+// Handed marks an order whose hand-off was confirmed (lua/confirm.lua): its buyer was told
+// RESERVED, so a failed concurrent hand-off of the same purchase must not release it.
+func (k Keys) Handed(orderID uuid.UUID) string { return k.tag + ":handed:" + orderID.String() }
+
 // Ledger is a hash from transfer id to "toShard\ncount\nms": units taken out of this shard on their
 // way to another one, until the target has applied them and the entry is deleted.
 func (k Keys) Ledger() string { return k.tag + ":ledger" }

@@ -25,6 +25,9 @@ type Release struct {
 	// ForgetUser and ForgetKey, when set, name an idempotency record to forget as well (while it
 	// still names this order).
 	ForgetUser, ForgetKey string
+	// UnlessHanded leaves an order whose hand-off another attempt confirmed (Store.Confirm): the
+	// failed hand-off's release, which must not take a unit its buyer was told is theirs.
+	UnlessHanded bool
 }
 
 // Release returns the unit of one live, unpaid hold to its shard's stock. It reports whether this
@@ -32,11 +35,15 @@ type Release struct {
 // never reserved are no-ops that return false.
 func (s *Store) Release(ctx context.Context, r Release) (bool, error) {
 	k := ShardKeys(r.SaleID, r.ItemID, r.Shard, r.Shards)
-	keys := []string{k.Stock(), k.Buyers(), k.Holds(), k.Orders(), k.Released(r.OrderID)}
+	keys := []string{k.Stock(), k.Buyers(), k.Holds(), k.Orders(), k.Released(r.OrderID), k.Handed(r.OrderID)}
 	if r.ForgetKey != "" {
 		keys = append(keys, k.Idem(r.ForgetUser, r.ForgetKey))
 	}
-	n, err := s.release.Run(ctx, s.rdb, keys, r.OrderID.String(), r.Status, s.markerTTL.Milliseconds(), k.idemPrefix()).Int()
+	unlessHanded := "0"
+	if r.UnlessHanded {
+		unlessHanded = "1"
+	}
+	n, err := s.release.Run(ctx, s.rdb, keys, r.OrderID.String(), r.Status, s.markerTTL.Milliseconds(), k.idemPrefix(), unlessHanded).Int()
 	if err != nil {
 		return false, fmt.Errorf("release order %s: %w", r.OrderID, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fsctl/fsctl/lua"
@@ -28,6 +29,7 @@ type Store struct {
 	reserve       *redis.Script
 	release       *redis.Script
 	settle        *redis.Script
+	confirm       *redis.Script
 	preload       *redis.Script
 	reload        *redis.Script
 	transferOut   *redis.Script
@@ -80,6 +82,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 		reserve:       redis.NewScript(lua.Reserve),
 		release:       redis.NewScript(lua.Release),
 		settle:        redis.NewScript(lua.Settle),
+		confirm:       redis.NewScript(lua.Confirm),
 		preload:       redis.NewScript(lua.Preload),
 		reload:        redis.NewScript(lua.Reload),
 		transferOut:   redis.NewScript(lua.TransferOut),
@@ -116,30 +119,18 @@ func (s *Store) eval(ctx context.Context, sc *redis.Script, keys []string, args 
 	return cmd
 }
 
-// Epoch reads the epoch of one shard's state (Reservation.Epoch), batched like a reserve: ok is
-// false when the shard is not loaded (its state was lost, or is being rebuilt).
-func (s *Store) Epoch(ctx context.Context, saleID, itemID string, shard, shards int) (epoch int64, ok bool, err error) {
-	cmd := redis.NewSliceCmd(ctx, "hmget", ShardKeys(saleID, itemID, shard, shards).Meta(), "opens_at_ms", "epoch")
-	if s.batch == nil {
-		err = s.rdb.Process(ctx, cmd)
-	} else {
-		err = s.batch.do(ctx, cmd, nil)
-	}
-	v := cmd.Val()
+// Confirm is the last step of a hand-off, after Kafka acknowledged it (lua/confirm.lua, batched
+// like a reserve): the order is still live on the shard state it was reserved on (its epoch), and
+// is marked handed off, so the failed hand-off of a concurrent attempt cannot release it. False:
+// the buyer must not be told RESERVED.
+func (s *Store) Confirm(ctx context.Context, saleID, itemID string, shard, shards int, orderID uuid.UUID, epoch int64) (bool, error) {
+	k := ShardKeys(saleID, itemID, shard, shards)
+	n, err := s.eval(ctx, s.confirm, []string{k.Meta(), k.Orders(), k.Handed(orderID)},
+		strconv.FormatInt(epoch, 10), orderID.String(), s.markerTTL.Milliseconds()).Int()
 	if err != nil {
-		return 0, false, fmt.Errorf("read the epoch of %s/%s shard %d: %w", saleID, itemID, shard, err)
+		return false, fmt.Errorf("confirm order %s: %w", orderID, err)
 	}
-	if len(v) != 2 || v[0] == nil {
-		return 0, false, nil
-	}
-	if v[1] == nil {
-		return 0, true, nil
-	}
-	str, _ := v[1].(string)
-	if epoch, err = strconv.ParseInt(str, 10, 64); err != nil {
-		return 0, false, fmt.Errorf("epoch of %s/%s shard %d is %q: %w", saleID, itemID, shard, str, err)
-	}
-	return epoch, true, nil
+	return n == 1, nil
 }
 
 // Client returns the Redis client the store uses.
@@ -153,7 +144,7 @@ func (s *Store) scripts() []struct {
 		name string
 		sc   *redis.Script
 	}{
-		{"reserve", s.reserve}, {"release", s.release}, {"settle", s.settle}, {"preload", s.preload},
+		{"reserve", s.reserve}, {"release", s.release}, {"settle", s.settle}, {"confirm", s.confirm}, {"preload", s.preload},
 		{"reload", s.reload}, {"transfer_out", s.transferOut}, {"apply_transfer", s.applyTransfer}, {"restore", s.restore},
 	}
 }
