@@ -20,5 +20,9 @@ FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/fsctl /usr/local/bin/fsctl
 USER nonroot:nonroot
 EXPOSE 8080
+# distroless has no shell or curl: the binary checks the server itself (GET /healthz, exit 0 or 1)
+HEALTHCHECK --interval=5s --timeout=3s --start-period=60s --retries=3 CMD ["/usr/local/bin/fsctl", "health", "--timeout", "2s"]
 ENTRYPOINT ["/usr/local/bin/fsctl"]
+# Give it FSCTL_JWT_SECRET (and FSCTL_ADMIN_TOKEN for /admin/v1): on :8080 serve refuses the
+# development ones (docker-compose.yml passes --insecure-dev-secrets, its port on loopback only).
 CMD ["serve", "--addr", ":8080"]

@@ -85,24 +85,30 @@ func (f TLSFiles) Config() (*tls.Config, error) {
 // plan's TLS settings and HTTP version. Its timeout bounds a request including the wait for a
 // connection, as a buyer sees it.
 func (p Plan) NewClient(conns int, timeout time.Duration) *http.Client {
+	return NewClient(p.TLS, p.HTTP, conns, timeout)
+}
+
+// NewClient is Plan.NewClient for a caller without a plan (fsctl health): tlsCfg may be nil,
+// version is one of HTTPAuto, HTTP1, HTTP2.
+func NewClient(tlsCfg *tls.Config, version string, conns int, timeout time.Duration) *http.Client {
 	tr := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		TLSClientConfig:     p.TLS.Clone(),
+		TLSClientConfig:     tlsCfg.Clone(),
 		TLSHandshakeTimeout: 10 * time.Second,
 		MaxConnsPerHost:     conns,
 		MaxIdleConns:        conns,
 		MaxIdleConnsPerHost: conns,
 		IdleConnTimeout:     90 * time.Second,
-		Protocols:           p.protocols(),
+		Protocols:           protocols(version),
 	}
 	return &http.Client{Transport: tr, Timeout: timeout}
 }
 
-// protocols is what the client offers for the plan's HTTP version. Without HTTP/1 the transport
-// speaks h2c with prior knowledge to an http:// URL and offers only h2 to an https:// one.
-func (p Plan) protocols() *http.Protocols {
+// protocols is what the client offers for an HTTP version. Without HTTP/1 the transport speaks
+// h2c with prior knowledge to an http:// URL and offers only h2 to an https:// one.
+func protocols(version string) *http.Protocols {
 	var ps http.Protocols
-	switch p.HTTP {
+	switch version {
 	case HTTP1:
 		ps.SetHTTP1(true)
 	case HTTP2:

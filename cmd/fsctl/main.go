@@ -50,6 +50,7 @@ func newRootCmd() *cobra.Command {
 	root.SetFlagErrorFunc(flagError(usageError))
 	root.AddCommand(
 		newServeCmd(),
+		newHealthCmd(),
 		newStackCmd(),
 		newMigrateCmd(),
 		newSaleCmd(),

@@ -2,12 +2,15 @@ package main
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -49,6 +52,9 @@ type serveOptions struct {
 	debugAddr     string
 	gcPercent     int
 	redisBatch    int
+	tlsCert       string
+	tlsKey        string
+	devSecrets    bool
 }
 
 func newServeCmd() *cobra.Command {
@@ -78,7 +84,16 @@ closed unanswered: a client is never left waiting in the accept queue.
 
 With --admin-token, /admin/v1 lets an operator pause and resume a sale and throw kill switches
 (purchase, payment, expiry, sweeper); every instance honours them within a quarter second.
-Without --payment-url the bundled fake provider runs in-process (see fsctl payments serve).`,
+Without --payment-url the bundled fake provider runs in-process (see fsctl payments serve).
+
+With --tls-cert and --tls-key the API serves TLS, HTTP/2 (h2) and HTTP/1.1 over it; the files are
+looked at every few seconds and a renewed pair is served without a restart (a pair that does not
+load is logged and the previous one kept). Without them it serves plain HTTP/1.1 and h2c.
+
+The development JWT secret (used when FSCTL_JWT_SECRET is unset) and the development admin token
+of docker-compose.yml are refused unless --addr is a loopback address (127.0.0.1, ::1, localhost)
+or --insecure-dev-secrets says the instance is a test: anyone who can reach the port could mint
+buyers' tokens or pause the sale with them.`,
 		Example: `  fsctl serve                          # both roles on :8080 against the local stack
   fsctl serve --role api --addr :9090  # a second API instance
   fsctl serve --admin-token "$OPS_TOKEN" --payment-url http://127.0.0.1:8090
@@ -118,6 +133,9 @@ Without --payment-url the bundled fake provider runs in-process (see fsctl payme
 	fs.IntVar(&o.redisBatch, "redis-batch", stock.DefaultBatchMax, "most commands of concurrent purchases sent to Redis in one pipeline (whatever arrives while one is in flight goes in the next); 0 sends each alone")
 	fs.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "Go's GC target (GOGC) for the server: heap growth allowed between collections, in percent; the GOGC environment variable, when set, wins")
 	fs.StringVar(&o.debugAddr, "debug-addr", "", "serve Go's profiler (pprof) on this address, e.g. 127.0.0.1:6060; off when empty (keep it private)")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve TLS with this certificate (PEM, the chain after the leaf), with --tls-key; re-read when the file changes")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "private key (PEM) of --tls-cert")
+	fs.BoolVar(&o.devSecrets, "insecure-dev-secrets", false, "allow the development JWT secret and admin token on an address beyond loopback (a test or a container published on loopback only)")
 	fs.Uint32Var(&o.breaker.ConsecutiveFailures, "breaker-failures", 5, "consecutive payment failures that open the circuit breaker")
 	fs.DurationVar(&o.breaker.OpenTimeout, "breaker-open", 5*time.Second, "how long the open breaker refuses payments before trying one")
 	return cmd
@@ -142,6 +160,12 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 	if o.idemTTL < time.Minute {
 		return fmt.Errorf("--idempotency-ttl %s: use at least 1m, and longer than a buyer keeps retrying (a retry after it is a fresh attempt)", o.idemTTL)
 	}
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return usageError(errors.New("--tls-cert and --tls-key go together: the certificate and its private key"))
+	}
+	if err := checkDevSecrets(o); err != nil {
+		return usageError(err)
+	}
 	if o.adminToken != "" && len(o.adminToken) < 16 {
 		return fmt.Errorf("--admin-token is %d characters; use at least 16 (e.g. openssl rand -hex 16)", len(o.adminToken))
 	}
@@ -158,6 +182,7 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 	}
 	cfg.Addr, cfg.MaxConns, cfg.ShedConns, cfg.Version = o.addr, o.maxConns, o.shedConns, version
 	cfg.AdminToken, cfg.SoldOut, cfg.ClientIPHeader = o.adminToken, soldOut, o.clientIP
+	cfg.TLSCertFile, cfg.TLSKeyFile = o.tlsCert, o.tlsKey
 	if v := os.Getenv(server.EnvCrashAfterReserve); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -180,4 +205,40 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 	}
 	defer app.Close()
 	return app.Run(cmd.Context(), nil)
+}
+
+// devAdminToken is docker-compose.yml's operator token when FSCTL_ADMIN_TOKEN is unset.
+const devAdminToken = "local-operator-token-change-me"
+
+// checkDevSecrets refuses the development JWT secret or admin token on an address other machines
+// reach, unless --insecure-dev-secrets says the instance is a test: both are public (this
+// repository), so with them anyone who reaches the port mints buyers or pauses the sale. A
+// consumer-only instance listens on nothing.
+func checkDevSecrets(o serveOptions) error {
+	var dev []string
+	if o.jwtSecret == devJWTSecret {
+		dev = append(dev, "the development JWT secret (set "+envJWTSecret+" or --jwt-secret)")
+	}
+	if o.adminToken == devAdminToken {
+		dev = append(dev, "the development admin token (set "+envAdminToken+" or --admin-token)")
+	}
+	if len(dev) == 0 || o.devSecrets || loopback(o.addr) || !slices.Contains(o.roles, "api") {
+		return nil
+	}
+	return fmt.Errorf("refusing to serve on %s, beyond this machine, with %s; "+
+		"or listen on loopback (--addr 127.0.0.1:8080), or pass --insecure-dev-secrets for a test", o.addr, strings.Join(dev, " and "))
+}
+
+// loopback reports whether a listen address only this machine reaches: a loopback IP or
+// localhost. An empty host (":8080") listens on every interface.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
