@@ -46,6 +46,7 @@ func newRootCmd() *cobra.Command {
 		Long:          "fsctl runs the reference flash-sale checkout server and the local Redis/PostgreSQL/Kafka stack,\nsets up sales, and fires synchronized bursts of buyers at a checkout to prove it never oversells.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       currentBuild().String(),
 	}
 	root.SetFlagErrorFunc(flagError(usageError))
 	root.AddCommand(
@@ -63,7 +64,9 @@ func newRootCmd() *cobra.Command {
 		newWarroomCmd(),
 		newGamedayCmd(),
 		newProfileCmd(),
+		newVersionCmd(),
 	)
+	attachCompleters(root)
 	return root
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/provision"
 	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/sale"
@@ -22,8 +23,69 @@ func newSaleCmd() *cobra.Command {
 		Use:   "sale",
 		Short: "Set up and inspect sales",
 	}
-	cmd.AddCommand(newSaleCreateCmd())
+	cmd.AddCommand(newSaleCreateCmd(), newSaleListCmd(), newSaleShowCmd(), newSalePauseCmd(true), newSalePauseCmd(false))
 	return cmd
+}
+
+// saleStores are the two stores a sale lives in: PostgreSQL, its source of truth, and Redis,
+// where the reserve script reads it.
+type saleStores struct {
+	db  *orders.Store
+	rdb redis.UniversalClient
+	st  *stock.Store
+}
+
+// openSaleStores connects to both stores of the endpoint flags and checks Redis answers.
+func openSaleStores(ctx context.Context, e endpointFlags) (*saleStores, error) {
+	db, err := orders.Open(ctx, e.postgresURL)
+	if err != nil {
+		return nil, err
+	}
+	rdb, err := redisconn.Open(e.redisURL, redisconn.Tune{})
+	if err != nil {
+		db.Close()
+		return nil, usageError(err)
+	}
+	if err := redisconn.Check(ctx, rdb); err != nil {
+		db.Close()
+		_ = rdb.Close()
+		return nil, err
+	}
+	return &saleStores{db: db, rdb: rdb, st: stock.New(rdb)}, nil
+}
+
+// withSaleStores runs fn with both stores of the endpoint flags, closed when it returns.
+func withSaleStores(cmd *cobra.Command, e endpointFlags, fn func(context.Context, *saleStores) error) error {
+	ctx := cmd.Context()
+	s, err := openSaleStores(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		s.db.Close()
+		_ = s.rdb.Close()
+	}()
+	return fn(ctx, s)
+}
+
+// checkSaleID refuses a missing or malformed --sale before anything is opened.
+func checkSaleID(id string) error {
+	switch {
+	case id == "":
+		return usageError(fmt.Errorf("--sale is required (or %s); `fsctl sale list` shows the sales", envSale))
+	case !sale.ValidSlug(id):
+		return usageError(fmt.Errorf("--sale %q: a sale id matches [A-Za-z0-9_-]{1,64}", id))
+	}
+	return nil
+}
+
+// loadSale reads a sale from PostgreSQL; one that does not exist is the command line's mistake.
+func (s *saleStores) loadSale(ctx context.Context, id string) (sale.Sale, error) {
+	sl, err := s.db.LoadSale(ctx, id)
+	if outcome.CodeOf(err) == outcome.NotFound {
+		return sale.Sale{}, usageError(fmt.Errorf("no sale %s in PostgreSQL; `fsctl sale list` shows the sales there", id))
+	}
+	return sl, err
 }
 
 type saleCreateOptions struct {
@@ -65,27 +127,16 @@ func createSale(cmd *cobra.Command, o saleCreateOptions) error {
 	if _, err := orders.Migrate(ctx, o.endpoints.postgresURL); err != nil {
 		return err
 	}
-	db, err := orders.Open(ctx, o.endpoints.postgresURL)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	rdb, err := redisconn.Open(o.endpoints.redisURL, redisconn.Tune{})
-	if err != nil {
-		return usageError(err)
-	}
-	defer rdb.Close()
-	if err := redisconn.Check(ctx, rdb); err != nil {
-		return err
-	}
-	rep, err := provision.Sale(ctx, db, stock.New(rdb), sl, provision.Options{Reset: o.reset})
-	if err != nil {
-		return err
-	}
-	if err := printProvision(cmd.OutOrStdout(), sl, rep); err != nil {
-		return err
-	}
-	return printPlacement(ctx, cmd.OutOrStdout(), rdb, sl)
+	return withSaleStores(cmd, o.endpoints, func(ctx context.Context, s *saleStores) error {
+		rep, err := provision.Sale(ctx, s.db, s.st, sl, provision.Options{Reset: o.reset})
+		if err != nil {
+			return err
+		}
+		if err := printProvision(cmd.OutOrStdout(), sl, rep); err != nil {
+			return err
+		}
+		return printPlacement(ctx, cmd.OutOrStdout(), s.rdb, sl)
+	})
 }
 
 // printPlacement says, on a Redis Cluster, which master holds each shard of each item, and warns

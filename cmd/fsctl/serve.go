@@ -180,7 +180,8 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 	if o.maxConns < 0 || o.shedConns < 0 {
 		return fmt.Errorf("--max-conns and --shed-conns must not be negative")
 	}
-	cfg.Addr, cfg.MaxConns, cfg.ShedConns, cfg.Version = o.addr, o.maxConns, o.shedConns, version
+	build := currentBuild()
+	cfg.Addr, cfg.MaxConns, cfg.ShedConns, cfg.Version, cfg.Commit = o.addr, o.maxConns, o.shedConns, build.Version, build.Commit
 	cfg.AdminToken, cfg.SoldOut, cfg.ClientIPHeader = o.adminToken, soldOut, o.clientIP
 	cfg.TLSCertFile, cfg.TLSKeyFile = o.tlsCert, o.tlsKey
 	if v := os.Getenv(server.EnvCrashAfterReserve); v != "" {
