@@ -144,13 +144,13 @@ func (a Availability) Share() float64 {
 	return float64(a.Undecided) / float64(a.Buyers)
 }
 
+// availabilityCheck names the availability verdict: a budget missed, not an invariant broken.
+const availabilityCheck = "availability within the budget"
+
 // checkAvailability judges a against the scenario's budget (nil: measured, not judged).
 func checkAvailability(a Availability, b *Budget) finding.Finding {
-	name := "availability within the budget"
 	if b == nil {
-		f := check(name, true, a.String()+" (the scenario sets no budget)")
-		f.Check = "availability"
-		return f
+		return check("availability", true, a.String()+" (the scenario sets no budget)")
 	}
 	var over []string
 	if b.Undecided >= 0 && a.Share() > b.Undecided {
@@ -160,7 +160,7 @@ func checkAvailability(a Availability, b *Budget) finding.Finding {
 		over = append(over, fmt.Sprintf("an outage of %s from +%.1fs, budget %s", a.Outage, a.OutageFrom.Seconds(), b.Outage))
 	}
 	if len(over) > 0 {
-		return check(name, false, strings.Join(over, "; ")+"; "+a.String())
+		return check(availabilityCheck, false, strings.Join(over, "; ")+"; "+a.String())
 	}
-	return check(name, true, a.String())
+	return check(availabilityCheck, true, a.String())
 }

@@ -84,6 +84,33 @@ type Event struct {
 
 // Failures lists what did not hold, one line each: the run's error, a phase or a step that
 // failed, an invariant broken.
+// Verdict is how a run failed, worst first: an invariant broken (data at risk), the run unable to
+// go on (a phase or a step that could not run), or only a figure missed (the availability budget,
+// the soak, an instance that exited on its own); VerdictPassed when it passed.
+func (r *Report) Verdict() Verdict {
+	switch {
+	case r.Passed:
+		return VerdictPassed
+	case slices.ContainsFunc(r.Invariants, func(c finding.Finding) bool { return !c.Passed() && c.Check != availabilityCheck }):
+		return VerdictBroken
+	case r.Error != "" || slices.ContainsFunc(r.Phases, func(p steps.Step) bool { return p.Error != "" }) ||
+		slices.ContainsFunc(r.Steps, func(s StepResult) bool { return s.Error != "" }):
+		return VerdictFailed
+	}
+	return VerdictMissed
+}
+
+// Verdict is a run's outcome; see Report.Verdict.
+type Verdict int
+
+// Verdicts, from best to worst.
+const (
+	VerdictPassed Verdict = iota
+	VerdictMissed
+	VerdictFailed
+	VerdictBroken
+)
+
 func (r *Report) Failures() []string {
 	var out []string
 	// The run's error is usually its first failed phase's, listed with the phase's name below.

@@ -103,9 +103,11 @@ func (s Skew) Least() time.Duration {
 func (s Skew) Bound() time.Duration { return s.RTT/2 + s.Resolution/2 }
 
 // Check refuses a skew beyond limit: with a shared --at, a machine whose clock is off releases
-// its buyers early or late by that much, and the report would blame the server.
+// its buyers early or late by that much, and the report would blame the server. It judges the
+// least offset the reading allows, so a server whose clock is read to the second (a Date header)
+// is not refused for the half second it cannot show.
 func (s Skew) Check(limit time.Duration) error {
-	if s.Offset.Abs() <= limit {
+	if s.Least().Abs() <= limit {
 		return nil
 	}
 	dir := "ahead of"

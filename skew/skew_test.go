@@ -116,3 +116,23 @@ func TestBestKeepsTheShortestRoundTrip(t *testing.T) {
 		t.Fatalf("a failed reading: %v after %d call(s)", err, calls)
 	}
 }
+
+// TestCheckJudgesTheLeastOffset: a clock read to the second is refused only for what it shows
+// beyond the half second it cannot; one read to the millisecond, for its whole offset.
+func TestCheckJudgesTheLeastOffset(t *testing.T) {
+	limit := 250 * time.Millisecond
+	for _, tc := range []struct {
+		s  skew.Skew
+		ok bool
+	}{
+		{skew.Skew{Offset: 369 * time.Millisecond, Resolution: time.Second}, true},
+		{skew.Skew{Offset: -700 * time.Millisecond, Resolution: time.Second}, true},
+		{skew.Skew{Offset: 900 * time.Millisecond, Resolution: time.Second}, false},
+		{skew.Skew{Offset: 300 * time.Millisecond}, false},
+		{skew.Skew{Offset: -200 * time.Millisecond}, true},
+	} {
+		if err := tc.s.Check(limit); (err == nil) != tc.ok {
+			t.Errorf("offset %s, resolution %s: %v, want ok=%v", tc.s.Offset, tc.s.Resolution, err, tc.ok)
+		}
+	}
+}

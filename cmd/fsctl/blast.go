@@ -109,8 +109,8 @@ https://, --http 2, a profile whose purchase URL is a whole URL) with net/http; 
 sizes each request's bound to the burst, 10s + 1s per 2,000 clicks. The report's engine line says
 which engine and timeout produced the numbers, and why auto did not pick raw.
 
-Exit status: 0 all good, 1 a threshold missed (--max-p99, --min-throughput, --expect-sold) or an
-error, 2 an invariant broken or a bad flag.`,
+Exit status: 0 all good, 1 could not run, 2 a bad flag, 3 a threshold missed (--max-p99,
+--min-throughput, --expect-sold), 4 an invariant broken.`,
 		Example: `  fsctl sale create -f examples/sale.yaml --reset
   fsctl blast --sale black-friday --item console --buyers 5000
     engine: raw (auto); request timeout 12.5s (auto: 10s + 1s per 2000 clicks)
@@ -142,14 +142,13 @@ error, 2 an invariant broken or a bad flag.`,
 			return runBlast(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
-	cmd.SetFlagErrorFunc(flagError(usageError))
 	f := cmd.Flags()
 	o.endpoints.bind(f, false)
 	o.profile.bind(f)
 	f.BoolVar(&o.checkState, "check-state", false, "also check the server's Redis and PostgreSQL after the burst")
-	f.StringVar(&o.target, "target", "http://127.0.0.1:8080", "base URL of the checkout")
-	f.StringVar(&o.sale, "sale", "", "sale the --item flags belong to")
-	f.StringArrayVar(&o.items, "item", nil, "item buyers go for (repeatable; ITEM with --sale, or SALE:ITEM); buyers are spread round-robin")
+	bindTarget(f, &o.target, "http://127.0.0.1:8080", "base URL of the checkout")
+	bindSale(f, &o.sale, "sale the --item flags belong to")
+	bindItems(f, &o.items, "item buyers go for (ITEM with --sale, or SALE:ITEM); buyers are spread round-robin")
 	f.IntVar(&o.buyers, "buyers", 1000, "virtual buyers in the whole burst (all shards)")
 	f.IntVar(&o.conns, "conns", 256, "pre-dialled connections the buyers share")
 	f.IntVar(&o.clicks, "clicks", 1, "clicks per buyer, released together, each with a new Idempotency-Key")
@@ -166,12 +165,12 @@ error, 2 an invariant broken or a bad flag.`,
 	f.StringVar(&o.results, "results", "", "write every request to this file as vegeta results (vegeta report / plot read it)")
 	f.StringVar(&o.records, "records", "", "write every request and the burst's header as JSON lines (fsctl blast merge reads them)")
 	f.StringVar(&o.html, "html", "", "write the report with charts (latency and outcomes over time, stock depletion) to this HTML file")
-	bindOutput(f, &o.output, "report format: table or json", 2, tableOrJSON)
+	bindOutput(f, &o.output, "the report")
 	f.Int64Var(&o.stock, "stock", -1, "units per item, for a target without the bundled sale page (with --limit)")
 	f.IntVar(&o.limit, "limit", -1, "per-user limit, for a target without the bundled sale page (with --stock)")
-	f.DurationVar(&o.maxP99, "max-p99", 0, "fail (exit 1) when the p99 latency is above this")
-	f.Float64Var(&o.minThroughput, "min-throughput", 0, "fail (exit 1) below this many requests per second")
-	f.IntVar(&o.expectSold, "expect-sold", -1, "fail (exit 1) unless exactly this many units were reserved")
+	f.DurationVar(&o.maxP99, "max-p99", 0, "fail (exit 3) when the p99 latency is above this")
+	f.Float64Var(&o.minThroughput, "min-throughput", 0, "fail (exit 3) below this many requests per second")
+	f.IntVar(&o.expectSold, "expect-sold", -1, "fail (exit 3) unless exactly this many units were reserved")
 	cmd.AddCommand(sub...)
 	f.DurationVar(&o.settle, "settle", 30*time.Second, "with --check-state, how long to wait for orders to reach PostgreSQL")
 	f.BoolVar(&o.room, "room", false, "go through the waiting room: challenge, proof of work, queue, poll, then buy with the admission token")
@@ -183,7 +182,7 @@ error, 2 an invariant broken or a bad flag.`,
 	f.StringVar(&o.rate, "rate", "", "open model: release buyers at this rate (e.g. 500/s) from the release instant instead of all at once")
 	f.DurationVar(&o.ramp, "ramp", 0, "with --rate, climb from 0 to the rate over this long first")
 	f.DurationVar(&o.duration, "duration", 0, "with --rate, run this long: the buyers are as many as the schedule releases in it (instead of --buyers)")
-	f.DurationVar(&o.maxSkew, "max-skew", time.Second, "refuse to run when this machine's clock is further than this from the server's (0: do not check)")
+	f.DurationVar(&o.maxSkew, "max-skew", defaultMaxSkew, "largest clock difference allowed between this machine and the checkout: blast refuses to run beyond it (0: do not check)")
 	f.StringVar(&o.tokens, "tokens", "", "buyers' tokens minted ahead (fsctl profile tokens), replacing the profile's token section: its users are the buyers")
 	f.StringVar(&o.engine, "engine", loadgen.EngineAuto, "how requests are sent: auto (raw wherever the burst allows, else http; the report names the engine used and why), "+
 		"http (net/http: every journey, --retries, --replays, --room, --pay/--cancel, https://) or raw (pre-built HTTP/1.1 bytes pipelined over raw connections: "+

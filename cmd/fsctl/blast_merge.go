@@ -34,7 +34,7 @@ report the burst as one: outcomes, latency from the intended release, fairness, 
 invariants over the union of the shards - an oversell shows only there when every shard alone
 stayed within the stock. The server's own state is not read: run fsctl reconcile for that.
 
-Exit status: 0 all good, 1 a threshold missed or an error, 2 an invariant broken or a bad flag.`,
+Exit status: 0 all good, 1 could not run, 2 a bad flag, 3 a threshold missed, 4 an invariant broken.`,
 		Example: `  fsctl blast merge shard-0.jsonl shard-1.jsonl shard-2.jsonl shard-3.jsonl
   fsctl blast merge out/shard-*.jsonl --html report.html --expect-sold 500 --output json`,
 		Args: func(_ *cobra.Command, args []string) error {
@@ -47,13 +47,12 @@ Exit status: 0 all good, 1 a threshold missed or an error, 2 an invariant broken
 			return runBlastMerge(cmd.OutOrStdout(), o, args)
 		},
 	}
-	cmd.SetFlagErrorFunc(flagError(usageError))
 	f := cmd.Flags()
-	bindOutput(f, &o.output, "report format: table or json", 2, tableOrJSON)
+	bindOutput(f, &o.output, "the report")
 	f.StringVar(&o.html, "html", "", "also write the report with charts to this HTML file")
-	f.DurationVar(&o.maxP99, "max-p99", 0, "fail (exit 1) when the p99 latency is above this")
-	f.Float64Var(&o.minThroughput, "min-throughput", 0, "fail (exit 1) below this many requests per second")
-	f.IntVar(&o.expectSold, "expect-sold", -1, "fail (exit 1) unless exactly this many units were reserved")
+	f.DurationVar(&o.maxP99, "max-p99", 0, "fail (exit 3) when the p99 latency is above this")
+	f.Float64Var(&o.minThroughput, "min-throughput", 0, "fail (exit 3) below this many requests per second")
+	f.IntVar(&o.expectSold, "expect-sold", -1, "fail (exit 3) unless exactly this many units were reserved")
 	return cmd
 }
 
@@ -73,9 +72,9 @@ func runBlastMerge(out io.Writer, o blastMergeOptions, files []string) error {
 	case err != nil:
 		return err
 	case !finding.OK(sum.Verdicts, false):
-		return &exitError{code: 2, err: errors.New("invariant broken: see the report")}
+		return invariantBroken(errors.New("invariant broken: see the report"))
 	case missed:
-		return &exitError{code: 1, err: fmt.Errorf("threshold missed: %s", strings.Join(sum.Failures, "; "))}
+		return checkFailed(fmt.Errorf("threshold missed: %s", strings.Join(sum.Failures, "; ")))
 	}
 	return nil
 }

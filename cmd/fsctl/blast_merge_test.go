@@ -70,13 +70,13 @@ func TestBlastMerge(t *testing.T) {
 		t.Errorf("html report: %v", err)
 	}
 
-	// 10 sold against a stock of 8 (each shard sold only 2 or 3): broken, exit 2.
+	// 10 sold against a stock of 8 (each shard sold only 2 or 3): broken, exit 4.
 	out, code, _ = runMerge(t, writeShardFiles(t, 4, 40, 10, 8)...)
-	if code != 2 || !strings.Contains(out, "invariant BROKEN  no oversell (responses)") || !strings.Contains(out, "bf:console: 10 reservations for 8 units") {
+	if code != exitInvariant || !strings.Contains(out, "invariant BROKEN  no oversell (responses)") || !strings.Contains(out, "bf:console: 10 reservations for 8 units") {
 		t.Errorf("oversell over shards: exit %d\n%s", code, out)
 	}
-	if _, code, _ := runMerge(t, append(files, "--expect-sold", "11")...); code != 1 {
-		t.Errorf("missed --expect-sold: exit %d, want 1", code)
+	if _, code, _ := runMerge(t, append(files, "--expect-sold", "11")...); code != exitCheck {
+		t.Errorf("missed --expect-sold: exit %d, want %d", code, exitCheck)
 	}
 	if _, code, err := runMerge(t, files[:3]...); code != 1 || err == nil || !strings.Contains(err.Error(), "4 shards, got 3 files") {
 		t.Errorf("a missing shard: exit %d, %v", code, err)

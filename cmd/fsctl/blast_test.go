@@ -2,8 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -28,15 +28,7 @@ func runCLI(t *testing.T, args ...string) (string, int, error) {
 	root.SetOut(&out)
 	root.SetErr(&errOut)
 	root.SetArgs(args)
-	err := root.Execute()
-	code := 0
-	if err != nil {
-		code = 1
-		var ee *exitError
-		if errors.As(err, &ee) {
-			code = ee.code
-		}
-	}
+	code, err := execute(context.Background(), root)
 	return out.String(), code, err
 }
 
@@ -81,14 +73,14 @@ func TestBlastFailsAnOversellingTarget(t *testing.T) {
 	results := filepath.Join(t.TempDir(), "results.bin")
 	out, code, err := runCLI(t, "blast", "--target", hs.URL, "--item", "s:i", "--buyers", "50", "--conns", "8", "--engine", "http",
 		"--in", "100ms", "--stock", "10", "--limit", "1", "--jwt-secret", "0123456789abcdef0123", "--results", results, "--timeout", "3s")
-	if code != 2 || !strings.Contains(out, "invariant BROKEN  no oversell") || !strings.Contains(out, "50 reservations for 10 units") ||
+	if code != exitInvariant || !strings.Contains(out, "invariant BROKEN  no oversell") || !strings.Contains(out, "50 reservations for 10 units") ||
 		!strings.Contains(out, "engine: http; request timeout 3s\n") {
-		t.Fatalf("exit %d (%v), want 2 with the oversell and the explicit engine and timeout named:\n%s", code, err, out)
+		t.Fatalf("exit %d (%v), want 4 with the oversell and the explicit engine and timeout named:\n%s", code, err, out)
 	}
 	// The raw engine, which auto picks for this direct purchase, goes through the same report and invariants.
 	out, code, err = runCLI(t, "blast", "--target", hs.URL, "--item", "s:i", "--buyers", "50", "--conns", "8",
 		"--in", "100ms", "--stock", "10", "--limit", "1", "--jwt-secret", "0123456789abcdef0123")
-	if code != 2 || !strings.Contains(out, "50 reservations for 10 units") ||
+	if code != exitInvariant || !strings.Contains(out, "50 reservations for 10 units") ||
 		!strings.Contains(out, "engine: raw (auto); request timeout 10.025s (auto: 10s + 1s per 2000 clicks)") {
 		t.Fatalf("raw engine: exit %d (%v), want 2 with the oversell and auto's choices named:\n%s", code, err, out)
 	}
@@ -112,7 +104,7 @@ func TestBlastFailsAnOversellingTarget(t *testing.T) {
 	// The same run within the thresholds passes; --expect-sold that does not hold exits 1.
 	out, code, _ = runCLI(t, "blast", "--target", hs.URL, "--item", "s:i", "--buyers", "20", "--conns", "4",
 		"--in", "50ms", "--stock", "100", "--limit", "1", "--expect-sold", "7", "--output", "json")
-	if code != 1 || !strings.Contains(out, `"thresholdFailures"`) {
+	if code != exitCheck || !strings.Contains(out, `"thresholdFailures"`) {
 		t.Errorf("exit %d, want 1 for a missed --expect-sold:\n%s", code, out)
 	}
 }

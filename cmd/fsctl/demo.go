@@ -16,11 +16,12 @@ import (
 type demoOptions struct {
 	endpoints endpointFlags
 	file      string
-	item      string
+	items     []string
 	buyers    int
 	conns     int
 	verbose   bool
 	roomRate  float64
+	output    outputFlag
 }
 
 func newDemoCmd() *cobra.Command {
@@ -35,21 +36,31 @@ Exits non-zero when an invariant is broken. Needs the local stack (` + "`fsctl s
 services through the --*-url flags.`,
 		Example: `  fsctl demo
   fsctl demo --buyers 5000 --item controller
-  fsctl demo --room 2000            # every buyer queues, solves a proof of work, buys when admitted`,
+  fsctl demo --room-rate 2000       # every buyer queues, solves a proof of work, buys when admitted
+  fsctl demo -o json | jq .passed`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDemo(cmd, o) },
 	}
 	o.endpoints.bind(cmd.Flags(), true)
 	cmd.Flags().StringVarP(&o.file, "file", "f", "examples/sale.yaml", "sale definition")
-	cmd.Flags().StringVar(&o.item, "item", "console", "item every buyer tries to buy")
+	bindItems(cmd.Flags(), &o.items, "the one item every buyer tries to buy")
+	if len(o.items) == 0 {
+		o.items = []string{"console"}
+		cmd.Flags().Lookup("item").DefValue = "[console]"
+	}
 	cmd.Flags().IntVar(&o.buyers, "buyers", 2000, "buyers released at once")
 	cmd.Flags().IntVar(&o.conns, "conns", 256, "client connections the buyers share")
 	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "show the server's log")
-	cmd.Flags().Float64Var(&o.roomRate, "room", 0, "put a waiting room admitting this many buyers per second in front of the sale (with a 10-bit proof of work); 0 = none")
+	cmd.Flags().Float64Var(&o.roomRate, "room-rate", 0, "put a waiting room admitting this many buyers per second in front of the sale (with a 10-bit proof of work); 0 = none")
+	deprecatedAlias(cmd.Flags(), "room", "room-rate")
+	bindOutput(cmd.Flags(), &o.output, "the outcome and the invariants")
 	return cmd
 }
 
 func runDemo(cmd *cobra.Command, o demoOptions) error {
+	if len(o.items) != 1 {
+		return usageError(fmt.Errorf("--item %v: the demo's buyers all go for one item", o.items))
+	}
 	sl, err := sale.LoadFile(o.file)
 	if err != nil {
 		return err
@@ -60,9 +71,10 @@ func runDemo(cmd *cobra.Command, o demoOptions) error {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	out := cmd.OutOrStdout()
+	progress := o.output.beside(out, cmd.ErrOrStderr())
 	var room *sale.Room
 	if o.roomRate < 0 {
-		return fmt.Errorf("--room %g: an admission rate must be positive", o.roomRate)
+		return usageError(fmt.Errorf("--room-rate %g: an admission rate must be positive", o.roomRate))
 	}
 	if o.roomRate > 0 {
 		room = &sale.Room{Enabled: true, AdmissionRate: o.roomRate, MaxActive: max(1, int(o.roomRate/2)),
@@ -73,16 +85,16 @@ func runDemo(cmd *cobra.Command, o demoOptions) error {
 			Server: server.DefaultConfig(), RedisURL: o.endpoints.redisURL, PostgresURL: o.endpoints.postgresURL,
 			Brokers: o.endpoints.brokers, JWTSecret: []byte(defaultJWTSecret()),
 		},
-		Sale: sl, ItemID: o.item, Buyers: o.buyers, Conns: o.conns, Settle: 60 * time.Second, Room: room,
-	}, out, log)
+		Sale: sl, ItemID: o.items[0], Buyers: o.buyers, Conns: o.conns, Settle: 60 * time.Second, Room: room,
+	}, progress, log)
 	if err != nil {
 		return err
 	}
-	if err := rep.Render(out); err != nil {
+	if err := writeReport(out, o.output, reportOf{rep, rep.Render}); err != nil {
 		return err
 	}
 	if !rep.Passed {
-		return &exitError{code: 2, err: fmt.Errorf("%d invariant(s) broken", len(rep.Failures))}
+		return invariantBroken(fmt.Errorf("%d invariant(s) broken", len(rep.Failures)))
 	}
 	return nil
 }

@@ -40,8 +40,9 @@ func newGamedayCmd() *cobra.Command {
 creates the scenario's sale afresh, starts checkout instances (fsctl serve) behind a round-robin
 proxy with the bundled fake payment provider, runs preflight, releases the buyers on an open
 schedule while each step injects its fault at its moment, waits for every hold to end, reconciles
-Redis with PostgreSQL and checks the invariants. Exit status 0 when everything held, 2 when an
-invariant or a step failed. The stack is stopped at the end if the game day started it (--teardown),
+Redis with PostgreSQL and checks the invariants. Exit status 0 when everything held, 4 when an
+invariant broke, 3 when only the availability budget (or the soak) was missed, 1 when the run could
+not go on, 2 for a bad flag or scenario. The stack is stopped at the end if the game day started it (--teardown),
 also on Ctrl-C.
 
 Faults a step can name:
@@ -70,7 +71,7 @@ it; --chaos-steps keeps some of its steps, to shrink it by hand.`,
 	f.StringVarP(&o.scenario, "scenario", "f", "", "scenario file (YAML); empty runs the built-in one")
 	f.StringVar(&o.reportDir, "report-dir", "gameday-report", "folder for report.md, report.html, report.json and the servers' logs")
 	f.StringVar(&o.teardown, "teardown", string(gameday.TeardownAuto), "stop the stack at the end: auto (if the game day started it), always, never")
-	bindOutput(f, &o.output, "final report on stdout: text or json", 2, textOrJSON)
+	bindOutput(f, &o.output, "the final report on stdout")
 	f.BoolVar(&o.print, "print-default", false, "print the built-in scenario and exit")
 	f.BoolVar(&o.noWarroom, "no-warroom", false, "do not record the war room's timeline (warroom.jsonl) during the run")
 	f.StringVar(&o.stack.cfg.Dir, "dir", o.stack.cfg.Dir, "stack folder (env "+stack.EnvStackDir+")")
@@ -103,34 +104,34 @@ func runGameday(cmd *cobra.Command, o *gamedayOptions) error {
 	}
 	td := gameday.Teardown(o.teardown)
 	if td != gameday.TeardownAuto && td != gameday.TeardownAlways && td != gameday.TeardownNever {
-		return &exitError{code: 2, err: fmt.Errorf("--teardown %q: want auto, always or never", o.teardown)}
+		return usageError(fmt.Errorf("--teardown %q: want auto, always or never", o.teardown))
 	}
 	if o.soakEvery < 0 {
-		return &exitError{code: 2, err: fmt.Errorf("--soak %s: want how often to sample, e.g. 30s", o.soakEvery)}
+		return usageError(fmt.Errorf("--soak %s: want how often to sample, e.g. 30s", o.soakEvery))
 	}
 	sc := gameday.Default()
 	flags := cmd.Flags()
 	switch {
 	case o.chaos && o.scenario != "":
-		return &exitError{code: 2, err: fmt.Errorf("--chaos draws its own scenario: give --chaos or --scenario, not both")}
+		return usageError(fmt.Errorf("--chaos draws its own scenario: give --chaos or --scenario, not both"))
 	case o.chaos && (o.seeds < 1 || o.seeds > 100_000):
-		return &exitError{code: 2, err: fmt.Errorf("--seeds %d: want 1 to 100000", o.seeds)}
+		return usageError(fmt.Errorf("--seeds %d: want 1 to 100000", o.seeds))
 	case o.chaos:
 		o.chaosCfg.RedisCluster, o.chaosCfg.KafkaCluster = o.stack.cfg.RedisCluster.Masters > 0, o.stack.cfg.KafkaCluster.Brokers > 0
 		var err error
 		if sc, err = gameday.Chaos(o.chaosCfg); err != nil {
-			return &exitError{code: 2, err: err}
+			return usageError(err)
 		}
 	default:
 		for _, name := range []string{"duration", "rate", "faults", "chaos-steps", "seeds"} {
 			if flags.Changed(name) {
-				return &exitError{code: 2, err: fmt.Errorf("--%s is a setting of --chaos", name)}
+				return usageError(fmt.Errorf("--%s is a setting of --chaos", name))
 			}
 		}
 		if o.scenario != "" {
 			var err error
 			if sc, err = gameday.LoadFile(o.scenario); err != nil {
-				return &exitError{code: 2, err: err}
+				return usageError(err)
 			}
 		}
 		if flags.Changed("seed") {
@@ -158,7 +159,21 @@ func runGameday(cmd *cobra.Command, o *gamedayOptions) error {
 		if runErr == nil {
 			runErr = fmt.Errorf("game day %s failed", sc.Name)
 		}
-		return &exitError{code: 2, err: runErr}
+		return verdictError(rep.Verdict(), runErr)
+	}
+	return nil
+}
+
+// verdictError gives a failed game day its exit status: 4 an invariant broken, 1 a run that
+// could not go on, 3 only a figure missed (the budget, the soak).
+func verdictError(v gameday.Verdict, err error) error {
+	switch v {
+	case gameday.VerdictBroken:
+		return invariantBroken(err)
+	case gameday.VerdictFailed:
+		return err
+	case gameday.VerdictMissed:
+		return checkFailed(err)
 	}
 	return nil
 }

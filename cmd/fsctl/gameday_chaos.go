@@ -31,6 +31,7 @@ type chaosRun struct {
 	Replay       string         `json:"replay,omitempty"`
 	Failed       []string       `json:"failed,omitempty"`
 	Report       string         `json:"report"`
+	verdict      gameday.Verdict
 }
 
 // runChaosSeeds plays o.seeds chaos runs, from --seed on, on one stack (brought up once, stopped
@@ -61,7 +62,7 @@ func runChaosSeeds(cmd *cobra.Command, o *gamedayOptions, td gameday.Teardown, d
 		c.Seed += uint64(i)
 		sc, err := gameday.Chaos(c)
 		if err != nil {
-			return &exitError{code: 2, err: err}
+			return usageError(err)
 		}
 		seedDir := filepath.Join(dir, fmt.Sprintf("seed-%d", c.Seed))
 		fmt.Fprintf(progress, "--- chaos seed %d (%d of %d)\n", c.Seed, i+1, o.seeds)
@@ -87,19 +88,21 @@ func runChaosSeeds(cmd *cobra.Command, o *gamedayOptions, td gameday.Teardown, d
 		return err
 	}
 	var failed []string
+	worst := gameday.VerdictPassed
 	for _, r := range runs {
 		if !r.Passed {
 			failed = append(failed, fmt.Sprint(r.Seed))
+			worst = max(worst, r.verdict)
 		}
 	}
 	if len(failed) > 0 {
-		return &exitError{code: 2, err: fmt.Errorf("%d of %d chaos seed(s) failed: %s", len(failed), len(runs), strings.Join(failed, ", "))}
+		return verdictError(worst, fmt.Errorf("%d of %d chaos seed(s) failed: %s", len(failed), len(runs), strings.Join(failed, ", ")))
 	}
 	return nil
 }
 
 func summarizeChaos(rep *gameday.Report, report string) chaosRun {
-	r := chaosRun{Seed: rep.Seed, Passed: rep.Passed, Faults: map[string]int{}, Acknowledged: rep.Acknowledged, Missing: rep.Missing,
+	r := chaosRun{Seed: rep.Seed, Passed: rep.Passed, verdict: rep.Verdict(), Faults: map[string]int{}, Acknowledged: rep.Acknowledged, Missing: rep.Missing,
 		Outage: rep.Availability.Outage, Took: rep.Took, Report: report, Failed: rep.Failures()}
 	if rep.Availability.Buyers > 0 {
 		r.Undecided = fmt.Sprintf("%.1f%%", 100*rep.Availability.Share())

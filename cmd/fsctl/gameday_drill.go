@@ -32,7 +32,7 @@ func newGamedayDrillCmd() *cobra.Command {
 		Short: "Burst, settle, reconcile and check the invariants of your own running checkout, through its profile",
 		Long: `A game day against your own running checkout: fsctl does not own its processes, so no faults are
 injected — release a burst through the profile, wait until the sale settles, reconcile, check the
-invariants. Exit 0 passed, 2 failed.
+invariants. Exit 0 passed, 4 an invariant broken, 1 the drill could not run, 2 a bad flag.
 
 The target is read and bought from only through --profile (default: the bundled server's): its
 items and stock from the profile's SQL, the burst through its purchase template and token, the
@@ -47,19 +47,18 @@ held, the sale settled within --settle, reconcile found nothing and no item sold
 			return runGamedayDrill(cmd, o)
 		},
 	}
-	cmd.SetFlagErrorFunc(flagError(usageError))
 	f := cmd.Flags()
 	o.endpoints.bind(f, true)
 	o.profile.bind(f)
-	f.StringVar(&o.target, "target", "http://127.0.0.1:8080", "base URL of the checkout")
-	f.StringVar(&o.sale, "sale", "", "the sale (a label passed to the profile's templates and queries)")
-	f.StringArrayVar(&o.items, "item", nil, "item buyers go for (repeatable, round-robin); default: every item of the profile's sql.items")
+	bindTarget(f, &o.target, "http://127.0.0.1:8080", "base URL of the checkout")
+	bindSale(f, &o.sale, "the sale (a label passed to the profile's templates and queries)")
+	bindItems(f, &o.items, "item buyers go for (round-robin); default: every item of the profile's sql.items")
 	f.IntVar(&o.buyers, "buyers", 2000, "virtual buyers in the burst")
 	f.StringVar(&o.rate, "rate", "", "release the buyers at this rate (e.g. 500/s) instead of all at one instant")
 	f.IntVar(&o.conns, "conns", 64, "pre-dialled connections the buyers share")
 	f.DurationVar(&o.settle, "settle", time.Minute, "bound on the wait for the sale to settle after the burst")
 	o.secret.bind(f)
-	bindOutput(f, &o.output, "report format: text or json", 2, textOrJSON)
+	bindOutput(f, &o.output, "the report")
 	return cmd
 }
 
@@ -92,7 +91,7 @@ func runGamedayDrill(cmd *cobra.Command, o gamedayDrillOptions) error {
 		return err
 	}
 	if !rep.Passed {
-		return &exitError{code: 2, err: fmt.Errorf("drill failed: %d invariant(s) broken, see the report", len(rep.Failures))}
+		return invariantBroken(fmt.Errorf("drill failed: %d invariant(s) broken, see the report", len(rep.Failures)))
 	}
 	return nil
 }

@@ -26,17 +26,25 @@ func main() {
 	redis.SetLogger(quietRedis{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	stopProfile := startCPUProfile(os.Getenv(envCPUProfile))
-	root := newRootCmd()
-	var ran bool
-	trackRuns(root, &ran)
-	err := root.ExecuteContext(ctx)
+	code, err := execute(ctx, newRootCmd())
 	stopProfile()
 	stop()
 	if err == nil {
 		return
 	}
 	fmt.Fprintln(os.Stderr, "fsctl:", err)
-	os.Exit(exitCode(err, ran))
+	os.Exit(code)
+}
+
+// execute runs root's command line and returns its exit status (exit.go) with its error.
+func execute(ctx context.Context, root *cobra.Command) (int, error) {
+	var ran bool
+	trackRuns(root, &ran)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0, nil
+	}
+	return exitCode(err, ran), err
 }
 
 func newRootCmd() *cobra.Command {
@@ -67,6 +75,7 @@ func newRootCmd() *cobra.Command {
 		newVersionCmd(),
 	)
 	attachCompleters(root)
+	hideSecrets(root)
 	return root
 }
 

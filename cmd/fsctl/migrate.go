@@ -13,6 +13,7 @@ import (
 // migrateOptions are the flags of migrate and its subcommands.
 type migrateOptions struct {
 	postgresURL string
+	output      outputFlag
 }
 
 func newMigrateCmd() *cobra.Command {
@@ -28,12 +29,15 @@ func newMigrateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			printMigrated(cmd.OutOrStdout(), res)
-			return nil
+			return writeReport(cmd.OutOrStdout(), opts.output, reportOf{migrationJSON(res.MigrationState, res.Applied), func(w io.Writer) error {
+				printMigrated(w, res)
+				return nil
+			}})
 		},
 	}
 	cmd.PersistentFlags().StringVar(&opts.postgresURL, "postgres-url", opts.postgresURL,
 		"PostgreSQL URL (env "+stack.EnvPostgresURL+")")
+	bindOutput(cmd.PersistentFlags(), &opts.output, "the schema version")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "status",
 		Short: "Show the database's schema version against the latest one fsctl carries",
@@ -43,9 +47,15 @@ func newMigrateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			printMigrationStatus(cmd.OutOrStdout(), st)
+			err = writeReport(cmd.OutOrStdout(), opts.output, reportOf{migrationJSON(st, nil), func(w io.Writer) error {
+				printMigrationStatus(w, st)
+				return nil
+			}})
+			if err != nil {
+				return err
+			}
 			if !st.UpToDate() {
-				return &exitError{code: 1, err: fmt.Errorf("%d migration(s) pending: run `fsctl migrate`", st.Latest-st.Current)}
+				return checkFailed(fmt.Errorf("%d migration(s) pending: run `fsctl migrate`", st.Latest-st.Current))
 			}
 			return nil
 		},
@@ -67,4 +77,9 @@ func printMigrationStatus(w io.Writer, st orders.MigrationState) {
 		state = "behind"
 	}
 	fmt.Fprintf(w, "migrations: at version %d (latest %d), %s\n", st.Current, st.Latest, state)
+}
+
+// migrationJSON is migrate's -o json: the versions, and what this run applied.
+func migrationJSON(st orders.MigrationState, applied []int64) map[string]any {
+	return map[string]any{"current": st.Current, "latest": st.Latest, "upToDate": st.UpToDate(), "applied": applied}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,24 +18,20 @@ type report interface {
 	WriteJSON(io.Writer) error
 }
 
-// The formats a command's -o/--output offers; the first is the default.
-var (
-	tableOrJSON = []string{"table", "json"}
-	textOrJSON  = []string{"text", "json"}
-)
+// The formats every command's -o/--output offers: table for people (the default; "text" is the
+// same, the name the game day used) and json, one document on stdout.
+var formats = []string{"table", "json"}
 
-// outputFlag is the value of -o/--output: one of the command's formats, checked as the flag is
-// parsed, so a bad value stops the command before it does anything.
+// outputFlag is the value of -o/--output, the same on every command: checked as the flag is
+// parsed, so a bad value stops the command (exit 2) before it does anything.
 type outputFlag struct {
-	format  string
-	formats []string
-	code    int // the exit status of a bad value, which differs between commands
+	format string
 }
 
-// bindOutput adds -o/--output to f, defaulting to formats[0]; a bad value exits with code.
-func bindOutput(f *pflag.FlagSet, o *outputFlag, usage string, code int, formats []string) {
-	*o = outputFlag{format: formats[0], formats: formats, code: code}
-	f.VarP(o, "output", "o", usage)
+// bindOutput adds -o/--output to f; what says what the command prints.
+func bindOutput(f *pflag.FlagSet, o *outputFlag, what string) {
+	*o = outputFlag{format: formats[0]}
+	f.VarP(o, "output", "o", what+": table or json")
 }
 
 func (o *outputFlag) String() string { return o.format }
@@ -43,8 +40,11 @@ func (o *outputFlag) String() string { return o.format }
 func (o *outputFlag) Type() string { return "string" }
 
 func (o *outputFlag) Set(v string) error {
-	if !slices.Contains(o.formats, v) {
-		return &exitError{code: o.code, err: fmt.Errorf("--output %q: want %s", v, strings.Join(o.formats, " or "))}
+	if v == "text" {
+		v = "table"
+	}
+	if !slices.Contains(formats, v) {
+		return usageError(fmt.Errorf("--output %q: want %s", v, strings.Join(formats, " or ")))
 	}
 	o.format = v
 	return nil
@@ -60,6 +60,20 @@ func (o outputFlag) beside(out, progress io.Writer) io.Writer {
 		return progress
 	}
 	return out
+}
+
+// reportOf is a report from a value (its JSON) and how it reads for people.
+type reportOf struct {
+	v      any
+	render func(io.Writer) error
+}
+
+func (r reportOf) Render(w io.Writer) error { return r.render(w) }
+
+func (r reportOf) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r.v)
 }
 
 // writeReport prints r as --output asks: json, or the table (text).
@@ -78,5 +92,20 @@ func flagError(orElse func(error) error) func(*cobra.Command, error) error {
 			return ee
 		}
 		return orElse(err)
+	}
+}
+
+// deprecatedAlias adds old (and its one-letter short, if any) as a hidden alias of the flag named
+// name, sharing its value: using it works and prints that it is deprecated, so scripts keep
+// working for a release while --help shows one name.
+func deprecatedAlias(f *pflag.FlagSet, old, name string) { deprecatedAliasP(f, old, "", name) }
+
+func deprecatedAliasP(f *pflag.FlagSet, old, short, name string) {
+	alias := *f.Lookup(name)
+	alias.Name, alias.Shorthand, alias.Usage = old, short, "deprecated: use --"+name
+	f.AddFlag(&alias)
+	_ = f.MarkDeprecated(old, "use --"+name)
+	if short != "" {
+		_ = f.MarkShorthandDeprecated(old, "use --"+name)
 	}
 }

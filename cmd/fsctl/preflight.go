@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,8 +13,12 @@ import (
 	"github.com/fsctl/fsctl/preflight"
 )
 
-// envServers names the variable listing the checkout instances, comma separated.
+// envServers is the old name of FSCTL_TARGET for the checkout instances, comma separated.
 const envServers = "FSCTL_SERVERS"
+
+// defaultMaxSkew is the clock difference blast and preflight allow between this machine and the
+// checkout: a release synchronised to the server's clock is off by as much.
+const defaultMaxSkew = 250 * time.Millisecond
 
 type preflightOptions struct {
 	endpoints endpointFlags
@@ -40,7 +43,7 @@ func newPreflightCmd() *cobra.Command {
             scripts cached (SCRIPT EXISTS); round trip
   kafka     orders and dead-letter topics with leaders; replication and min.insync.replicas;
             the order consumer group running, and its lag
-  servers   each --server's /readyz, one version everywhere, its view of the sale = PostgreSQL's
+  servers   each --target's /readyz, one version everywhere, its view of the sale = PostgreSQL's
   clocks    this machine vs each server, Redis TIME and PostgreSQL now(), within --max-skew
   capacity  the room's admission rate below the throughput of a fsctl blast report
   controls  no kill switch thrown; sale and room paused only with --expect-paused
@@ -64,11 +67,12 @@ address, never a hang. --fix applies only repairs that cannot hurt — preload m
 counters (or reload an item nothing was sold of), load the scripts, create the topics — says
 what it did and checks again.
 
-Exit status: 0 ready; 1 not ready (a check failed, or warned with --strict) or preflight could not run.`,
+Exit status: 0 ready; 3 not ready (a check failed, or warned with --strict); 1 preflight could not
+run; 2 a bad flag.`,
 		Example: `  fsctl preflight --sale black-friday
-  fsctl preflight --sale black-friday --server http://10.0.0.5:8080 --server http://10.0.0.6:8080
+  fsctl preflight --sale black-friday --target http://10.0.0.5:8080 --target http://10.0.0.6:8080
   fsctl preflight --sale black-friday --fix
-  fsctl preflight --profile profiles/spring-article.yaml --server http://shop:8080 --item 1001
+  fsctl preflight --profile profiles/spring-article.yaml --target http://shop:8080 --item 1001
   fsctl preflight --sale black-friday --file examples/sale.yaml --capacity-report blast.json --strict -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runPreflight(cmd, o) },
@@ -77,9 +81,9 @@ Exit status: 0 ready; 1 not ready (a check failed, or warned with --strict) or p
 	o.endpoints.bind(f, true)
 	o.profile.bind(f)
 	c := &o.cfg
-	f.StringVar(&c.SaleID, "sale", "", "sale to check (required unless the --profile is a foreign target's)")
-	f.StringArrayVar(&c.Items, "item", nil, "check only this item; repeat for each (default every item sql.items returns)")
-	f.StringSliceVar(&c.Servers, "server", defaultServers(), "base URL of a checkout instance; repeat for each (env "+envServers+")")
+	bindSale(f, &c.SaleID, "sale to check (required unless the --profile is a foreign target's)")
+	bindItems(f, &c.Items, "check only this item (default every item sql.items returns)")
+	bindTargets(f, &c.Servers, []string{"http://127.0.0.1:8080"}, "base URL of a checkout instance")
 	f.StringVarP(&c.SaleFile, "file", "f", "", "sale file the stored sale must match")
 	f.StringVar(&c.RoomRedisURL, "room-redis-url", os.Getenv(envRoomRedisURL), "Redis of the waiting rooms when not --redis-url (env "+envRoomRedisURL+")")
 	f.StringVar(&c.OrdersTopic, "orders-topic", "", "orders topic (default the server's)")
@@ -89,21 +93,14 @@ Exit status: 0 ready; 1 not ready (a check failed, or warned with --strict) or p
 	f.StringVar(&c.SwitchesKey, "switches-key", "", "Redis hash of the kill switches (default the server's)")
 	f.DurationVar(&c.PaymentTimeout, "payment-timeout", 0, "the servers' --payment-timeout (default the server's default)")
 	f.StringVar(&c.CapacityReport, "capacity-report", "", "fsctl blast --output json report whose throughput the admission rate must stay below")
-	f.DurationVar(&c.MaxSkew, "max-skew", 250*time.Millisecond, "largest clock difference allowed")
+	f.DurationVar(&c.MaxSkew, "max-skew", defaultMaxSkew, "largest clock difference allowed between the instances and this machine")
 	f.DurationVar(&c.MaxRedisRTT, "max-redis-rtt", 5*time.Millisecond, "Redis round trip above which it warns")
 	f.BoolVar(&c.ExpectPaused, "expect-paused", false, "the sale (and its room) should be paused, to be opened by hand")
 	f.BoolVar(&c.Fix, "fix", false, "apply the safe fixes, then check again")
-	f.DurationVar(&c.Timeout, "timeout", 1500*time.Millisecond, "timeout of each group of probes")
+	f.DurationVar(&c.Timeout, "timeout", 1500*time.Millisecond, "bound on each probe (the probes of one group run together, within it)")
 	f.BoolVar(&o.strict, "strict", false, "fail on warnings too")
-	bindOutput(f, &o.output, "table or json", 1, tableOrJSON)
+	bindOutput(f, &o.output, "the report")
 	return cmd
-}
-
-func defaultServers() []string {
-	if v := os.Getenv(envServers); v != "" {
-		return strings.Split(v, ",")
-	}
-	return []string{"http://127.0.0.1:8080"}
 }
 
 func runPreflight(cmd *cobra.Command, o preflightOptions) error {
@@ -134,7 +131,7 @@ func runPreflight(cmd *cobra.Command, o preflightOptions) error {
 	case err != nil:
 		return err
 	case !rep.Ready(o.strict):
-		return &exitError{code: 1, err: fmt.Errorf("sale %s (profile %s) is not ready: %d failed, %d warnings", cfg.SaleID, prof.Name, rep.Count(finding.Fail), rep.Count(finding.Warn))}
+		return checkFailed(fmt.Errorf("sale %s (profile %s) is not ready: %d failed, %d warnings", cfg.SaleID, prof.Name, rep.Count(finding.Fail), rep.Count(finding.Warn)))
 	}
 	return nil
 }

@@ -17,7 +17,7 @@ func TestPreflightCommand(t *testing.T) {
 	args := []string{"preflight", "--sale", c.Sale.ID, "--redis-url", stack.EndpointsFromEnv().RedisURL,
 		"--postgres-url", c.PostgresURL, "--kafka-brokers", strings.Join(c.Brokers, ","),
 		"--orders-topic", c.OrdersTopic, "--dead-letter-topic", c.DeadLetterTopic, "--consumer-group", c.ConsumerGroup,
-		"--switches-key", c.SwitchesKey, "--server", c.Base, "--timeout", "3s", "-o", "json"}
+		"--switches-key", c.SwitchesKey, "--target", c.Base, "--timeout", "3s", "-o", "json"}
 	out, code, err := runCLI(t, args...)
 	if code != 0 {
 		t.Fatalf("exit %d (%v):\n%s", code, err, out)
@@ -32,11 +32,11 @@ func TestPreflightCommand(t *testing.T) {
 		t.Fatalf("report %+v (%v):\n%s", rep, err, out)
 	}
 	// The local stack has one broker and no Redis replica: warnings, which --strict refuses.
-	if _, code, _ := runCLI(t, append(args, "--strict")...); code != 1 {
+	if _, code, _ := runCLI(t, append(args, "--strict")...); code != exitCheck {
 		t.Fatalf("--strict with warnings: exit %d, want 1", code)
 	}
-	out, code, _ = runCLI(t, append(args[:len(args)-2], "--server", "http://127.0.0.1:1", "-o", "table")...)
-	if code != 1 || !strings.Contains(out, "NOT READY") || !strings.Contains(out, "127.0.0.1:1") {
+	out, code, _ = runCLI(t, append(args[:len(args)-2], "--target", "http://127.0.0.1:1", "-o", "table")...)
+	if code != exitCheck || !strings.Contains(out, "NOT READY") || !strings.Contains(out, "127.0.0.1:1") {
 		t.Fatalf("unreachable server: exit %d\n%s", code, out)
 	}
 }
@@ -48,7 +48,7 @@ func TestPreflightForeignProfile(t *testing.T) {
 	item := s.Items[0]
 	args := []string{"preflight", "--profile", s.ProfilePath, "--redis-url", s.RedisURL, "--postgres-url", s.PostgresURL,
 		"--kafka-brokers", strings.Join(s.Brokers, ","), "--orders-topic", s.Topic, "--consumer-group", s.Group,
-		"--server", s.Base, "--item", item, "--timeout", "3s", "-o", "json"}
+		"--target", s.Base, "--item", item, "--timeout", "3s", "-o", "json"}
 	out, code, err := runCLI(t, args...)
 	type result struct{ Group, Check, Status, Detail string }
 	var rep struct {
@@ -81,7 +81,7 @@ func TestPreflightForeignProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, code, _ = runCLI(t, args...)
-	if r := find("stock " + item); code != 1 || rep.Ready || r.Status != "fail" || !strings.Contains(r.Detail, "redis holds 7, expected 4") {
+	if r := find("stock " + item); code != exitCheck || rep.Ready || r.Status != "fail" || !strings.Contains(r.Detail, "redis holds 7, expected 4") {
 		t.Fatalf("drift: exit %d, %+v", code, r)
 	}
 }

@@ -52,26 +52,27 @@ GET each declared HTTP endpoint, run every query for every item of the sale (a f
 shows the database's error and the query's name) and judge its values, read every key of every
 shard, and find the order log's topic and consumer group. Nothing on the target is changed.
 
-Exit status: 0 the profile fits, 1 a line failed, 2 the profile does not parse (the message
-names the line and the field).`,
-		Example: `  fsctl profile check -f profiles/spring-article.yaml --sale article --target http://127.0.0.1:8090
+Exit status: 0 the profile fits, 3 a line failed, 2 the profile does not parse (the message
+names the line and the field), 1 the check could not run.`,
+		Example: `  fsctl profile check --profile profiles/spring-article.yaml --sale article --target http://127.0.0.1:8090
   fsctl profile check --sale black-friday --target http://127.0.0.1:8080     # the bundled server's profile
-  fsctl profile check -f my-shop.yaml --sale bf --item 1001 -o json`,
+  fsctl profile check --profile my-shop.yaml --sale bf --item 1001 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runProfileCheck(cmd.Context(), cmd.OutOrStdout(), o)
 		},
 	}
-	cmd.SetFlagErrorFunc(flagError(usageError))
 	f := cmd.Flags()
 	o.endpoints.bind(f, true)
-	f.StringVarP(&o.file, "file", "f", "", "profile to check (default: the bundled server's)")
-	f.StringVar(&o.sale, "sale", "", "sale to check it against (the article-style profile ignores it: give any label)")
-	f.StringArrayVar(&o.items, "item", nil, "check only this item (repeatable); default: every item sql.items returns")
-	f.StringVar(&o.target, "target", "", "the checkout's base URL, to reach its HTTP endpoints (omit to skip them)")
+	f.StringVar(&o.file, "profile", os.Getenv(envProfile), "profile to check (default: the bundled server's; env "+envProfile+")")
+	deprecatedAliasP(f, "file", "f", "profile")
+	bindSale(f, &o.sale, "sale to check it against (the article-style profile ignores it: give any label)")
+	bindItems(f, &o.items, "check only this item; default: every item sql.items returns")
+	bindTarget(f, &o.target, "", "the checkout's base URL, to reach its HTTP endpoints (omit to skip them)")
 	f.StringVar(&o.secret, "jwt-secret", "", "an hs256 profile's secret, replacing its secretEnv (env of the profile)")
-	bindOutput(f, &o.output, "table or json", 2, tableOrJSON)
-	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound on the whole check")
+	bindOutput(f, &o.output, "the report")
+	f.DurationVar(&o.timeout, "deadline", 30*time.Second, "bound on the whole check")
+	deprecatedAlias(f, "timeout", "deadline")
 	return cmd
 }
 
@@ -94,7 +95,7 @@ func runProfileCheck(ctx context.Context, out io.Writer, o profileCheckOptions) 
 		Secret: o.secret, Brokers: o.endpoints.brokers})
 	err = writeReport(out, o.output, rep)
 	if err == nil && rep.Failed() {
-		err = &exitError{code: 1, err: fmt.Errorf("profile %s does not fit the target: see the failed lines", p.Name)}
+		err = checkFailed(fmt.Errorf("profile %s does not fit the target: see the failed lines", p.Name))
 	}
 	return err
 }
@@ -137,20 +138,21 @@ func newProfileTokensCmd() *cobra.Command {
 write them as a token file: one "user token" line per buyer. A copy of the profile with
 token: {type: file, file: tokens.txt} then prepares each buyer in microseconds instead of signing
 at prepare time, which for RS256 is about a millisecond per buyer on 2 cores.`,
-		Example: `  fsctl profile tokens -f profiles/spring-article.yaml --sale article --buyers 50000 --ttl 3h -o tokens.txt`,
+		Example: `  fsctl profile tokens --profile profiles/spring-article.yaml --sale article --buyers 50000 --ttl 3h --out tokens.txt`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runProfileTokens(cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
-	cmd.SetFlagErrorFunc(flagError(usageError))
 	f := cmd.Flags()
-	f.StringVarP(&o.file, "file", "f", "", "profile whose token section mints (default: the bundled server's)")
-	f.StringVar(&o.sale, "sale", "", "sale, for a ${sale} claim")
+	f.StringVar(&o.file, "profile", os.Getenv(envProfile), "profile whose token section mints (default: the bundled server's; env "+envProfile+")")
+	deprecatedAliasP(f, "file", "f", "profile")
+	bindSale(f, &o.sale, "sale, for a ${sale} claim")
 	f.IntVar(&o.buyers, "buyers", 1000, "how many buyers")
 	f.StringVar(&o.prefix, "user-prefix", "blast-", "buyer k is the user <prefix><k> (as fsctl blast names them)")
 	f.DurationVar(&o.ttl, "ttl", 3*time.Hour, "how long the tokens stay valid: past the end of the burst")
-	f.StringVarP(&o.out, "output", "o", "", "write to this file (default stdout)")
+	f.StringVar(&o.out, "out", "", "write the tokens to this file (default stdout)")
+	deprecatedAliasP(f, "output", "o", "out")
 	f.StringVar(&o.secret, "jwt-secret", "", "an hs256 profile's secret, replacing its secretEnv")
 	return cmd
 }

@@ -20,11 +20,11 @@ func TestProfileCheckCommand(t *testing.T) {
 	path := articleProfileFile(t, s)
 	ends := []string{"--redis-url", s.RedisURL, "--postgres-url", s.PostgresURL, "--kafka-brokers", strings.Join(s.Brokers, ",")}
 
-	out, code, err := runCLI(t, append([]string{"profile", "check", "-f", path, "--sale", s.Sale, "--target", s.Base}, ends...)...)
+	out, code, err := runCLI(t, append([]string{"profile", "check", "--profile", path, "--sale", s.Sale, "--target", s.Base}, ends...)...)
 	if code != 0 || !strings.Contains(out, "PROFILE OK") || !strings.Contains(out, "{item:"+s.Items[0]+"}:stock = 4") {
 		t.Fatalf("check of the shipped profile: exit %d (%v)\n%s", code, err, out)
 	}
-	out, code, _ = runCLI(t, append([]string{"profile", "check", "-f", path, "--sale", s.Sale, "-o", "json"}, ends...)...)
+	out, code, _ = runCLI(t, append([]string{"profile", "check", "--profile", path, "--sale", s.Sale, "-o", "json"}, ends...)...)
 	var rep profile.CheckReport
 	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep.Profile != "spring-article" || len(rep.Lines) < 8 {
 		t.Fatalf("json: exit %d\n%s", code, out)
@@ -32,7 +32,7 @@ func TestProfileCheckCommand(t *testing.T) {
 
 	// Tokens minted ahead, then a burst that reads them instead of signing: the file's users buy.
 	tokens := filepath.Join(t.TempDir(), "tokens.txt")
-	if _, code, err := runCLI(t, "profile", "tokens", "-f", path, "--buyers", "20", "--user-prefix", "early-", "-o", tokens); code != 0 {
+	if _, code, err := runCLI(t, "profile", "tokens", "--profile", path, "--buyers", "20", "--user-prefix", "early-", "-o", tokens); code != 0 {
 		t.Fatalf("tokens: %d %v", code, err)
 	}
 	out, code, err = runCLI(t, append([]string{"blast", "--profile", path, "--tokens", tokens, "--target", s.Base, "--sale", s.Sale,
@@ -66,8 +66,8 @@ func TestProfileCheckCommand(t *testing.T) {
 	if err := os.WriteFile(broken, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, code, _ = runCLI(t, append([]string{"profile", "check", "-f", broken, "--sale", s.Sale}, ends...)...)
-	if code != 1 || !strings.Contains(out, "query sql.live: ERROR: relation") || !strings.Contains(out, `"flash_sale_ordr" does not exist`) {
+	out, code, _ = runCLI(t, append([]string{"profile", "check", "--profile", broken, "--sale", s.Sale}, ends...)...)
+	if code != exitCheck || !strings.Contains(out, "query sql.live: ERROR: relation") || !strings.Contains(out, `"flash_sale_ordr" does not exist`) {
 		t.Fatalf("broken query: exit %d\n%s", code, out)
 	}
 	// preflight's profile group asks through the same pieces: the same line for the same error.
@@ -89,7 +89,7 @@ func TestProfileCheckCommand(t *testing.T) {
 		t.Fatalf("no sql.live line:\n%s", out)
 		return ""
 	}
-	check, preflight := sqlLive("profile", "check", "-f", broken, "--sale", s.Sale), sqlLive("preflight", "--profile", broken, "--sale", s.Sale, "--server", s.Base, "--timeout", "3s")
+	check, preflight := sqlLive("profile", "check", "--profile", broken, "--sale", s.Sale), sqlLive("preflight", "--profile", broken, "--sale", s.Sale, "--target", s.Base, "--timeout", "3s")
 	if check != preflight || !strings.HasPrefix(check, "fail") {
 		t.Fatalf("the commands disagree on the broken query:\nprofile check: %s\npreflight:     %s", check, preflight)
 	}
@@ -99,7 +99,7 @@ func TestProfileCheckCommand(t *testing.T) {
 	if err := os.WriteFile(malformed, []byte(strings.Replace(string(b), "type: rs256", "type: rs512", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, code, err = runCLI(t, "profile", "check", "-f", malformed, "--sale", s.Sale)
+	_, code, err = runCLI(t, "profile", "check", "--profile", malformed, "--sale", s.Sale)
 	if code != 2 || err == nil || !strings.Contains(err.Error(), `token.type: "rs512": want hs256, rs256, file or none`) || !strings.Contains(err.Error(), "line ") {
 		t.Fatalf("malformed profile: exit %d, %v", code, err)
 	}
@@ -120,7 +120,7 @@ func TestProfileShowAndTokens(t *testing.T) {
 	}
 	file := filepath.Join(t.TempDir(), "tokens.txt")
 	shipped := filepath.Join(articletest.Root(), "profiles", "spring-article.yaml")
-	if _, code, err := runCLI(t, "profile", "tokens", "-f", shipped, "--buyers", "12", "-o", file); code != 0 {
+	if _, code, err := runCLI(t, "profile", "tokens", "--profile", shipped, "--buyers", "12", "-o", file); code != 0 {
 		t.Fatalf("tokens: %d %v", code, err)
 	}
 	b, err := os.ReadFile(file)

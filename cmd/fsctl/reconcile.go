@@ -54,7 +54,8 @@ PostgreSQL itself (from the consumer group's position, so a stalled group does n
 bumps each item's epoch (a hand-off that lands later is dropped as stale, and its buyer was told to
 retry), preloads quantity − sold, restores every live order, and resumes.
 
-Exit status: 0 consistent, 1 a violation (or reconcile could not run).`,
+Exit status: 0 consistent, 4 a violation (the stores disagree), 1 reconcile could not run, 2 a bad
+flag.`,
 		Example: `  fsctl reconcile --sale black-friday
   fsctl reconcile --sale black-friday --fix
   fsctl reconcile --sale black-friday --rebuild-redis      # after Redis restarted empty
@@ -68,7 +69,7 @@ Exit status: 0 consistent, 1 a violation (or reconcile could not run).`,
 	o.endpoints.bind(f, true)
 	o.profile.bind(f)
 	c := &o.cfg
-	f.StringVar(&c.SaleID, "sale", "", "sale to reconcile (required)")
+	bindSale(f, &c.SaleID, "sale to reconcile (required)")
 	f.BoolVar(&c.Fix, "fix", false, "repair what is safe to repair, explaining each change")
 	f.BoolVar(&c.RebuildRedis, "rebuild-redis", false, "restore the sale's Redis state from PostgreSQL (after Redis lost it)")
 	f.StringVar(&c.OrdersTopic, "orders-topic", "", "orders topic (default the profile's kafka.topic)")
@@ -77,9 +78,9 @@ Exit status: 0 consistent, 1 a violation (or reconcile could not run).`,
 	f.DurationVar(&c.DrainTimeout, "drain-timeout", time.Minute, "how long --rebuild-redis keeps trying to record the order log in PostgreSQL (Kafka or PostgreSQL down)")
 	f.DurationVar(&c.OrphanAge, "orphan-age", 30*time.Second, "age after which a hold without an order is orphaned, not in flight")
 	f.DurationVar(&c.Timeout, "timeout", 5*time.Second, "timeout of each network call")
-	f.StringSliceVar(&c.Items, "item", nil, "reconcile only this item (repeatable; default every item of the sale)")
+	bindItems(f, &c.Items, "reconcile only this item (default every item of the sale)")
 	f.DurationVar(&c.Confirm, "confirm-after", 500*time.Millisecond, "pause between the two reads a finding must show in")
-	bindOutput(f, &o.output, "table or json", 1, tableOrJSON)
+	bindOutput(f, &o.output, "the report")
 	_ = cmd.MarkFlagRequired("sale")
 	return cmd
 }
@@ -106,7 +107,7 @@ func runReconcile(cmd *cobra.Command, o reconcileOptions) error {
 	case err != nil:
 		return err
 	case !rep.OK():
-		return &exitError{code: 1, err: fmt.Errorf("sale %s: Redis, PostgreSQL and Kafka disagree", o.cfg.SaleID)}
+		return invariantBroken(fmt.Errorf("sale %s: Redis, PostgreSQL and Kafka disagree", o.cfg.SaleID))
 	}
 	return nil
 }

@@ -34,7 +34,7 @@ func TestReconcileCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, code, _ = runCLI(t, args...)
-	if code != 1 || !strings.Contains(out, "units lost or doubled") || !strings.Contains(out, "VIOLATIONS") {
+	if code != exitInvariant || !strings.Contains(out, "units lost or doubled") || !strings.Contains(out, "VIOLATIONS") {
 		t.Fatalf("3 units added: exit %d\n%s", code, out)
 	}
 	out, code, _ = runCLI(t, append(args, "--fix")...)
@@ -76,7 +76,7 @@ func TestReconcileProfileCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, code, _ = runCLI(t, append(args, "--item", item)...)
-	if code != 1 || !strings.Contains(out, "through profile spring-article") || !strings.Contains(out, "unit(s) doubled") ||
+	if code != exitInvariant || !strings.Contains(out, "through profile spring-article") || !strings.Contains(out, "unit(s) doubled") ||
 		!strings.Contains(out, "VIOLATIONS") {
 		t.Fatalf("2 units added: exit %d\n%s", code, out)
 	}

@@ -62,14 +62,7 @@ func newStackCmd() *cobra.Command {
 				return stack.Down(cmd.Context(), opts.config(cmd.OutOrStdout()))
 			},
 		},
-		&cobra.Command{
-			Use:   "status",
-			Short: "Show what runs where; exit status 3 when a service is down",
-			Args:  cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				return stackStatus(cmd, opts.config(cmd.OutOrStdout()))
-			},
-		},
+		newStackStatusCmd(opts),
 		newStackDepsCmd(opts),
 		newStackEnvCmd(opts),
 	)
@@ -127,19 +120,61 @@ func (o *stackOptions) config(out io.Writer) stack.Config {
 	return cfg
 }
 
-func stackStatus(cmd *cobra.Command, cfg stack.Config) error {
+func newStackStatusCmd(opts *stackOptions) *cobra.Command {
+	var output outputFlag
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show what runs where; exit status 3 when a service is down",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return stackStatus(cmd, opts.config(output.beside(cmd.OutOrStdout(), cmd.ErrOrStderr())), output)
+		},
+	}
+	bindOutput(cmd.Flags(), &output, "the services")
+	return cmd
+}
+
+// serviceJSON is one service of `stack status -o json`.
+type serviceJSON struct {
+	Name    string `json:"name"`
+	Address string `json:"address"`
+	Running bool   `json:"running"`
+	PID     int    `json:"pid,omitempty"`
+	DataDir string `json:"dataDir"`
+	LogFile string `json:"logFile"`
+}
+
+func stackStatus(cmd *cobra.Command, cfg stack.Config, output outputFlag) error {
 	statuses, err := stack.Status(cmd.Context(), cfg)
 	if err != nil {
 		return err
 	}
+	down := 0
+	for _, s := range statuses {
+		if !s.Running {
+			down++
+		}
+	}
+	var notRunning error
+	if down > 0 {
+		notRunning = checkFailed(fmt.Errorf("%d of %d services not running; start them with `fsctl stack up`", down, len(statuses)))
+	}
+	if output.json() {
+		var services []serviceJSON
+		for _, s := range statuses {
+			services = append(services, serviceJSON{s.Name, s.Address, s.Running, s.PID, s.DataDir, s.LogFile})
+		}
+		if err := (reportOf{v: map[string]any{"services": services}}).WriteJSON(cmd.OutOrStdout()); err != nil {
+			return err
+		}
+		return notRunning
+	}
 	table := tablewriter.NewWriter(cmd.OutOrStdout())
 	table.Header("service", "address", "state", "pid", "data", "log")
-	down := 0
 	for _, s := range statuses {
 		state, pid := "running", strconv.Itoa(s.PID)
 		if !s.Running {
 			state, pid = "stopped", "-"
-			down++
 		}
 		if err := table.Append(s.Name, s.Address, state, pid, s.DataDir, s.LogFile); err != nil {
 			return err
@@ -151,8 +186,8 @@ func stackStatus(cmd *cobra.Command, cfg stack.Config) error {
 	if err := clusterStatus(cmd, cfg); err != nil {
 		return err
 	}
-	if down > 0 {
-		return &exitError{code: 3, err: fmt.Errorf("%d of %d services not running; start them with `fsctl stack up`", down, len(statuses))}
+	if notRunning != nil {
+		return notRunning
 	}
 	return printEndpoints(cmd.OutOrStdout(), cfg, "", false, false)
 }

@@ -48,7 +48,7 @@ Panels: items (remaining / held / paid, sell-through velocity, time to sold out)
 (consumer lag per partition, orders by status, Redis vs PostgreSQL drift, dead letters), payment
 (breaker, decline and error rates), alerts from --alerts (docs/warroom.md) with an event log.
 Operator actions (pause/resume the sale or admission, the admission rate, kill switches) go
-through the first --server's /admin/v1 API with --admin-token, each after a y/n confirmation.
+through the first --target's /admin/v1 API with --admin-token, each after a y/n confirmation.
 
 A source that is down shows DOWN on its panel and the dashboard goes on; one that is not
 configured (--no-redis, no --admin-token, ...) shows "not available" with the reason.
@@ -60,13 +60,13 @@ quantity - stock against the live orders; Kafka lag when it names kafka.topic an
 traffic, admission and payment only with http.metrics, the control panel only with http.admin.
 The rest shows "not available" with the reason, never DOWN. When stdout is not a
 terminal, or with --once, it prints one snapshot (rates over --window) as a table or JSON;
---fail-on warn|crit makes that exit 1 when such an alert fires.
+--fail-on warn|crit makes that exit 3 when such an alert fires.
 --record appends every snapshot as a JSON line, the timeline of a game day.`,
 		Example: `  fsctl warroom --sale black-friday --admin-token $FSCTL_ADMIN_TOKEN
-  fsctl warroom --sale black-friday --server http://10.0.0.5:8080 --server http://10.0.0.6:8080 --alerts examples/warroom-alerts.yaml
+  fsctl warroom --sale black-friday --target http://10.0.0.5:8080 --target http://10.0.0.6:8080 --alerts examples/warroom-alerts.yaml
   fsctl warroom --sale black-friday --record gameday.jsonl
   fsctl warroom --sale black-friday --once --output json
-  fsctl warroom --sale black-friday --once --fail-on crit   # CI: exit 1 on a critical alert
+  fsctl warroom --sale black-friday --once --fail-on crit   # CI: exit 3 on a critical alert
   fsctl warroom --sale article --profile profiles/spring-article.yaml --once`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runWarroom(cmd, o) },
@@ -74,9 +74,9 @@ terminal, or with --once, it prints one snapshot (rates over --window) as a tabl
 	f := cmd.Flags()
 	o.endpoints.bind(f, true)
 	o.profile.bind(f)
-	f.StringSliceVar(&o.wr.Items, "item", nil, "an item to watch; repeat for each (default every item the profile's sql.items returns)")
-	f.StringVar(&o.wr.Sale, "sale", "", "sale to watch (required)")
-	f.StringSliceVar(&o.wr.Servers, "server", defaultServers(), "base URL of a checkout instance; repeat for each (env "+envServers+")")
+	bindItems(f, &o.wr.Items, "an item to watch (default every item the profile's sql.items returns)")
+	bindSale(f, &o.wr.Sale, "sale to watch (required)")
+	bindTargets(f, &o.wr.Servers, []string{"http://127.0.0.1:8080"}, "base URL of a checkout instance")
 	f.StringVar(&o.wr.AdminToken, "admin-token", os.Getenv(envAdminToken), "operator token for the control panel and actions (env "+envAdminToken+")")
 	f.StringVar(&o.wr.OrdersTopic, "orders-topic", "", "orders topic (default the server's)")
 	f.StringVar(&o.wr.DeadLetterTopic, "dead-letter-topic", "", "dead-letter topic (default the server's)")
@@ -86,13 +86,13 @@ terminal, or with --once, it prints one snapshot (rates over --window) as a tabl
 	f.BoolVar(&o.noKafka, "no-kafka", false, "the target has no Kafka to read")
 	f.StringVar(&o.alerts, "alerts", "", "alert thresholds file (YAML; default the built-in rules, see examples/warroom-alerts.yaml)")
 	f.BoolVar(&o.once, "once", false, "print one snapshot and exit")
-	bindOutput(f, &o.output, "snapshot format with --once: table or json", 2, tableOrJSON)
+	bindOutput(f, &o.output, "the snapshot with --once")
 	f.StringVar(&o.record, "record", "", "append every snapshot to this file as JSON lines")
 	f.DurationVar(&o.interval, "interval", warroom.DefaultInterval, "refresh interval of the fast sources (metrics, Kafka)")
 	f.IntVar(&o.slowEvery, "slow-every", warroom.DefaultSlowEvery, "read Redis, PostgreSQL and the admin API every N refreshes")
 	f.DurationVar(&o.window, "window", time.Second, "with --once: the window rates are measured over (0: cumulative only)")
 	f.DurationVar(&o.timeout, "timeout", warroom.DefaultProbeTimeout, "timeout of each source's probe")
-	f.StringVar(&o.failOn, "fail-on", "none", "with --once: exit 1 when an alert of this level (warn or crit) fires; none never fails")
+	f.StringVar(&o.failOn, "fail-on", "none", "with --once: exit 3 when an alert of this level (warn or crit) fires; none never fails")
 	_ = cmd.MarkFlagRequired("sale")
 	return cmd
 }
@@ -164,7 +164,7 @@ func runWarroom(cmd *cobra.Command, o warroomOptions) error {
 	return err
 }
 
-// failOn turns firing alerts at level (or worse) into exit status 1, for CI and scripts.
+// failOn turns firing alerts at level (or worse) into exit status 3, for CI and scripts.
 func failOn(alerts []warroom.Alert, level string) error {
 	var firing []string
 	for _, a := range alerts {
@@ -175,7 +175,7 @@ func failOn(alerts []warroom.Alert, level string) error {
 	if level == "none" || len(firing) == 0 {
 		return nil
 	}
-	return &exitError{code: 1, err: fmt.Errorf("alerts firing: %s", strings.Join(firing, "; "))}
+	return checkFailed(fmt.Errorf("alerts firing: %s", strings.Join(firing, "; ")))
 }
 
 // snapshotReport is one snapshot as --once prints it: the table, or the snapshot as indented JSON.

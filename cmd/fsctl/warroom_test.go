@@ -25,7 +25,7 @@ func TestWarroomOnceJSONMatchesTheCheckout(t *testing.T) {
 	}
 	rec := filepath.Join(t.TempDir(), "timeline.jsonl")
 	out, code, err := runCLI(t, "warroom", "--once", "--output", "json", "--window", "0", "--sale", c.Sale.ID,
-		"--server", c.Base, "--admin-token", checkouttest.AdminToken, "--redis-url", stack.EndpointsFromEnv().RedisURL,
+		"--target", c.Base, "--admin-token", checkouttest.AdminToken, "--redis-url", stack.EndpointsFromEnv().RedisURL,
 		"--postgres-url", c.PostgresURL, "--kafka-brokers", strings.Join(c.Brokers, ","), "--orders-topic", c.OrdersTopic,
 		"--dead-letter-topic", c.DeadLetterTopic, "--consumer-group", c.ConsumerGroup, "--record", rec)
 	if err != nil || code != 0 {
@@ -55,7 +55,7 @@ func TestWarroomOnceJSONMatchesTheCheckout(t *testing.T) {
 
 func TestWarroomTableWithoutATerminalAndAbsentParts(t *testing.T) {
 	c := checkouttest.Start(t, checkouttest.Options{Quantity: 5, Limit: 1})
-	out, code, err := runCLI(t, "warroom", "--sale", c.Sale.ID, "--window", "0", "--server", c.Base,
+	out, code, err := runCLI(t, "warroom", "--sale", c.Sale.ID, "--window", "0", "--target", c.Base,
 		"--no-redis", "--no-kafka", "--postgres-url", c.PostgresURL, "--admin-token", "")
 	if err != nil || code != 0 {
 		t.Fatalf("exit %d: %v\n%s", code, err, out)
@@ -77,7 +77,7 @@ func TestWarroomRejectsBadFlags(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"warroom"}, 1, `"sale" not set`}, // cobra's own flag check
+		{[]string{"warroom"}, exitUsage, `"sale" not set`}, // cobra's own flag check
 		{[]string{"warroom", "--sale", "s", "--output", "yaml"}, 2, "--output"},
 		{[]string{"warroom", "--sale", "s", "--alerts", bad}, 2, "line 3: field wran not found"},
 		{[]string{"warroom", "--sale", "s", "--fail-on", "sometimes"}, 2, "--fail-on"},
@@ -94,7 +94,7 @@ func TestWarroomFailOnFiringAlerts(t *testing.T) {
 	if err := os.WriteFile(rules, []byte("rules:\n  - metric: sources_down\n    warn: 1\n    crit: 10\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"warroom", "--once", "--window", "0", "--sale", "s", "--server", "http://127.0.0.1:1", "--alerts", rules,
+	args := []string{"warroom", "--once", "--window", "0", "--sale", "s", "--target", "http://127.0.0.1:1", "--alerts", rules,
 		"--no-redis", "--no-postgres", "--no-kafka"}
 	out, code, err := runCLI(t, args...)
 	if code != 0 || err != nil || !strings.Contains(out, "warn sources_down 3") {
@@ -103,7 +103,7 @@ func TestWarroomFailOnFiringAlerts(t *testing.T) {
 	if _, code, err = runCLI(t, append(args, "--fail-on", "crit")...); code != 0 {
 		t.Fatalf("--fail-on crit with a warning: exit %d %v", code, err)
 	}
-	if _, code, err = runCLI(t, append(args, "--fail-on", "warn")...); code != 1 || !strings.Contains(err.Error(), "sources_down") {
+	if _, code, err = runCLI(t, append(args, "--fail-on", "warn")...); code != exitCheck || !strings.Contains(err.Error(), "sources_down") {
 		t.Fatalf("--fail-on warn: exit %d %v", code, err)
 	}
 }
@@ -128,7 +128,7 @@ func TestWarroomOnceJSONOfTheArticleShopThroughItsProfile(t *testing.T) {
 	}
 	shop.WaitOrders(item, 20)
 	out, code, err := runCLI(t, "warroom", "--once", "-o", "json", "--window", "0", "--sale", shop.Sale, "--profile", shop.ProfilePath,
-		"--item", item, "--server", shop.Base, "--redis-url", shop.RedisURL, "--postgres-url", shop.PostgresURL,
+		"--item", item, "--target", shop.Base, "--redis-url", shop.RedisURL, "--postgres-url", shop.PostgresURL,
 		"--kafka-brokers", strings.Join(shop.Brokers, ","), "--orders-topic", shop.Topic, "--consumer-group", shop.Group)
 	if err != nil || code != 0 {
 		t.Fatalf("exit %d: %v\n%s", code, err, out)
@@ -174,7 +174,7 @@ func TestWarroomTableOfAProfileWithABrokenQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, code, err := runCLI(t, "warroom", "--once", "--window", "0", "--sale", shop.Sale, "--profile", path, "--item", shop.Items[0],
-		"--server", shop.Base, "--redis-url", shop.RedisURL, "--postgres-url", shop.PostgresURL, "--no-kafka")
+		"--target", shop.Base, "--redis-url", shop.RedisURL, "--postgres-url", shop.PostgresURL, "--no-kafka")
 	if err != nil || code != 0 {
 		t.Fatalf("exit %d: %v\n%s", code, err, out)
 	}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// The flags many commands share have one name, one meaning and one environment variable
+// everywhere (README, "Conventions"). The blast Job in deploy/ sets these variables.
+const (
+	envTarget = "FSCTL_TARGET" // --target: the checkout's base URL (comma separated where it repeats)
+	envSale   = "FSCTL_SALE"   // --sale
+	envItem   = "FSCTL_ITEM"   // --item, comma separated
+)
+
+// bindTarget adds --target, one checkout's base URL (env FSCTL_TARGET, else def).
+func bindTarget(f *pflag.FlagSet, p *string, def, usage string) {
+	if v := os.Getenv(envTarget); v != "" {
+		def = v
+	}
+	f.StringVar(p, "target", def, usage+" (env "+envTarget+")")
+}
+
+// bindTargets adds --target for commands that read every instance of a checkout: repeatable
+// (env FSCTL_TARGET, comma separated; FSCTL_SERVERS and --server are the old names).
+func bindTargets(f *pflag.FlagSet, p *[]string, def []string, usage string) {
+	for _, env := range []string{envServers, envTarget} {
+		if v := os.Getenv(env); v != "" {
+			def = strings.Split(v, ",")
+		}
+	}
+	f.StringSliceVar(p, "target", def, usage+"; repeat for each (env "+envTarget+", comma separated)")
+	deprecatedAlias(f, "server", "target")
+}
+
+// bindSale adds --sale (env FSCTL_SALE).
+func bindSale(f *pflag.FlagSet, p *string, usage string) {
+	f.StringVar(p, "sale", os.Getenv(envSale), usage+" (env "+envSale+")")
+}
+
+// bindItems adds --item: repeatable and comma separated alike (item ids are slugs, so a comma is
+// never part of one; env FSCTL_ITEM).
+func bindItems(f *pflag.FlagSet, p *[]string, usage string) {
+	var def []string
+	if v := os.Getenv(envItem); v != "" {
+		def = strings.Split(v, ",")
+	}
+	f.StringSliceVar(p, "item", def, usage+" (repeatable or comma separated; env "+envItem+")")
+}
