@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -42,12 +41,7 @@ An https:// target is checked with the TLS flags fsctl blast takes: --cacert, --
 	}
 	cmd.SetFlagErrorFunc(flagError(usageError))
 	f := cmd.Flags()
-	// Spelled out rather than bindTarget (flags.go) so this command stands alone; the same flag.
-	target := "http://127.0.0.1:8080"
-	if v := os.Getenv("FSCTL_TARGET"); v != "" {
-		target = v
-	}
-	f.StringVar(&o.target, "target", target, "base URL of the server (env FSCTL_TARGET)")
+	bindTarget(f, &o.target, "http://127.0.0.1:8080", "base URL of the server")
 	f.DurationVar(&o.timeout, "timeout", 3*time.Second, "bound on the whole check: connect, TLS and the answer")
 	f.StringVar(&o.tls.CACert, "cacert", "", "PEM file of the authorities an https:// target's certificate must chain to, instead of the system's")
 	f.StringVar(&o.tls.ServerName, "server-name", "", "name to check the target's certificate against, instead of the --target host")
