@@ -2,6 +2,7 @@ package benchmarks
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"strconv"
 	"sync/atomic"
@@ -95,6 +96,12 @@ func redisItemOn(b *testing.B, rdb redis.UniversalClient, item sale.Item, opts .
 // an idempotency record or the per-user limit. It fails the benchmark on any answer but want, then
 // returns the item's counters.
 func runRedisContended(b *testing.B, s *stock.Store, sl sale.Sale, want outcome.Code) stock.ItemState {
+	return runRedisContendedThen(b, s, sl, want, nil)
+}
+
+// runRedisContendedThen is runRedisContended with then, when set, run after each reserve as part of
+// the op.
+func runRedisContendedThen(b *testing.B, s *stock.Store, sl sale.Sale, want outcome.Code, then func(stock.Reservation) error) stock.ItemState {
 	b.Helper()
 	ctx := context.Background()
 	var users atomic.Int64
@@ -109,6 +116,12 @@ func runRedisContended(b *testing.B, s *stock.Store, sl sale.Sale, want outcome.
 			if err != nil || r.Outcome != want || r.Replay {
 				b.Errorf("reserve = %+v, %v; want a fresh %s", r, err, want)
 				return
+			}
+			if then != nil {
+				if err := then(r); err != nil {
+					b.Error(err)
+					return
+				}
 			}
 		}
 	})
@@ -160,6 +173,37 @@ func BenchmarkRedisReserveBatching(b *testing.B) {
 				b.Fatalf("after %d reserves: stock %d, holds %d", b.N, st.Stock, st.Holds)
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reserves/s")
+		})
+	}
+}
+
+// BenchmarkRedisReserveConfirm is the Redis side of a fresh purchase before and after the hand-off's
+// confirm (lua/confirm.lua: the order still live on its epoch, marked handed off), in one run: the
+// reserve alone, and the reserve followed by its confirm, both batched as the server sends them.
+// The confirm is a second script call per purchase, sharing pipelines with the other purchases'.
+func BenchmarkRedisReserveConfirm(b *testing.B) {
+	for _, confirm := range []bool{false, true} {
+		name := "reserve"
+		if confirm {
+			name = "reserve+confirm"
+		}
+		b.Run(name, func(b *testing.B) {
+			s, sl := redisHotItem(b, neverSellsOut)
+			var then func(stock.Reservation) error
+			if confirm {
+				then = func(r stock.Reservation) error {
+					ok, err := s.Confirm(context.Background(), sl.ID, hotItem, r.Shard, r.Shards, r.OrderID, r.Epoch)
+					if err == nil && !ok {
+						err = fmt.Errorf("confirm of live order %s refused", r.OrderID)
+					}
+					return err
+				}
+			}
+			st := runRedisContendedThen(b, s, sl, outcome.Reserved, then)
+			if st.Holds != int64(b.N) {
+				b.Fatalf("after %d purchases: %d holds", b.N, st.Holds)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "purchases/s")
 		})
 	}
 }

@@ -6,6 +6,7 @@ package ingest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -158,10 +159,34 @@ func (c *Consumer) Run(ctx context.Context) error {
 		if err := c.retry(ctx, func() error { return c.Record(ctx, batch) }); err != nil {
 			return err
 		}
-		if err := c.retry(ctx, func() error { return c.reader.CommitMessages(ctx, batch...) }); err != nil {
+		if err := c.retry(ctx, func() error { return c.commit(ctx, batch) }); err != nil {
 			return err
 		}
 	}
+}
+
+// commitTimeout bounds one commit: a commit queued behind a rebalance the reader has not finished
+// would otherwise hold the consumer (a chaos run left one member waiting for 3 minutes after two
+// broker freezes, the group's lag at 457).
+const commitTimeout = 10 * time.Second
+
+// commit commits a recorded batch. A commit the group refuses because it moved on (a rebalance:
+// this member or its generation is gone) or that does not finish in commitTimeout is dropped, not
+// retried: the partitions' new owner is redelivered the batch and records it again as duplicates.
+// Other errors are retried (a broker restarting).
+func (c *Consumer) commit(ctx context.Context, batch []kafka.Message) error {
+	cctx, cancel := context.WithTimeout(ctx, commitTimeout)
+	defer cancel()
+	err := c.reader.CommitMessages(cctx, batch...)
+	switch {
+	case err == nil, ctx.Err() != nil:
+		return err
+	case errors.Is(err, kafka.UnknownMemberId), errors.Is(err, kafka.IllegalGeneration), errors.Is(err, kafka.RebalanceInProgress),
+		errors.Is(err, context.DeadlineExceeded):
+		c.log.Warn("commit dropped: the group moved on; the batch is redelivered and recorded again as duplicates", "err", err, "messages", len(batch))
+		return nil
+	}
+	return err
 }
 
 // fetch blocks for the first message, then gathers more until the batch is full or Linger passes.

@@ -54,20 +54,7 @@ func TestFailedHandOffIsNeverAFalseYes(t *testing.T) {
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	tok, _ := auth.Mint(testSecret, "buyer", time.Now(), time.Hour)
-	call := func(method, path, key string) (int, string) {
-		req, _ := http.NewRequest(method, ts.URL+path, nil)
-		req.Header.Set("Authorization", "Bearer "+tok)
-		if key != "" {
-			req.Header.Set("Idempotency-Key", key)
-		}
-		resp, err := ts.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	call := func(method, path, key string) (int, string) { return callAs(t, ts, method, path, tok, key) }
 	remaining := func() int64 {
 		s, err := st.Snapshot(ctx, sl.ID, sl.Items)
 		if err != nil {
@@ -269,9 +256,17 @@ func TestHandOffOutlivedByARebuildIsNotAYes(t *testing.T) {
 // purchaseOf buys item "hot" of the sale on ts as the token's buyer, with key.
 func purchaseOf(t *testing.T, ts *httptest.Server, saleID, tok, key string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/api/v1/sales/"+saleID+"/items/hot/purchase", nil)
+	return callAs(t, ts, http.MethodPost, "/api/v1/sales/"+saleID+"/items/hot/purchase", tok, key)
+}
+
+// callAs sends method path to ts as the token's buyer, with an Idempotency-Key when key is set.
+func callAs(t *testing.T, ts *httptest.Server, method, path, tok, key string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, ts.URL+path, nil)
 	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("Idempotency-Key", key)
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	resp, err := ts.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
