@@ -114,13 +114,13 @@ func checkSharedFlag(t *testing.T, path string, f *pflag.Flag) {
 // command's --help: no secret may show, and an address shows without its password.
 func TestHelpNeverPrintsASecret(t *testing.T) {
 	secrets := map[string]string{
-		envJWTSecret:        "s3cr3t-prod-jwt",
-		envAdminToken:       "s3cr3t-prod-admin-token",
-		envRoomSecret:       "s3cr3t-prod-room",
+		envJWTSecret:         "s3cr3t-prod-jwt",
+		envAdminToken:        "s3cr3t-prod-admin-token",
+		envRoomSecret:        "s3cr3t-prod-room",
 		"FSCTL_POSTGRES_URL": "postgres://fsctl:pg-s3cr3t@db.internal:5432/fsctl",
 		"FSCTL_REDIS_URL":    "redis://default:redis-s3cr3t@redis.internal:6379/0",
-		envRoomRedisURL:     "redis://default:room-redis-s3cr3t@room.internal:6379/0",
-		envPaymentURL:       "https://shop:pay-s3cr3t@pay.internal",
+		envRoomRedisURL:      "redis://default:room-redis-s3cr3t@room.internal:6379/0",
+		envPaymentURL:        "https://shop:pay-s3cr3t@pay.internal",
 	}
 	for k, v := range secrets {
 		t.Setenv(k, v)

@@ -92,6 +92,7 @@ type saleCreateOptions struct {
 	endpoints endpointFlags
 	file      string
 	reset     bool
+	output    outputFlag
 }
 
 func newSaleCreateCmd() *cobra.Command {
@@ -107,13 +108,15 @@ the change in quantity ("adjusted"); a missing counter is loaded with quantity m
 PostgreSQL counts as sold. --reset wipes the sale's orders and
 Redis state first: for rehearsals only, never during a real sale.`,
 		Example: `  fsctl sale create -f examples/sale.yaml
-  fsctl sale create -f examples/sale.yaml --reset   # start the rehearsal over`,
+  fsctl sale create -f examples/sale.yaml --reset   # start the rehearsal over
+  fsctl sale create -f examples/sale.yaml -o json | jq '.items[].stock'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return createSale(cmd, o) },
 	}
 	o.endpoints.bind(cmd.Flags(), false)
 	cmd.Flags().StringVarP(&o.file, "file", "f", "", "sale definition (YAML)")
 	cmd.Flags().BoolVar(&o.reset, "reset", false, "delete the sale's orders and Redis state first (rehearsals only)")
+	bindOutput(cmd.Flags(), &o.output, "what was written and preloaded")
 	_ = cmd.MarkFlagRequired("file")
 	return cmd
 }
@@ -131,6 +134,9 @@ func createSale(cmd *cobra.Command, o saleCreateOptions) error {
 		rep, err := provision.Sale(ctx, s.db, s.st, sl, provision.Options{Reset: o.reset})
 		if err != nil {
 			return err
+		}
+		if o.output.json() {
+			return reportOf{v: provisionJSON(sl, rep)}.WriteJSON(cmd.OutOrStdout())
 		}
 		if err := printProvision(cmd.OutOrStdout(), sl, rep); err != nil {
 			return err
@@ -175,4 +181,23 @@ func printProvision(w io.Writer, sl sale.Sale, rep provision.Report) error {
 		}
 	}
 	return t.Render()
+}
+
+// provisionJSON is `sale create -o json`: the sale's settings and each item's numbers after the
+// preload.
+func provisionJSON(sl sale.Sale, rep provision.Report) map[string]any {
+	type item struct {
+		ID       string `json:"id"`
+		Quantity int64  `json:"quantity"`
+		Sold     int64  `json:"sold"`
+		Stock    int64  `json:"stock"`
+		Shards   int    `json:"shards"`
+		Preload  string `json:"preload"`
+	}
+	items := []item{}
+	for _, it := range rep.Items {
+		items = append(items, item{it.ItemID, it.Quantity, it.Sold, it.Stock, it.Shards, string(it.Action)})
+	}
+	return map[string]any{"sale": sl.ID, "name": sl.Name, "opensAt": sl.OpensAt.UTC(), "perUserLimit": sl.PerUserLimit,
+		"holdTTL": sl.HoldTTL.String(), "items": items}
 }

@@ -43,8 +43,18 @@ items:
 	if err := os.WriteFile(file, []byte(def), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, code, err := runCLI(t, append([]string{"sale", "create", "-f", file}, ts.endpoints...)...); code != 0 {
-		t.Fatalf("sale create: exit %d (%v)\n%s", code, err, out)
+	out, code, err := runCLI(t, append([]string{"sale", "create", "-f", file, "-o", "json"}, ts.endpoints...)...)
+	var created struct {
+		Sale  string `json:"sale"`
+		Items []struct {
+			ID     string `json:"id"`
+			Stock  int64  `json:"stock"`
+			Shards int    `json:"shards"`
+		} `json:"items"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &created) != nil || created.Sale != ts.id || len(created.Items) != 2 ||
+		created.Items[0].ID != "hot" || created.Items[0].Stock != 5 || created.Items[0].Shards != 2 || created.Items[1].Stock != 3 {
+		t.Fatalf("sale create -o json: exit %d (%v)\n%s", code, err, out)
 	}
 	sl, err := sale.LoadFile(file)
 	if err != nil {
