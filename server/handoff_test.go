@@ -338,3 +338,28 @@ func TestAFailedHandOffDoesNotTakeBackAConfirmedYes(t *testing.T) {
 		t.Fatalf("a third attempt: %d %s, want 202 for the same order %s", code, body, yes)
 	}
 }
+
+// TestAReplayOfAnEndedOrderIsItsFirstAnswer: a key replayed after its order expired (or was
+// cancelled) hears the RESERVED it was given, for that order: an order ends in PostgreSQL first, so
+// it was recorded, and the confirm must not turn the replay into an endless "retry".
+func TestAReplayOfAnEndedOrderIsItsFirstAnswer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, db, sl := stores(t, sale.Sale{ID: testenv.ID(t, "ended"), OpensAt: time.Now().Add(-time.Minute), Items: []sale.Item{{ID: "hot", Quantity: 2}}})
+	verifier, _ := auth.NewVerifier(testSecret, nil)
+	srv := server.New(server.DefaultConfig(), server.Deps{Auth: verifier, Stock: st, Publisher: &switchPublisher{}, Orders: db})
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	tok, _ := auth.Mint(testSecret, "buyer", time.Now(), time.Hour)
+	code, body := purchaseOf(t, ts, sl.ID, tok, "k")
+	if code != http.StatusAccepted {
+		t.Fatalf("purchase: %d %s", code, body)
+	}
+	id := orderIDOf(t, body)
+	if ok, err := st.Release(ctx, stock.Release{SaleID: sl.ID, ItemID: "hot", Shards: 1, OrderID: id, Status: "EXPIRED"}); err != nil || !ok {
+		t.Fatalf("expire the order: %v %v", ok, err)
+	}
+	if code, body := purchaseOf(t, ts, sl.ID, tok, "k"); code != http.StatusAccepted || orderIDOf(t, body) != id {
+		t.Fatalf("a replay after the order expired: %d %s, want 202 for order %s", code, body, id)
+	}
+}

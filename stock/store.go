@@ -125,7 +125,7 @@ func (s *Store) eval(ctx context.Context, sc *redis.Script, keys []string, args 
 // the buyer must not be told RESERVED.
 func (s *Store) Confirm(ctx context.Context, saleID, itemID string, shard, shards int, orderID uuid.UUID, epoch int64) (bool, error) {
 	k := ShardKeys(saleID, itemID, shard, shards)
-	n, err := s.eval(ctx, s.confirm, []string{k.Meta(), k.Orders(), k.Handed(orderID)},
+	n, err := s.eval(ctx, s.confirm, []string{k.Meta(), k.Orders(), k.Handed(orderID), k.Released(orderID)},
 		strconv.FormatInt(epoch, 10), orderID.String(), s.markerTTL.Milliseconds()).Int()
 	if err != nil {
 		return false, fmt.Errorf("confirm order %s: %w", orderID, err)
