@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"runtime/debug"
@@ -50,6 +49,8 @@ type serveOptions struct {
 	roomSecret    string
 	clientIP      string
 	debugAddr     string
+	logFormat     string
+	logLevel      string
 	gcPercent     int
 	redisBatch    int
 	tlsCert       string
@@ -132,6 +133,8 @@ buyers' tokens or pause the sale with them.`,
 	fs.StringVar(&o.clientIP, "client-ip-header", "", "header a trusted proxy puts the client address in (e.g. X-Forwarded-For), for per-address rate limits")
 	fs.IntVar(&o.redisBatch, "redis-batch", stock.DefaultBatchMax, "most commands of concurrent purchases sent to Redis in one pipeline (whatever arrives while one is in flight goes in the next); 0 sends each alone")
 	fs.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "Go's GC target (GOGC) for the server: heap growth allowed between collections, in percent; the GOGC environment variable, when set, wins")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log lines as text (for people) or json (one object a line, for a log pipeline)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "the least level logged: debug, info, warn or error (nothing logs per purchase at info)")
 	fs.StringVar(&o.debugAddr, "debug-addr", "", "serve Go's profiler (pprof) on this address, e.g. 127.0.0.1:6060; off when empty (keep it private)")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve TLS with this certificate (PEM, the chain after the leaf), with --tls-key; re-read when the file changes")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "private key (PEM) of --tls-cert")
@@ -142,6 +145,10 @@ buyers' tokens or pause the sale with them.`,
 }
 
 func serve(cmd *cobra.Command, o serveOptions) error {
+	log, err := newLogger(os.Stderr, o.logFormat, o.logLevel)
+	if err != nil {
+		return usageError(err)
+	}
 	for _, r := range o.roles {
 		if r != "api" && r != "consumer" {
 			return fmt.Errorf("--role %q: must be api or consumer", r)
@@ -172,7 +179,6 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 	lc := lifecycle.DefaultConfig()
 	lc.PaymentTimeout, lc.ExpiryInterval, lc.SweepInterval = o.lifecycle.PaymentTimeout, o.lifecycle.ExpiryInterval, o.lifecycle.SweepInterval
 	lc.OrphanAge, lc.ClaimTimeout = o.lifecycle.OrphanAge, o.lifecycle.ClaimTimeout
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if o.jwtSecret == devJWTSecret {
 		log.Warn("using the built-in development JWT secret; set " + envJWTSecret + " for anything real")
 	}
