@@ -8,8 +8,8 @@ import (
 )
 
 // newLogger is the server's log: text for people or one JSON object a line for a log pipeline
-// (--log-format), from --log-level up. Nothing on the purchase path logs per request at info: a
-// burst would write a line for every buyer.
+// (--log-format), from --log-level up. A purchase that goes well logs nothing (a burst would write
+// a line for every buyer); one that fails on a store logs a warning or an error.
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {

@@ -134,7 +134,7 @@ buyers' tokens or pause the sale with them.`,
 	fs.IntVar(&o.redisBatch, "redis-batch", stock.DefaultBatchMax, "most commands of concurrent purchases sent to Redis in one pipeline (whatever arrives while one is in flight goes in the next); 0 sends each alone")
 	fs.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "Go's GC target (GOGC) for the server: heap growth allowed between collections, in percent; the GOGC environment variable, when set, wins")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log lines as text (for people) or json (one object a line, for a log pipeline)")
-	fs.StringVar(&o.logLevel, "log-level", "info", "the least level logged: debug, info, warn or error (nothing logs per purchase at info)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "the least level logged: debug, info, warn or error (a purchase that goes well logs nothing)")
 	fs.StringVar(&o.debugAddr, "debug-addr", "", "serve Go's profiler (pprof) on this address, e.g. 127.0.0.1:6060; off when empty (keep it private)")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve TLS with this certificate (PEM, the chain after the leaf), with --tls-key; re-read when the file changes")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "private key (PEM) of --tls-cert")
