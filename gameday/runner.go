@@ -214,15 +214,11 @@ func (r *run) printf(format string, args ...any) {
 }
 
 func (r *run) stackUp(ctx context.Context) (string, error) {
-	before, err := stack.Status(ctx, r.stack)
+	down, err := r.stackDown(ctx)
 	if err != nil {
 		return "", err
 	}
-	for _, s := range before {
-		if !s.Running {
-			r.up = append(r.up, s.Name)
-		}
-	}
+	r.up = down
 	if err := stack.Up(ctx, r.stack); err != nil {
 		return "", err
 	}
@@ -230,6 +226,21 @@ func (r *run) stackUp(ctx context.Context) (string, error) {
 		return "already running (" + r.stack.Dir + ")" + on(r.stack), nil
 	}
 	return fmt.Sprintf("started %s in %s%s", strings.Join(r.up, ", "), r.stack.Dir, on(r.stack)), nil
+}
+
+// stackDown names the stack's services that are not running.
+func (r *run) stackDown(ctx context.Context) ([]string, error) {
+	statuses, err := stack.Status(ctx, r.stack)
+	if err != nil {
+		return nil, err
+	}
+	var down []string
+	for _, s := range statuses {
+		if !s.Running {
+			down = append(down, s.Name)
+		}
+	}
+	return down, nil
 }
 
 // Endpoints are what a game day's sale runs on: the stack's single nodes, or its Redis Cluster and

@@ -100,15 +100,9 @@ func (r *run) reservedOrders() []uuid.UUID {
 // settle heals first what a fault left down (a restart that failed), so the sale can settle and
 // the checker sees every order the log holds, then waits for the sale to settle.
 func (r *run) settle(ctx context.Context) (string, error) {
-	statuses, err := stack.Status(ctx, r.stack)
+	down, err := r.stackDown(ctx)
 	if err != nil {
 		return "", err
-	}
-	var down []string
-	for _, s := range statuses {
-		if !s.Running {
-			down = append(down, s.Name)
-		}
 	}
 	if len(down) > 0 {
 		r.note("healing: %s not running after the faults; starting it again", strings.Join(down, ", "))

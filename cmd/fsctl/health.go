@@ -39,7 +39,6 @@ An https:// target is checked with the TLS flags fsctl blast takes: --cacert, --
 			return checkHealth(cmd.Context(), cmd.OutOrStdout(), o)
 		},
 	}
-	cmd.SetFlagErrorFunc(flagError(usageError))
 	f := cmd.Flags()
 	bindTarget(f, &o.target, "http://127.0.0.1:8080", "base URL of the server")
 	f.DurationVar(&o.timeout, "timeout", 3*time.Second, "bound on the whole check: connect, TLS and the answer")

@@ -56,7 +56,7 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 		Version:       currentBuild().String(),
 	}
-	root.SetFlagErrorFunc(flagError(usageError))
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		newServeCmd(),
 		newHealthCmd(),

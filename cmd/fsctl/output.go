@@ -84,15 +84,14 @@ func writeReport(w io.Writer, output outputFlag, r report) error {
 	return r.Render(w)
 }
 
-// flagError is a command's FlagErrorFunc: a flag value that decided its own exit status (a bad
-// --output) is reported as it is; any other error as orElse says.
-func flagError(orElse func(error) error) func(*cobra.Command, error) error {
-	return func(_ *cobra.Command, err error) error {
-		if ee, ok := errors.AsType[*exitError](err); ok {
-			return ee
-		}
-		return orElse(err)
+// flagError is the root's FlagErrorFunc, inherited by every command: a bad flag is a usage error,
+// and one whose value already said so (a bad --output) keeps its own message, without pflag's
+// wrapping.
+func flagError(_ *cobra.Command, err error) error {
+	if ee, ok := errors.AsType[*exitError](err); ok {
+		return ee
 	}
+	return usageError(err)
 }
 
 // deprecatedAlias adds old (and its one-letter short, if any) as a hidden alias of the flag named

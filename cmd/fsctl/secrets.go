@@ -1,11 +1,12 @@
 package main
 
 import (
-	"net/url"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/fsctl/fsctl/redisconn"
 )
 
 // secretFlags hold a secret whole; urlFlags are addresses that may carry a password. Their defaults
@@ -26,7 +27,7 @@ func hideSecrets(root *cobra.Command) {
 				f.Usage += "; a value is set from the environment or built in, never printed"
 			}
 		case urlFlags[f.Name]:
-			f.DefValue = redactURL(f.DefValue)
+			f.DefValue = redisconn.Redact(f.DefValue)
 		}
 	}
 	var walk func(c *cobra.Command)
@@ -38,20 +39,4 @@ func hideSecrets(root *cobra.Command) {
 		}
 	}
 	walk(root)
-}
-
-// redactURL drops the password of every address in raw (comma separated for a cluster or brokers);
-// what does not parse as a URL is shown as is only if it has no "@".
-func redactURL(raw string) string {
-	if !strings.Contains(raw, "@") {
-		return raw
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(an address with credentials, not shown)"
-	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
 }
