@@ -49,7 +49,9 @@ func (p *Publisher) publishEvent(ctx context.Context, orderID string, e Event) e
 	if err != nil {
 		return fmt.Errorf("encode order %s event: %w", orderID, err)
 	}
-	if err := p.g.publish(ctx, kafka.Message{Key: e.Key(), Value: b}); err != nil {
+	m := kafka.Message{Key: e.Key(), Value: b}
+	injectTrace(ctx, &m)
+	if err := p.g.publish(ctx, m); err != nil {
 		return fmt.Errorf("publish order %s to %s: %w", orderID, p.topic, err)
 	}
 	return nil

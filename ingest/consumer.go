@@ -11,7 +11,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/orders"
@@ -104,7 +107,9 @@ type Recorder struct {
 	// (and release) when it reaches them, so a message is dead-lettered once.
 	dlq     DeadLetters
 	metrics Metrics
-	log     *slog.Logger
+	// tracer is nil unless Trace turned tracing on.
+	tracer trace.Tracer
+	log    *slog.Logger
 }
 
 // NewRecorder returns a Recorder; dlq may be nil (see Recorder).
@@ -234,7 +239,7 @@ func (c *Consumer) retry(ctx context.Context, fn func() error) error {
 // that Kafka delivered after all (the broker appended it, the acknowledgement was lost). Recorded,
 // it would count a unit sold that is back on sale, and take the buyer's slot from their retry.
 // Orders already recorded (expired, cancelled, paid) are dropped too, which only skips a duplicate.
-func (c *Recorder) dropStale(ctx context.Context, ps []orders.Placement, evs []events.OrderPlaced, src []kafka.Message) ([]orders.Placement, []events.OrderPlaced, []kafka.Message, error) {
+func (c *Recorder) dropStale(ctx context.Context, ps []orders.Placement, evs []events.OrderPlaced, src []kafka.Message, tr *batchTrace) ([]orders.Placement, []events.OrderPlaced, []kafka.Message, error) {
 	if len(ps) == 0 {
 		return ps, evs, src, nil
 	}
@@ -250,6 +255,7 @@ func (c *Recorder) dropStale(ctx context.Context, ps []orders.Placement, evs []e
 	for i := range ps {
 		if ended[i] {
 			c.log.Warn("dropping a stale OrderPlaced: its hold already ended in Redis", "order", ps[i].OrderID)
+			tr.result(ps[i].OrderID, "stale: its hold already ended")
 			continue
 		}
 		ps[keep], evs[keep], src[keep] = ps[i], evs[i], src[i]
@@ -265,7 +271,7 @@ func (c *Recorder) dropStale(ctx context.Context, ps []orders.Placement, evs []e
 // is a batch recorded twice (by a rebuild's catch-up and then the group): orders already placed
 // come back as duplicates, payments already recorded as unchanged, and releases and settles
 // happen at most once.
-func (c *Recorder) Record(ctx context.Context, batch []kafka.Message) error {
+func (c *Recorder) Record(ctx context.Context, batch []kafka.Message) (err error) {
 	if c.metrics.BatchSize != nil {
 		c.metrics.BatchSize(len(batch))
 	}
@@ -296,7 +302,9 @@ func (c *Recorder) Record(ctx context.Context, batch []kafka.Message) error {
 			markSrc = append(markSrc, m)
 		}
 	}
-	placements, placed, sources, err := c.dropStale(ctx, placements, placed, sources)
+	tr := c.traceBatch(ctx, placed, sources, len(batch))
+	defer func() { tr.end(err) }()
+	placements, placed, sources, err = c.dropStale(ctx, placements, placed, sources, tr)
 	if err != nil {
 		return err
 	}
@@ -304,14 +312,22 @@ func (c *Recorder) Record(ctx context.Context, batch []kafka.Message) error {
 	// the same batch.
 	var results []orders.PlaceResult
 	if len(placements) > 0 {
-		var err error
-		if results, err = c.place(ctx, placements); err != nil {
+		var ids []uuid.UUID // of traced batches only
+		for i := 0; tr != nil && i < len(placements); i++ {
+			ids = append(ids, placements[i].OrderID)
+		}
+		err := tr.step("postgres place_order", ids, func() (err error) {
+			results, err = c.place(ctx, placements)
+			return err
+		}, attribute.String("db.system.name", "postgresql"), attribute.Int("db.operation.batch.size", len(placements)))
+		if err != nil {
 			return fmt.Errorf("record %d orders: %w", len(placements), err)
 		}
 	}
 	var refused []events.OrderPlaced
 	var persisted, dups, stale int
 	for i, r := range results {
+		tr.result(r.OrderID, r.Result.String())
 		switch r.Result {
 		case orders.Placed:
 			persisted++

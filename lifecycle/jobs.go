@@ -5,7 +5,11 @@ import (
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/fsctl/fsctl/payment"
+	"github.com/fsctl/fsctl/tracing"
 )
 
 // Job names, as the Enabled switch and the logs know them.
@@ -28,16 +32,21 @@ func (s *Service) Run(ctx context.Context) error {
 			return ctx.Err()
 		case <-expiry.C:
 			if s.enabled(JobExpiry) {
-				if _, err := s.ExpireOnce(ctx); err != nil && ctx.Err() == nil {
+				err := s.traced(ctx, "lifecycle expiry", func(ctx context.Context) (int, error) { return s.ExpireOnce(ctx) })
+				if err != nil && ctx.Err() == nil {
 					s.Log.Warn("expiry round failed; retrying next tick", "err", err)
 				}
 			}
 		case <-sweep.C:
 			if s.enabled(JobSweeper) {
-				if _, err := s.SweepOnce(ctx); err != nil && ctx.Err() == nil {
+				err := s.traced(ctx, "lifecycle sweep", func(ctx context.Context) (int, error) {
+					rep, err := s.SweepOnce(ctx)
+					return rep.Republished + rep.Released + rep.Settled + rep.Transfers, err
+				})
+				if err != nil && ctx.Err() == nil {
 					s.Log.Warn("sweep round failed; retrying next tick", "err", err)
 				}
-				if _, err := s.ResolveClaimsOnce(ctx); err != nil && ctx.Err() == nil {
+				if err := s.traced(ctx, "lifecycle resolve claims", s.ResolveClaimsOnce); err != nil && ctx.Err() == nil {
 					s.Log.Warn("claim resolution failed; retrying next tick", "err", err)
 				}
 			}
@@ -97,4 +106,21 @@ func (s *Service) ResolveClaimsOnce(ctx context.Context) (int, error) {
 		return resolved, errors.New("some payment claims are still unresolved")
 	}
 	return resolved, nil
+}
+
+// traced runs one round of a job as a root span of its own (sampled at the process's ratio, so a
+// job that runs every second costs next to nothing; a round that fails is kept), with how many
+// orders it handled.
+func (s *Service) traced(ctx context.Context, name string, round func(context.Context) (int, error)) error {
+	start := time.Now()
+	rctx, span := tracing.Start(ctx, s.tracer, name, trace.WithNewRoot())
+	n, err := round(rctx)
+	span.SetAttributes(attribute.Int("fsctl.orders", n))
+	tracing.Fail(span, err)
+	kept := span.IsRecording() // before End, after which no span records
+	span.End()
+	if err != nil && !kept && ctx.Err() == nil {
+		tracing.Failure(ctx, s.tracer, name, trace.SpanKindInternal, start, err, attribute.Int("fsctl.orders", n))
+	}
+	return err
 }

@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/payment"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/tracing"
 )
 
 // Orders is the source of truth's side of the lifecycle; *orders.Store implements it.
@@ -115,6 +117,8 @@ type Deps struct {
 	// Enabled, when set, is asked before each job round ("expiry", "sweeper"); false skips the
 	// round (an operator's kill switch).
 	Enabled func(job string) bool
+	// Tracer traces the payment saga's steps and each job round; nil: off.
+	Tracer trace.TracerProvider
 }
 
 // Service runs the payment saga, cancellations and the background jobs.
@@ -126,6 +130,7 @@ type Service struct {
 	// that lags for minutes does not get the same order again every sweep.
 	mu          sync.Mutex
 	republished map[uuid.UUID]time.Time
+	tracer      trace.Tracer
 }
 
 // New returns a Service.
@@ -136,7 +141,7 @@ func New(cfg Config, d Deps) *Service {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	return &Service{cfg: cfg, Deps: d, republished: map[uuid.UUID]time.Time{}}
+	return &Service{cfg: cfg, Deps: d, republished: map[uuid.UUID]time.Time{}, tracer: tracing.Tracer(d.Tracer)}
 }
 
 // release returns one closed order's unit to Redis. PostgreSQL has already committed the order's

@@ -14,6 +14,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/fsctl/fsctl/tracing"
 )
 
 // DefaultTimeout bounds one provider call when NewHTTPClient is given no timeout.
@@ -28,7 +34,12 @@ type HTTPClient struct {
 	base    string
 	timeout time.Duration
 	hc      *http.Client
+	// tracer is nil unless Trace turned tracing on.
+	tracer trace.Tracer
 }
+
+// Trace gives each provider call a client span, and the provider the trace context (traceparent).
+func (c *HTTPClient) Trace(tp trace.TracerProvider) { c.tracer = tracing.Tracer(tp) }
 
 // NewHTTPClient returns a client for the provider at baseURL (for example http://127.0.0.1:8090).
 // timeout bounds each call, DefaultTimeout when it is not positive; a charge that runs past it after
@@ -132,6 +143,21 @@ func (c *HTTPClient) Void(ctx context.Context, orderID uuid.UUID) (Receipt, erro
 // do sends one request and reads the answer. sideEffect says whether a request that was sent but
 // not answered may have changed something at the provider (ErrUnknownOutcome) or not (ErrUnavailable).
 func (c *HTTPClient) do(ctx context.Context, op, method, path string, key uuid.UUID, body []byte, sideEffect bool) (int, []byte, error) {
+	ctx, span := tracing.Start(ctx, c.tracer, "payment "+strings.SplitN(op, " ", 2)[0], // op names the order tootrace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("http.request.method", method), attribute.String("fsctl.order", key.String())))
+	status, answer, err := c.send(ctx, op, method, path, key, body, sideEffect)
+	if err == nil {
+		span.SetAttributes(attribute.Int("http.response.status_code", status))
+		if status >= http.StatusInternalServerError {
+			span.SetStatus(codes.Error, http.StatusText(status))
+		}
+	}
+	tracing.Fail(span, err)
+	span.End()
+	return status, answer, err
+}
+
+func (c *HTTPClient) send(ctx context.Context, op, method, path string, key uuid.UUID, body []byte, sideEffect bool) (int, []byte, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, nil, fmt.Errorf("%s: %w", op, err) // nothing sent
 	}
@@ -151,6 +177,9 @@ func (c *HTTPClient) do(ctx context.Context, op, method, path string, key uuid.U
 	// The header also tells net/http the request is safe to resend on a keep-alive connection that
 	// the provider closed before reading it.
 	req.Header.Set("Idempotency-Key", key.String())
+	if c.tracer != nil {
+		tracing.Propagator.Inject(ctx, propagation.HeaderCarrier(req.Header))
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return 0, nil, transportError(ctx, op, err, sideEffect)

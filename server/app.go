@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/fsctl/fsctl/auth"
@@ -81,6 +82,9 @@ type AppConfig struct {
 	RedisBatch int
 	// DebugAddr, when set, serves Go's profiler (pprof) on its own listener; see ServeDebug.
 	DebugAddr string
+	// Tracer traces the purchase path, the hand-off to the consumer, payments and the jobs; nil:
+	// off (tracing.Setup builds it from the OTEL_* variables).
+	Tracer trace.TracerProvider
 }
 
 // App is the assembled checkout: HTTP API and order consumer over Redis, Kafka and PostgreSQL.
@@ -101,7 +105,9 @@ type App struct {
 	roomRdb  redis.UniversalClient
 	watcher  *control.Watcher
 	fakePay  *http.Server
-	log      *slog.Logger
+	// metricsAt yields the metrics listener's address once it listens (MetricsAddr).
+	metricsAt chan net.Addr
+	log       *slog.Logger
 }
 
 // Open connects to the services, migrates, creates the topics, loads the scripts and builds the
@@ -125,7 +131,7 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 	if cfg.RoomTick == 0 {
 		cfg.RoomTick = 100 * time.Millisecond
 	}
-	a := &App{cfg: cfg, log: log}
+	a := &App{cfg: cfg, log: log, metricsAt: make(chan net.Addr, 1)}
 	ok := false
 	defer func() {
 		if !ok {
@@ -215,6 +221,7 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 		Auth: verifier, Stock: a.Stock, Publisher: a.pub, Orders: a.Orders, Log: log,
 		Switches: a.watcher, SwitchStore: a.Switches,
 		Room: rm, Tokens: tokens, Challenges: challenges, Limiter: NewRedisLimiter(a.rdb),
+		Tracer: cfg.Tracer,
 		Probes: map[string]Probe{
 			"redis":    a.probeRedis,
 			"postgres": func(ctx context.Context) error { return a.Orders.Pool().Ping(ctx) },
@@ -225,6 +232,7 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 		Orders: a.Orders, Stock: a.Stock, Payments: payments, Publisher: a.pub, Log: log,
 		Metrics: a.Server.LifecycleMetrics(),
 		Enabled: func(job string) bool { return !a.watcher.Off(job) },
+		Tracer:  cfg.Tracer,
 	})
 	a.Server.life = a.Lifecycle
 	if cfg.Consumer {
@@ -237,6 +245,7 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 			icfg.GroupID = cfg.ConsumerGroup
 		}
 		a.consumer = ingest.New(icfg, a.Orders, a.Stock, a.dlq, a.Server.ConsumerMetrics(), log)
+		a.consumer.Trace(cfg.Tracer)
 	}
 	ok = true
 	return a, nil
@@ -296,6 +305,7 @@ func (a *App) openPayments(cfg AppConfig) (*payment.Breaker, error) {
 		a.log.Warn("no --payment-url: using the bundled fake payment provider (tok_ok pays, tok_decline declines)", "url", url)
 	}
 	client := payment.NewHTTPClient(url, cfg.Lifecycle.PaymentTimeout)
+	client.Trace(cfg.Tracer)
 	return payment.NewBreaker(client, cfg.Breaker, func(name string, from, to payment.State) {
 		a.log.Warn("payment circuit breaker changed state", "breaker", name, "from", from.String(), "to", to.String())
 		if a.Server != nil {
@@ -324,6 +334,9 @@ func (a *App) Run(ctx context.Context, ready func(net.Addr)) error {
 	g.Go(func() error { a.watcher.Run(ctx); return nil })
 	if a.cfg.DebugAddr != "" {
 		g.Go(func() error { return ServeDebug(ctx, a.cfg.DebugAddr, a.log) })
+	}
+	if addr := a.cfg.Server.MetricsAddr; addr != "" {
+		g.Go(func() error { return a.Server.ServeMetrics(ctx, addr, func(at net.Addr) { a.metricsAt <- at }) })
 	}
 	if a.cfg.Workers {
 		a.log.Info("lifecycle jobs started", "expiry_every", a.cfg.Lifecycle.ExpiryInterval, "sweep_every", a.cfg.Lifecycle.SweepInterval)
@@ -365,6 +378,18 @@ func (a *App) Start(ctx context.Context) (net.Addr, <-chan error, error) {
 		return addr, done, nil
 	case err := <-done:
 		return nil, nil, fmt.Errorf("checkout stopped before listening: %w", err)
+	}
+}
+
+// MetricsAddr waits until the metrics listener (Config.MetricsAddr) listens and returns its
+// address; ctx bounds the wait.
+func (a *App) MetricsAddr(ctx context.Context) (net.Addr, error) {
+	select {
+	case at := <-a.metricsAt:
+		a.metricsAt <- at
+		return at, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("metrics listener: %w", ctx.Err())
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fsctl/fsctl/auth"
 	"github.com/fsctl/fsctl/lifecycle"
@@ -70,6 +71,8 @@ type envOptions struct {
 	RoomRedisURL string
 	// Tune changes the server's settings last (connection limits, timeouts).
 	Tune func(*server.Config)
+	// Tracer traces the checkout (nil: off).
+	Tracer trace.TracerProvider
 }
 
 // newEnv starts the API and the order consumer on a fresh database and fresh topics, and opens
@@ -138,7 +141,7 @@ func (e *env) start(api bool) (*server.App, string) {
 		OrdersTopic: e.topic, DeadLetterTopic: e.dlq, JWTSecret: testSecret, API: api, Consumer: true,
 		ConsumerGroup: "g-" + e.topic, Migrate: true, PaymentURL: e.opts.PaymentURL, Breaker: e.opts.Breaker,
 		Lifecycle: lc, Workers: e.opts.Workers, SwitchesKey: e.switches, ControlPoll: 20 * time.Millisecond,
-		RoomRedisURL: e.opts.RoomRedisURL, RoomTick: 20 * time.Millisecond,
+		RoomRedisURL: e.opts.RoomRedisURL, RoomTick: 20 * time.Millisecond, Tracer: e.opts.Tracer,
 	}, log)
 }
 

@@ -5,11 +5,15 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/fsctl/fsctl/control"
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/tracing"
 )
 
 // reserveBudget is the time a purchase allows its Redis calls, on top of the publish timeout.
@@ -43,15 +47,19 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 		s.countAndWriteError(w, r, outcome.Errorf(outcome.Disabled, "purchases are switched off by the operator; retry later"))
 		return
 	}
+	s.traceItem(r, req.SaleID, req.ItemID)
 	sl, it, err := s.saleItem(r.Context(), req.SaleID, req.ItemID)
 	if err != nil {
 		s.countAndWriteError(w, r, err)
 		return
 	}
+	_, admit := tracing.Child(r.Context(), s.tracer, "admission", trace.SpanKindInternal)
 	if !s.allowRate(w, r, sl, "purchase", user) {
+		admit.End()
 		return
 	}
 	ticket, err := s.admission(r, sl, user)
+	admit.End()
 	if err != nil {
 		s.countAndWriteError(w, r, err)
 		return
@@ -72,7 +80,7 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 		if sl.Ended(now) {
 			code = outcome.SaleEnded
 		}
-		s.writeOutcome(w, code, req)
+		s.writeOutcome(w, r, code, req)
 		return
 	}
 	ref := stock.ItemRef{SaleID: sl.ID, ItemID: it.ID, Shards: it.ShardCount()}
@@ -80,7 +88,7 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 	if flagged {
 		s.metrics.soldOutFlag.Inc()
 		if s.cfg.SoldOut == SoldOutTrust {
-			s.writeOutcome(w, outcome.SoldOut, req)
+			s.writeOutcome(w, r, outcome.SoldOut, req)
 			return
 		}
 	}
@@ -94,7 +102,8 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.cfg.PublishTimeout+reserveBudget)
 	defer cancel()
 	start := time.Now()
-	rv, err := s.stock.Reserve(ctx, stock.Request{
+	rctx, span := tracing.Child(ctx, s.tracer, "reserve", trace.SpanKindClient)
+	rv, err := s.stock.Reserve(rctx, stock.Request{
 		SaleID: req.SaleID, ItemID: req.ItemID, UserID: user, IdemKey: req.IdemKey, OrderID: orderID,
 		Shards: ref.Shards, WaitReplicas: sl.WaitReplicas, WaitTimeout: sl.WaitTimeout,
 		// Under the flag the script answers from the buyer's home shard alone (no borrowing), so
@@ -102,6 +111,7 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 		NoBorrow: flagged,
 	})
 	s.metrics.reserve.Observe(time.Since(start).Seconds())
+	endReserve(span, rv, err)
 	if err != nil {
 		switch outcome.CodeOf(err) {
 		case outcome.Internal:
@@ -135,7 +145,7 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 // is handed to Kafka first.
 func (s *Server) answerReservation(ctx context.Context, w http.ResponseWriter, r *http.Request, req purchaseRequest, user string, rv stock.Reservation) {
 	if rv.Outcome != outcome.Reserved {
-		s.writeOutcome(w, rv.Outcome, req)
+		s.writeOutcome(w, r, rv.Outcome, req)
 		return
 	}
 	if !rv.Replay {
@@ -148,6 +158,7 @@ func (s *Server) answerReservation(ctx context.Context, w http.ResponseWriter, r
 		return
 	}
 	s.metrics.outcomes.WithLabelValues(string(outcome.Reserved)).Inc()
+	s.traceOutcome(r, outcome.Reserved, nil)
 	writeJSON(w, http.StatusAccepted, reservedBody{OrderID: rv.OrderID.String(), Status: "PENDING", ExpiresAt: rv.ExpiresAt})
 }
 
@@ -206,12 +217,19 @@ func (s *Server) publish(ctx context.Context, req purchaseRequest, user string, 
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
 	defer cancel()
 	start := time.Now()
+	pctx, span := tracing.Child(pctx, s.tracer, "publish OrderPlaced", trace.SpanKindProducer)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("messaging.system", "kafka"), attribute.String("messaging.operation.type", "send"),
+			attrOrder.String(rv.OrderID.String()))
+	}
 	err := s.pub.PublishOrderPlaced(pctx, events.OrderPlaced{
 		OrderID: rv.OrderID, SaleID: req.SaleID, ItemID: req.ItemID, UserID: user, Slot: rv.Slot,
 		Shard: rv.Shard, Shards: rv.Shards, CreatedAt: created, ExpiresAt: rv.ExpiresAt, IdemKey: req.IdemKey,
 		Epoch: rv.Epoch,
 	})
 	s.metrics.publish.Observe(time.Since(start).Seconds())
+	tracing.Fail(span, err)
+	span.End()
 	return err
 }
 
@@ -241,7 +259,13 @@ func (s *Server) handOffAgain(ctx context.Context, req purchaseRequest, user str
 // answers afresh. Confirmed, the order is marked handed off, and that failed attempt's release
 // leaves it alone.
 func (s *Server) confirm(ctx context.Context, req purchaseRequest, rv stock.Reservation) error {
-	ok, err := s.stock.Confirm(ctx, req.SaleID, req.ItemID, rv.Shard, rv.Shards, rv.OrderID, rv.Epoch)
+	cctx, span := tracing.Child(ctx, s.tracer, "confirm", trace.SpanKindClient)
+	ok, err := s.stock.Confirm(cctx, req.SaleID, req.ItemID, rv.Shard, rv.Shards, rv.OrderID, rv.Epoch)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("db.system.name", "redis"), attribute.Bool("fsctl.confirmed", ok))
+		tracing.Fail(span, err)
+	}
+	span.End()
 	if err == nil && ok {
 		return nil
 	}
@@ -258,7 +282,8 @@ func (s *Server) countAndWriteError(w http.ResponseWriter, r *http.Request, err 
 
 // writeOutcome counts and answers a purchase that ends without a reservation (SOLD_OUT,
 // ALREADY_PURCHASED, NOT_STARTED, ...), with the message of its code.
-func (s *Server) writeOutcome(w http.ResponseWriter, code outcome.Code, req purchaseRequest) {
+func (s *Server) writeOutcome(w http.ResponseWriter, r *http.Request, code outcome.Code, req purchaseRequest) {
+	s.traceOutcome(r, code, nil)
 	s.metrics.outcomes.WithLabelValues(string(code)).Inc()
 	s.writeCode(w, code, outcomeMessage(code, req))
 }

@@ -36,6 +36,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // again once the store is back.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code := outcome.CodeOf(err)
+	s.traceOutcome(r, code, err)
 	if code == outcome.Internal && storeDown(err) {
 		s.log.Warn("store unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 		s.writeCode(w, outcome.Unavailable, "a store this needs is unavailable right now; retry")
@@ -87,7 +88,9 @@ func (s *Server) instrument(route string, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		r, rt := s.traceRequest(route, r)
 		h(rec, r)
+		rt.end(r, s.tracer, rec.status)
 		s.metrics.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Observe(time.Since(start).Seconds())
 	})
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fsctl/fsctl/auth"
 	"github.com/fsctl/fsctl/events"
@@ -28,6 +29,7 @@ import (
 	"github.com/fsctl/fsctl/room"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/tracing"
 )
 
 // Reserver is the Redis stage of the purchase path; *stock.Store implements it, sharing the round
@@ -110,6 +112,9 @@ type Config struct {
 	// TLSCertFile and TLSKeyFile, both set, serve TLS (and HTTP/2 over it) with this key pair,
 	// re-read when the files change (server/tls.go); both empty serve plain text.
 	TLSCertFile, TLSKeyFile string
+	// MetricsAddr, when set, serves /metrics (with /healthz and /readyz) on a listener of its own
+	// (ServeMetrics), and the API's address no longer answers /metrics: buyers cannot read it.
+	MetricsAddr string
 	// CrashAfterReserve, above zero, is a game day's fault: the process exits (status 137, as if
 	// SIGKILLed) right after its Nth fresh reservation, before the hand-off to Kafka.
 	CrashAfterReserve int
@@ -152,6 +157,8 @@ type Server struct {
 	roomUp  atomic.Bool
 	probes  map[string]Probe
 	metrics *metrics
+	// tracer is nil when tracing is off (tracing.Start then does nothing).
+	tracer  trace.Tracer
 	log     *slog.Logger
 	now     func() time.Time
 	newID   func() (uuid.UUID, error)
@@ -177,6 +184,8 @@ type Deps struct {
 	// Probes are checked by /readyz, by name (e.g. "redis", "postgres", "kafka").
 	Probes map[string]Probe
 	Log    *slog.Logger
+	// Tracer traces requests, the purchase path and the order hand-off; nil or a no-op provider: off.
+	Tracer trace.TracerProvider
 	// Now and NewID default to time.Now and uuid.NewV7.
 	Now   func() time.Time
 	NewID func() (uuid.UUID, error)
@@ -188,6 +197,7 @@ func New(cfg Config, d Deps) *Server {
 		cfg: cfg, auth: d.Auth, stock: d.Stock, pub: d.Publisher, store: d.Orders,
 		life: d.Lifecycle, sw: d.Switches, swStore: d.SwitchStore, probes: d.Probes,
 		room: d.Room, tokens: d.Tokens, challenges: d.Challenges, limiter: d.Limiter, metrics: newMetrics(), log: d.Log, now: d.Now, newID: d.NewID,
+		tracer: tracing.Tracer(d.Tracer),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -229,7 +239,9 @@ func (s *Server) Handler() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	route("GET /readyz", s.handleReady)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	if s.cfg.MetricsAddr == "" {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	}
 	return s.jsonFallback(mux)
 }
 

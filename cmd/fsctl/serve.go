@@ -56,6 +56,8 @@ type serveOptions struct {
 	tlsCert       string
 	tlsKey        string
 	devSecrets    bool
+	metricsAddr   string
+	trace         traceFlags
 }
 
 func newServeCmd() *cobra.Command {
@@ -135,6 +137,8 @@ buyers' tokens or pause the sale with them.`,
 	fs.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "Go's GC target (GOGC) for the server: heap growth allowed between collections, in percent; the GOGC environment variable, when set, wins")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log lines as text (for people) or json (one object a line, for a log pipeline)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "the least level logged: debug, info, warn or error (a purchase that goes well logs nothing)")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve /metrics (with /healthz and /readyz for probes) on this address too, e.g. :9090; with it set, --addr no longer answers /metrics, and an instance of the consumer role alone can be scraped and probed")
+	o.trace.bind(fs)
 	fs.StringVar(&o.debugAddr, "debug-addr", "", "serve Go's profiler (pprof) on this address, e.g. 127.0.0.1:6060; off when empty (keep it private)")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve TLS with this certificate (PEM, the chain after the leaf), with --tls-key; re-read when the file changes")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "private key (PEM) of --tls-cert")
@@ -189,7 +193,12 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 	build := currentBuild()
 	cfg.Addr, cfg.MaxConns, cfg.ShedConns, cfg.Version, cfg.Commit = o.addr, o.maxConns, o.shedConns, build.Version, build.Commit
 	cfg.AdminToken, cfg.SoldOut, cfg.ClientIPHeader = o.adminToken, soldOut, o.clientIP
-	cfg.TLSCertFile, cfg.TLSKeyFile = o.tlsCert, o.tlsKey
+	cfg.TLSCertFile, cfg.TLSKeyFile, cfg.MetricsAddr = o.tlsCert, o.tlsKey, o.metricsAddr
+	tp, err := o.trace.setup(cmd.Context(), "fsctl-checkout", build.Version, log)
+	if err != nil {
+		return err
+	}
+	defer flushTraces(tp, log)
 	if v := os.Getenv(server.EnvCrashAfterReserve); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -205,7 +214,7 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 		Migrate:    o.migrate,
 		PaymentURL: o.paymentURL, Breaker: o.breaker, Lifecycle: lc, Workers: o.workers,
 		RoomRedisURL: o.roomRedisURL, RoomSecret: []byte(o.roomSecret), DebugAddr: o.debugAddr,
-		RedisBatch: cmp.Or(o.redisBatch, -1),
+		RedisBatch: cmp.Or(o.redisBatch, -1), Tracer: tp.TracerProvider(),
 	}, log)
 	if err != nil {
 		return err
