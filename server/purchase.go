@@ -48,7 +48,9 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.traceItem(r, req.SaleID, req.ItemID)
-	sl, it, err := s.saleItem(r.Context(), req.SaleID, req.ItemID)
+	lctx, lookup := tracing.Child(r.Context(), s.tracer, "sale lookup", trace.SpanKindInternal)
+	sl, it, err := s.saleItem(lctx, req.SaleID, req.ItemID)
+	lookup.End()
 	if err != nil {
 		s.countAndWriteError(w, r, err)
 		return

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fsctl/fsctl/server"
 	"github.com/fsctl/fsctl/tracing"
@@ -32,6 +34,7 @@ func TestOnePurchaseIsOneTrace(t *testing.T) {
 	}
 	byName := waitSpans(t, rec, "process OrderPlaced", "postgres place_order")
 	root := one(t, byName, purchaseRoute)
+	t.Logf("the purchase's trace (README, \"Traces\"):\n%s", tree(rec.Ended(), root))
 	if root.Parent().IsValid() {
 		t.Errorf("the server span has a parent %v: want the root of the trace", root.Parent())
 	}
@@ -41,7 +44,7 @@ func TestOnePurchaseIsOneTrace(t *testing.T) {
 	publish := one(t, byName, "publish OrderPlaced")
 	process := one(t, byName, "process OrderPlaced")
 	parents := map[string]sdktrace.ReadOnlySpan{
-		"admission": root, "reserve": root, "publish OrderPlaced": root, "confirm": root,
+		"sale lookup": root, "admission": root, "reserve": root, "publish OrderPlaced": root, "confirm": root,
 		"process OrderPlaced": publish, "postgres place_order": process,
 	}
 	for name, parent := range parents {
@@ -188,4 +191,44 @@ func keys[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// tree draws the spans under root as text: name, kind, start after root's start, duration, and
+// the fsctl attributes.
+func tree(spans []sdktrace.ReadOnlySpan, root sdktrace.ReadOnlySpan) string {
+	children := map[trace.SpanID][]sdktrace.ReadOnlySpan{}
+	for _, s := range spans {
+		children[s.Parent().SpanID()] = append(children[s.Parent().SpanID()], s)
+	}
+	var b strings.Builder
+	var walk func(s sdktrace.ReadOnlySpan, prefix, branch string)
+	walk = func(s sdktrace.ReadOnlySpan, prefix, branch string) {
+		var notes []string
+		for _, kv := range s.Attributes() {
+			if k := string(kv.Key); strings.HasPrefix(k, "fsctl.") && k != "fsctl.sale" && k != "fsctl.order" || k == "http.response.status_code" {
+				notes = append(notes, strings.TrimPrefix(k, "fsctl.")+"="+kv.Value.Emit())
+			}
+		}
+		fmt.Fprintf(&b, "%-58s %-9s +%6.2fms %7.2fms  %s\n", prefix+branch+s.Name(), s.SpanKind(),
+			float64(s.StartTime().Sub(root.StartTime()).Microseconds())/1000, float64(s.EndTime().Sub(s.StartTime()).Microseconds())/1000,
+			strings.Join(notes, " "))
+		kids := children[s.SpanContext().SpanID()]
+		slices.SortFunc(kids, func(a, b sdktrace.ReadOnlySpan) int { return a.StartTime().Compare(b.StartTime()) })
+		next := prefix
+		switch branch {
+		case "├─ ":
+			next += "│  "
+		case "└─ ":
+			next += "   "
+		}
+		for i, k := range kids {
+			br := "├─ "
+			if i == len(kids)-1 {
+				br = "└─ "
+			}
+			walk(k, next, br)
+		}
+	}
+	walk(root, "", "")
+	return b.String()
 }

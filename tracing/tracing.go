@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -68,24 +69,26 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 
 // Setup builds the provider cfg and the environment ask for; tracing is off (a nil Provider, no
 // error) unless an endpoint is configured, and OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none
-// turn it off whatever else is set. Only the otlp exporter is offered.
+// turn it off whatever else is set. OTEL_TRACES_EXPORTER=console writes the spans to stderr instead.
 func Setup(ctx context.Context, cfg Config) (*Provider, error) {
 	if strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") {
 		return nil, nil
 	}
+	endpoint := cfg.Endpoint
 	switch e := strings.ToLower(strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER"))); e {
 	case "none":
 		return nil, nil
+	case "console":
+		endpoint = "console"
 	case "", "otlp":
+		if endpoint == "" {
+			endpoint = firstEnv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+		}
+		if endpoint == "" {
+			return nil, nil
+		}
 	default:
-		return nil, fmt.Errorf("OTEL_TRACES_EXPORTER=%s: fsctl exports traces with otlp only (or none)", e)
-	}
-	endpoint := cfg.Endpoint
-	if endpoint == "" {
-		endpoint = firstEnv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-	}
-	if endpoint == "" {
-		return nil, nil
+		return nil, fmt.Errorf("OTEL_TRACES_EXPORTER=%s: fsctl exports traces with otlp, console (JSON on stderr) or none", e)
 	}
 	ratio := cfg.Ratio
 	if ratio < 0 {
@@ -97,7 +100,7 @@ func Setup(ctx context.Context, cfg Config) (*Provider, error) {
 	if ratio > 1 {
 		return nil, fmt.Errorf("trace sample ratio %g: must be between 0 and 1", ratio)
 	}
-	exp, err := exporter(ctx, cfg.Endpoint)
+	exp, err := exporter(ctx, endpoint, cfg.Endpoint)
 	if err != nil {
 		return nil, err
 	}
@@ -124,10 +127,14 @@ func NewTracerProvider(next sdktrace.SpanProcessor, ratio float64, res *resource
 	return sdktrace.NewTracerProvider(opts...)
 }
 
-// exporter builds the OTLP exporter: HTTP/protobuf unless OTEL_EXPORTER_OTLP(_TRACES)_PROTOCOL says
+// exporter builds the exporter: JSON lines on stderr for the console (OTEL_TRACES_EXPORTER=console,
+// for a look without a collector), else OTLP: HTTP/protobuf unless OTEL_EXPORTER_OTLP(_TRACES)_PROTOCOL says
 // grpc. Headers, timeouts, TLS and compression come from the OTEL_EXPORTER_OTLP_* variables, which
 // the exporters read themselves.
-func exporter(ctx context.Context, endpoint string) (sdktrace.SpanExporter, error) {
+func exporter(ctx context.Context, to, endpoint string) (sdktrace.SpanExporter, error) {
+	if to == "console" {
+		return stdouttrace.New(stdouttrace.WithWriter(os.Stderr))
+	}
 	proto := firstEnv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
 	switch proto {
 	case "", "http/protobuf":

@@ -161,3 +161,14 @@ func TestRatioFromEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleExporter: OTEL_TRACES_EXPORTER=console traces without a collector.
+func TestConsoleExporter(t *testing.T) {
+	t.Setenv("OTEL_TRACES_EXPORTER", "console")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	p, err := tracing.Setup(context.Background(), tracing.Config{Ratio: 1, Service: "x"})
+	if err != nil || !p.Enabled() || p.Endpoint != "console" {
+		t.Fatalf("Setup: %v, enabled %v, endpoint %q: want the console", err, p.Enabled(), p.Endpoint)
+	}
+	_ = p.Shutdown(context.Background())
+}
