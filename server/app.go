@@ -247,6 +247,7 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 		a.consumer = ingest.New(icfg, a.Orders, a.Stock, a.dlq, a.Server.ConsumerMetrics(), log)
 		a.consumer.Trace(cfg.Tracer)
 	}
+	a.watchSale() // stock, holds, consumer lag and readiness gauges, read on scrape (metrics_sale.go)
 	ok = true
 	return a, nil
 }
