@@ -1,8 +1,9 @@
 // Package blast is fsctl blast's judgement and presentation around the load generator (package
 // loadgen): the burst command's workflow (Fire: probe, limits, clock skew, the run, the state
 // check, thresholds, files), the answer invariants (check.go) and the state check
-// (check_state.go), the report, its thresholds and HTML, fairness, and merging the records of
-// a sharded burst.
+// (check_state.go), the report, its thresholds and HTML, fairness, merging the records of a
+// sharded burst, and pushing a burst's metrics to a Prometheus remote-write receiver while it
+// runs (export.go).
 package blast
 
 import (
@@ -43,6 +44,9 @@ type Burst struct {
 	Thresholds Thresholds
 	// Results (vegeta), Records (JSON lines, for merge) and HTML are files to write; "" is none.
 	Results, Records, HTML string
+	// Metrics, when its URL is set, pushes the burst's counts to a remote-write receiver while
+	// it runs.
+	Metrics RemoteWrite
 }
 
 // Report is what a burst ended with: its summary, with verdicts and missed thresholds, and what
@@ -83,6 +87,10 @@ func Fire(ctx context.Context, b Burst, progress io.Writer) (Report, error) {
 	progress = &lockedWriter{w: progress}
 	p, prof := b.Plan, b.Plan.Profile
 	sale := p.Targets[0].SaleID
+	exp, err := newExporter(b.Metrics, p, progress)
+	if err != nil {
+		return Report{}, err
+	}
 	// The probe speaks like the buyers (TLS settings, HTTP version), so a certificate or protocol
 	// the target refuses stops the run here, with the flag that fixes it.
 	probe := p.NewClient(1, 5*time.Second)
@@ -107,7 +115,7 @@ func Fire(ctx context.Context, b Burst, progress io.Writer) (Report, error) {
 			return Report{}, err
 		}
 	}
-	res, err := run(ctx, p, progress)
+	res, err := run(ctx, p, progress, exp)
 	if err != nil {
 		return Report{}, err
 	}
@@ -124,6 +132,7 @@ func Fire(ctx context.Context, b Burst, progress io.Writer) (Report, error) {
 	}
 	sum := Summarize(res, verdicts)
 	sum.Profile = profileLabel(prof)
+	sum.Metrics = exp.report()
 	sum.Check(b.Thresholds)
 	if b.HTML != "" {
 		if err := SaveHTML(b.HTML, sum, res.Records); err != nil {
@@ -135,9 +144,9 @@ func Fire(ctx context.Context, b Burst, progress io.Writer) (Report, error) {
 	return rep, nil
 }
 
-// run releases the plan's buyers, showing the preparation and the burst as they go, and warns
-// when the release opened late.
-func run(ctx context.Context, p loadgen.Plan, progress io.Writer) (*loadgen.Result, error) {
+// run releases the plan's buyers, showing the preparation and the burst as they go (and
+// exporting them when exp is set), and warns when the release opened late.
+func run(ctx context.Context, p loadgen.Plan, progress io.Writer, exp *exporter) (*loadgen.Result, error) {
 	p.Progress = func(done, total int) {
 		fmt.Fprintf(progress, "preparing buyers: %d/%d (%d%%)\n", done, total, done*100/total)
 	}
@@ -145,7 +154,13 @@ func run(ctx context.Context, p loadgen.Plan, progress io.Writer) (*loadgen.Resu
 	fmt.Fprintf(progress, "release at %s (in %s)\n", p.At.Format(time.RFC3339Nano), time.Until(p.At).Round(time.Millisecond))
 	p.Answered = new(atomic.Int64)
 	stop := showBurstProgress(progress, p.At, p.Answered)
-	res, err := loadgen.Run(ctx, p)
+	var res *loadgen.Result
+	var err error
+	if exp != nil {
+		res, err = exp.run(ctx, p)
+	} else {
+		res, err = loadgen.Run(ctx, p)
+	}
 	stop()
 	if err != nil {
 		return nil, err

@@ -83,6 +83,8 @@ type Summary struct {
 	Verdicts    []finding.Finding `json:"verdicts"`
 	// Failures are the thresholds the run missed.
 	Failures []string `json:"thresholdFailures,omitempty"`
+	// Metrics is how the pushes to the remote-write receiver went; nil when the burst had none.
+	Metrics *MetricsExport `json:"metricsRemoteWrite,omitempty"`
 }
 
 type hist struct{ h *hdrhistogram.Histogram }
@@ -277,6 +279,9 @@ func (s Summary) Render(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "connections: pool of %d %s connections, %d used, %.1f requests per connection (max %d) - not one socket per buyer\n",
 		s.Conns, s.Protocol, s.ConnsUsed, s.PerConnMean, s.PerConnMax)
+	if s.Metrics != nil {
+		fmt.Fprintln(w, s.Metrics)
+	}
 	if err := finding.Invariants(w, s.Verdicts); err != nil {
 		return err
 	}

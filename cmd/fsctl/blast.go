@@ -58,6 +58,7 @@ type blastOptions struct {
 	http          string
 	tls           loadgen.TLSFiles
 	tokens        string
+	metrics       metricsFlags
 }
 
 func newBlastCmd(sub ...*cobra.Command) *cobra.Command {
@@ -108,6 +109,14 @@ the fastest release, and anything raw cannot send (--retries, --replays, --room,
 https://, --http 2, a profile whose purchase URL is a whole URL) with net/http; --timeout 0 (the default)
 sizes each request's bound to the burst, 10s + 1s per 2,000 clicks. The report's engine line says
 which engine and timeout produced the numbers, and why auto did not pick raw.
+
+--metrics-remote-write URL pushes the burst's numbers while it runs (every --metrics-interval, and
+once more after the last answer) to a Prometheus remote-write receiver, so the burst and the
+server show on one dashboard: fsctl_blast_requests_total{outcome}, the latency histogram
+fsctl_blast_request_duration_seconds, fsctl_blast_in_flight and fsctl_blast_buyers, each labelled
+job="fsctl-blast", burst (the release instant, the same in every shard) and shard. On the raw
+engine the answers land with the final push. A failed push is warned about once and counted in
+the report; it never fails the burst.
 
 Exit status: 0 all good, 1 could not run, 2 a bad flag, 3 a threshold missed (--max-p99,
 --min-throughput, --expect-sold), 4 an invariant broken.`,
@@ -194,6 +203,7 @@ Exit status: 0 all good, 1 could not run, 2 a bad flag, 3 a threshold missed (--
 	f.StringVar(&o.tls.Key, "key", "", "private key (PEM) of --cert")
 	f.StringVar(&o.tls.ServerName, "server-name", "", "name to send in SNI and check the target's certificate against, instead of the --target host")
 	f.BoolVar(&o.tls.Insecure, "insecure", false, "do not verify the target's certificate (tests against a throwaway certificate only; prints a warning)")
+	o.metrics.bind(f)
 	return cmd
 }
 
@@ -283,6 +293,10 @@ func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) erro
 	if err != nil {
 		return usageError(err)
 	}
+	metrics, err := o.metrics.remoteWrite()
+	if err != nil {
+		return usageError(err)
+	}
 	if o.tls.Insecure {
 		fmt.Fprintln(progress, "warning: --insecure: the target's certificate is not verified; anyone on the path can read and change the traffic")
 	}
@@ -304,7 +318,7 @@ func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) erro
 	rep, err := blast.Fire(ctx, blast.Burst{Plan: p, Limits: limits, RedisURL: o.endpoints.redisURL, PostgresURL: o.endpoints.postgresURL,
 		CheckState: o.checkState, Settle: o.settle, MaxSkew: o.maxSkew,
 		Thresholds: blast.Thresholds{MaxP99: o.maxP99, MinThroughput: o.minThroughput, ExpectSold: o.expectSold},
-		Results:    o.results, Records: o.records, HTML: o.html}, progress)
+		Results:    o.results, Records: o.records, HTML: o.html, Metrics: metrics}, progress)
 	if err != nil {
 		return err
 	}
