@@ -62,8 +62,8 @@ type MetricsExport struct {
 	Failed int `json:"failed"`
 	// LastError is why the last failed push failed.
 	LastError string `json:"lastError,omitempty"`
-	// Live says the answers were counted as they came (the http engine). The raw engine sends
-	// prepared bytes and runs no code per answer: its answers land with the final push.
+	// Live says the answers were counted as they came (either engine); otherwise they land with
+	// the final push.
 	Live bool `json:"live"`
 }
 
@@ -74,7 +74,7 @@ func (m MetricsExport) String() string {
 		s = fmt.Sprintf("metrics: %d of %d pushes to %s FAILED (last: %s)", m.Failed, m.Pushes, m.URL, m.LastError)
 	}
 	if !m.Live {
-		s += "; answers counted at the end (the raw engine has no per-answer hook)"
+		s += "; answers counted at the end"
 	}
 	return s
 }
@@ -146,9 +146,10 @@ func (e *exporter) report() *MetricsExport {
 	return &rep
 }
 
-// run runs the burst while pushing: the buyers as they are prepared, what is in flight and, on
-// the http engine, every answer as it settles; the raw engine's answers are counted from its
-// records at the end. The final push happens whatever the run did, bounded by the timeout.
+// run runs the burst while pushing: the buyers as they are prepared, what is in flight and every
+// answer as it settles (the http engine's through a wrapped journey, the raw engine's through
+// Plan.Settled); otherwise the answers are counted from the records at the end. The final push
+// happens whatever the run did, bounded by the timeout.
 func (e *exporter) run(ctx context.Context, p loadgen.Plan) (*loadgen.Result, error) {
 	defer e.client.CloseIdleConnections()
 	e.answered = p.Answered
@@ -168,6 +169,8 @@ func (e *exporter) run(ctx context.Context, p loadgen.Plan) (*loadgen.Result, er
 			j = loadgen.Purchase{}
 		}
 		counted.Journey, counted.Engine, e.rep.Live = observed{journey: j, m: e.m}, loadgen.EngineHTTP, true
+	} else if resolved.Engine == loadgen.EngineRaw {
+		counted.Settled, e.rep.Live = e.m.observe, true
 	}
 	loop, stop := context.WithCancel(ctx)
 	done := make(chan struct{})

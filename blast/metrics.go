@@ -97,7 +97,7 @@ func (m *metrics) observe(r *loadgen.Record) {
 
 // observed is a journey that records every attempt of the journey it wraps as it settles, so
 // the counts move during the burst. It only runs on the http engine: the raw engine sends
-// prepared bytes and calls no journey.
+// prepared bytes and calls no journey, but Plan.Settled instead.
 type observed struct {
 	journey loadgen.Journey
 	m       *metrics

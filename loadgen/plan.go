@@ -97,6 +97,10 @@ type Plan struct {
 	// Answered, when set, goes up by one as each click's answer is settled (answered, failed or
 	// timed out, retries included), so a caller can show progress during the burst.
 	Answered *atomic.Int64
+	// Settled, when set, is called with each record the raw engine settles (answered, failed or
+	// timed out), from the engine's goroutines, so a caller can count answers during the burst; the
+	// http engine's attempts run the Journey, which a caller wraps for the same purpose.
+	Settled func(*Record)
 	// Engine sends the requests: EngineAuto (the default, "" too), EngineHTTP or EngineRaw.
 	// Resolve says which one auto picks.
 	Engine string

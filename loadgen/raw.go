@@ -197,6 +197,9 @@ func (p Plan) drive(ctx context.Context, addr string, l *lane, recs []Record) {
 		done := p.now()
 		for _, i := range idx {
 			recs[i].Done, recs[i].Outcome, recs[i].Error = done, TransportError, err.Error()
+			if p.Settled != nil {
+				p.Settled(&recs[i])
+			}
 		}
 		p.settled(len(idx))
 		return
@@ -284,6 +287,9 @@ func (p Plan) exchange(ctx context.Context, conn net.Conn, idx []int, wire [][]b
 		settled, err := p.readAnswer(ctx, br, r)
 		if settled {
 			p.settled(1)
+			if p.Settled != nil {
+				p.Settled(r)
+			}
 		}
 		if err != nil {
 			if settled {

@@ -114,9 +114,9 @@ which engine and timeout produced the numbers, and why auto did not pick raw.
 once more after the last answer) to a Prometheus remote-write receiver, so the burst and the
 server show on one dashboard: fsctl_blast_requests_total{outcome}, the latency histogram
 fsctl_blast_request_duration_seconds, fsctl_blast_in_flight and fsctl_blast_buyers, each labelled
-job="fsctl-blast", burst (the release instant, the same in every shard) and shard. On the raw
-engine the answers land with the final push. A failed push is warned about once and counted in
-the report; it never fails the burst.
+job="fsctl-blast", burst (the release instant, the same in every shard) and shard. Answers are
+counted as they come, on either engine. A failed push is warned about once and counted in the
+report; it never fails the burst.
 
 Exit status: 0 all good, 1 could not run, 2 a bad flag, 3 a threshold missed (--max-p99,
 --min-throughput, --expect-sold), 4 an invariant broken.`,
