@@ -34,7 +34,6 @@ type metricsFlags struct {
 func (m *metricsFlags) bind(f *pflag.FlagSet) {
 	f.StringVar(&m.url, "metrics-remote-write", os.Getenv(envMetricsRemoteWrite), "push the burst's metrics while it runs to this Prometheus "+
 		"remote-write `URL` (e.g. http://prometheus:9090/api/v1/write; Mimir, Grafana Cloud and VictoriaMetrics too; env "+envMetricsRemoteWrite+")")
-	f.Lookup("metrics-remote-write").DefValue = redisconn.Redact(m.url)
 	f.DurationVar(&m.interval, "metrics-interval", blast.DefaultMetricsInterval, "with --metrics-remote-write, the time between pushes")
 	m.header.fromEnv(os.Getenv(envMetricsHeader))
 	f.Var(&m.header, "metrics-header", "with --metrics-remote-write, send this `header` (\"Name: value\") with every push, e.g. the "+

@@ -114,13 +114,15 @@ func checkSharedFlag(t *testing.T, path string, f *pflag.Flag) {
 // command's --help: no secret may show, and an address shows without its password.
 func TestHelpNeverPrintsASecret(t *testing.T) {
 	secrets := map[string]string{
-		envJWTSecret:         "s3cr3t-prod-jwt",
-		envAdminToken:        "s3cr3t-prod-admin-token",
-		envRoomSecret:        "s3cr3t-prod-room",
-		"FSCTL_POSTGRES_URL": "postgres://fsctl:pg-s3cr3t@db.internal:5432/fsctl",
-		"FSCTL_REDIS_URL":    "redis://default:redis-s3cr3t@redis.internal:6379/0",
-		envRoomRedisURL:      "redis://default:room-redis-s3cr3t@room.internal:6379/0",
-		envPaymentURL:        "https://shop:pay-s3cr3t@pay.internal",
+		envJWTSecret:          "s3cr3t-prod-jwt",
+		envAdminToken:         "s3cr3t-prod-admin-token",
+		envRoomSecret:         "s3cr3t-prod-room",
+		"FSCTL_POSTGRES_URL":  "postgres://fsctl:pg-s3cr3t@db.internal:5432/fsctl",
+		"FSCTL_REDIS_URL":     "redis://default:redis-s3cr3t@redis.internal:6379/0",
+		envRoomRedisURL:       "redis://default:room-redis-s3cr3t@room.internal:6379/0",
+		envPaymentURL:         "https://shop:pay-s3cr3t@pay.internal",
+		envMetricsRemoteWrite: "https://grafana:rw-s3cr3t@prometheus.internal/api/v1/write",
+		envMetricsHeader:      "Authorization: Bearer hdr-s3cr3t",
 	}
 	for k, v := range secrets {
 		t.Setenv(k, v)
@@ -133,7 +135,7 @@ func TestHelpNeverPrintsASecret(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s --help: %v", c.CommandPath(), err)
 		}
-		for _, secret := range []string{"s3cr3t-prod", "pg-s3cr3t", "redis-s3cr3t", "pay-s3cr3t"} {
+		for _, secret := range []string{"s3cr3t-prod", "pg-s3cr3t", "redis-s3cr3t", "pay-s3cr3t", "rw-s3cr3t", "hdr-s3cr3t"} {
 			if strings.Contains(out, secret) {
 				t.Errorf("%s --help prints a secret (%s):\n%s", c.CommandPath(), secret, out)
 			}

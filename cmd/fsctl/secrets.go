@@ -13,7 +13,7 @@ import (
 // come from the environment, and --help would print them: hideSecrets keeps them out.
 var (
 	secretFlags = map[string]bool{"jwt-secret": true, "admin-token": true, "room-secret": true}
-	urlFlags    = map[string]bool{"redis-url": true, "postgres-url": true, "room-redis-url": true, "payment-url": true}
+	urlFlags    = map[string]bool{"redis-url": true, "postgres-url": true, "room-redis-url": true, "payment-url": true, "metrics-remote-write": true}
 )
 
 // hideSecrets walks every command under root: a secret flag's default is never shown (--help says
