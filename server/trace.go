@@ -50,9 +50,11 @@ func (s *Server) traceRequest(route string, r *http.Request) (*http.Request, *re
 	}
 	rt := &requestTrace{route: route, start: time.Now()}
 	rt.parent = tracing.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-	ctx, span := s.tracer.Start(rt.parent, route, trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(rt.start),
-		trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.route", route),
-			attribute.String("url.path", r.URL.Path)))
+	ctx, span := s.tracer.Start(rt.parent, route, trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(rt.start))
+	if span.IsRecording() { // attributes are built only for the spans kept: 99% of a burst's are not
+		span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.route", route),
+			attribute.String("url.path", r.URL.Path))
+	}
 	rt.span = span
 	return r.WithContext(context.WithValue(ctx, requestTraceKey{}, rt)), rt
 }
