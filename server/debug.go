@@ -28,6 +28,12 @@ func ServeDebug(ctx context.Context, addr string, log *slog.Logger) error {
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	log.Warn("profiler listening (pprof); keep this address private", "addr", ln.Addr().String(),
 		"example", "go tool pprof http://"+ln.Addr().String()+"/debug/pprof/profile?seconds=10")
+	return serveUntil(ctx, hs, ln)
+}
+
+// serveUntil serves hs on ln until ctx ends, then shuts it down within a second: the operator's
+// listeners (profiler, metrics) have no request worth waiting longer for.
+func serveUntil(ctx context.Context, hs *http.Server, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
