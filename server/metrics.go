@@ -1,8 +1,13 @@
 package server
 
 import (
+	"net/http"
+	"strconv"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/fsctl/fsctl/ingest"
 	"github.com/fsctl/fsctl/lifecycle"
@@ -147,6 +152,23 @@ func newMetrics() *metrics {
 		m.borrowed, m.waitShort, m.replayHandOffs, m.unconfirmed, m.republished, m.repaired, m.paidRecorded,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// handler serves the registry; OpenMetrics when the scraper asks for it, which carries the
+// exemplars (a Prometheus with --enable-feature=exemplar-storage does).
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
+}
+
+// observeRequest records one request's latency; a request whose trace was kept carries its trace
+// id as the observation's exemplar, so a dashboard's latency panel links to a trace of that bucket.
+func (m *metrics) observeRequest(route string, status int, took time.Duration, traceID string) {
+	o := m.requests.WithLabelValues(route, strconv.Itoa(status))
+	if traceID == "" {
+		o.Observe(took.Seconds())
+		return
+	}
+	o.(prometheus.ExemplarObserver).ObserveWithExemplar(took.Seconds(), prometheus.Labels{"trace_id": traceID})
 }
 
 // buildInfo exports fsctl_build_info{version,commit} = 1: which build an instance runs, in a

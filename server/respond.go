@@ -91,7 +91,7 @@ func (s *Server) instrument(route string, h http.HandlerFunc) http.Handler {
 		r, rt := s.traceRequest(route, r)
 		h(rec, r)
 		rt.end(r, s.tracer, rec.status)
-		s.metrics.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Observe(time.Since(start).Seconds())
+		s.metrics.observeRequest(route, rec.status, time.Since(start), rt.sampledID())
 	})
 }
 

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fsctl/fsctl/auth"
@@ -240,7 +239,7 @@ func (s *Server) Handler() http.Handler {
 	})
 	route("GET /readyz", s.handleReady)
 	if s.cfg.MetricsAddr == "" {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+		mux.Handle("GET /metrics", s.metrics.handler())
 	}
 	return s.jsonFallback(mux)
 }

@@ -128,3 +128,12 @@ func endReserve(span trace.Span, rv stock.Reservation, err error) {
 	}
 	span.End()
 }
+
+// sampledID is the trace id of a request whose trace is kept whole, for the latency histogram's
+// exemplar; empty otherwise.
+func (rt *requestTrace) sampledID() string {
+	if rt == nil || !rt.span.SpanContext().IsSampled() {
+		return ""
+	}
+	return rt.span.SpanContext().TraceID().String()
+}

@@ -60,6 +60,11 @@ func TestOnePurchaseIsOneTrace(t *testing.T) {
 		t.Error("the consumer's parent is not remote: its context did not come from the message")
 	}
 	wantAttr(t, process, "fsctl.result", attribute.StringValue("placed"))
+	// The latency histogram links to the trace: its observation carries the trace id (OpenMetrics).
+	_, metrics := e.do(http.MethodGet, "/metrics", "", map[string]string{"Accept": "application/openmetrics-text; version=1.0.0"}, nil)
+	if want := `trace_id="` + root.SpanContext().TraceID().String() + `"`; !strings.Contains(metrics, want) {
+		t.Errorf("no exemplar %s on the request latency histogram", want)
+	}
 	wantAttr(t, one(t, byName, "reserve"), "fsctl.outcome", attribute.StringValue("RESERVED"))
 }
 
