@@ -7,6 +7,7 @@
 package blast
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -151,6 +152,10 @@ func run(ctx context.Context, p loadgen.Plan, progress io.Writer, exp *exporter)
 		fmt.Fprintf(progress, "preparing buyers: %d/%d (%d%%)\n", done, total, done*100/total)
 	}
 	fmt.Fprintln(progress, p.Resolve())
+	if rf := p.Refresh; rf != nil {
+		fmt.Fprintf(progress, "page reads: %.0f%% of the buyers refresh the sale page %d times in the %s before the release and %d after it, over their own pool of %d connections\n",
+			rf.Share*100, rf.Before, rf.Window, rf.After, cmp.Or(p.ReadConns, loadgen.DefaultReadConns))
+	}
 	fmt.Fprintf(progress, "release at %s (in %s)\n", p.At.Format(time.RFC3339Nano), time.Until(p.At).Round(time.Millisecond))
 	p.Answered = new(atomic.Int64)
 	stop := showBurstProgress(progress, p.At, p.Answered)
@@ -165,12 +170,25 @@ func run(ctx context.Context, p loadgen.Plan, progress io.Writer, exp *exporter)
 	if err != nil {
 		return nil, err
 	}
+	if late := lateReads(res); late > 100*time.Millisecond {
+		fmt.Fprintf(progress, "warning: page loads went out up to %s after their slot (a buyer's previous load still unanswered, or this process busy "+
+			"with the burst); their latency counts from the slot, so it includes that wait\n", late.Round(time.Millisecond))
+	}
 	if late := res.Released.Sub(res.At); late > 100*time.Millisecond {
 		fmt.Fprintf(progress, "warning: the release opened %s late: preparing the buyers took %s; give --in (or --at) more time, "+
 			"or mint the tokens ahead with `fsctl profile tokens` (an RS256 token costs about a millisecond)\n",
 			late.Round(time.Millisecond), res.Prepared.Round(time.Millisecond))
 	}
 	return res, nil
+}
+
+// lateReads is how long after its slot the latest page load was written.
+func lateReads(res *loadgen.Result) time.Duration {
+	var late time.Duration
+	for _, r := range res.Reads {
+		late = max(late, r.Skew())
+	}
+	return late
 }
 
 // explainProbe adds to a failed probe the TLS flag that fixes it. Over HTTP/2 a TLS alert from

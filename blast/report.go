@@ -83,6 +83,11 @@ type Summary struct {
 	Verdicts    []finding.Finding `json:"verdicts"`
 	// Failures are the thresholds the run missed.
 	Failures []string `json:"thresholdFailures,omitempty"`
+	// Reads is the page traffic beside the purchases (--refreshes) and Polling the order polling
+	// after each 202 (--poll-order); nil when the burst had none. Latency, Outcomes and the
+	// verdicts are the purchases' alone.
+	Reads   *ReadSummary `json:"reads,omitempty"`
+	Polling *PollSummary `json:"orderPolling,omitempty"`
 	// Metrics is how the pushes to the remote-write receiver went; nil when the burst had none.
 	Metrics *MetricsExport `json:"metricsRemoteWrite,omitempty"`
 }
@@ -179,6 +184,7 @@ func Summarize(res *loadgen.Result, verdicts []finding.Finding) Summary {
 		s.Outcomes = append(s.Outcomes, OutcomeRow{Outcome: c, Count: n, Latency: per[c].dist()})
 	}
 	s.Protocol = protocolOf(protocols)
+	s.Reads, s.Polling = summarizeReads(res), summarizePolls(res)
 	s.ConnsUsed = len(conns)
 	for _, n := range conns {
 		s.PerConnMax = max(s.PerConnMax, n)
@@ -244,6 +250,9 @@ func (s Summary) Render(w io.Writer) error {
 	if s.Engine != "" {
 		fmt.Fprintln(w, s.Settings())
 	}
+	if s.Reads != nil {
+		fmt.Fprintln(w, "purchases (writes; the page reads have their own table below):")
+	}
 	// Headers as written: the automatic format would split "P99.9" into "P 99 . 9".
 	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
 	t.Header("OUTCOME", "REQUESTS", "MIN MS", "MEAN MS", "P50 MS", "P90 MS", "P99 MS", "P99.9 MS", "P99.99 MS", "MAX MS")
@@ -279,6 +288,9 @@ func (s Summary) Render(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "connections: pool of %d %s connections, %d used, %.1f requests per connection (max %d) - not one socket per buyer\n",
 		s.Conns, s.Protocol, s.ConnsUsed, s.PerConnMean, s.PerConnMax)
+	if err := s.renderReads(w); err != nil {
+		return err
+	}
 	if s.Metrics != nil {
 		fmt.Fprintln(w, s.Metrics)
 	}

@@ -39,6 +39,8 @@ func TestAutoEngine(t *testing.T) {
 		{"retries", func(p *loadgen.Plan) { p.Retries = 2 }, loadgen.EngineHTTP, true, "retries"},
 		{"replays", func(p *loadgen.Plan) { p.Replays = 1 }, loadgen.EngineHTTP, true, "replays"},
 		{"pay step", func(p *loadgen.Plan) { p.After = &loadgen.AfterPurchase{Pay: 1} }, loadgen.EngineHTTP, true, "pay"},
+		{"page refreshes", func(p *loadgen.Plan) { p.Refresh = &loadgen.Refresh{Before: 10, Window: time.Second, Share: 1} }, loadgen.EngineRaw, true, ""},
+		{"order polling", func(p *loadgen.Plan) { p.Poll = &loadgen.OrderPoll{Interval: time.Millisecond, Wait: time.Second} }, loadgen.EngineHTTP, true, "polling"},
 		{"https target", func(p *loadgen.Plan) { p.BaseURL = "https://shop.example" }, loadgen.EngineHTTP, true, "http://"},
 		{"waiting room", func(p *loadgen.Plan) { p.Journey = &loadgen.Room{MaxPoll: time.Second, Wait: time.Minute} }, loadgen.EngineHTTP, true, "journey"},
 		{"explicit http", func(p *loadgen.Plan) { p.Engine = loadgen.EngineHTTP }, loadgen.EngineHTTP, false, ""},

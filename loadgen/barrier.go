@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -29,6 +30,15 @@ type Result struct {
 	Records  []Record
 	// FollowUps is what every reserved buyer did next, when the plan has After.
 	FollowUps []FollowUp
+	// Reads are the page loads of the plan's Refresh, apart from Records: the invariants judge the
+	// purchases alone. Persisted is how each reservation reached PostgreSQL, when the plan has Poll.
+	Reads     []Record
+	Persisted []Persistence
+	// Refresh and Poll are the plan's, ReadConns the size of the pool the reads and polls shared
+	// (0 when there were none).
+	Refresh   *Refresh
+	Poll      *OrderPoll
+	ReadConns int
 }
 
 // fileHeadroom is kept free of the pool for the process's own files, the resolver and the like.
@@ -70,7 +80,11 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckFiles(p.Conns, limit); err != nil {
+	files := p.Conns
+	if p.reads() {
+		files += p.readConns()
+	}
+	if err := CheckFiles(files, limit); err != nil {
 		return nil, err
 	}
 	p.Profile = p.target()
@@ -88,25 +102,46 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.Engine == EngineRaw {
-		res, err := p.runRaw(ctx, clicks, begin)
-		if res != nil {
-			res.Resolved = settled
-		}
-		return res, err
+	reads, err := p.startReads(ctx)
+	if err != nil {
+		return nil, err
 	}
+	var res *Result
+	if p.Engine == EngineRaw {
+		res, err = p.runRaw(ctx, clicks, begin)
+	} else {
+		res, err = p.runHTTP(ctx, clicks, begin, reads)
+	}
+	readRecs := reads.finish(err != nil)
+	if err != nil {
+		return nil, err
+	}
+	res.Resolved = settled
+	if reads != nil {
+		res.Reads, res.Refresh, res.Poll, res.ReadConns = readRecs, p.Refresh, p.Poll, p.readConns()
+	}
+	return res, nil
+}
+
+// runHTTP is Run on the net/http engine: one goroutine per click, every journey, the follow-ups
+// after a reservation (the order polls over the reads' pool).
+func (p Plan) runHTTP(ctx context.Context, clicks []click, begin time.Time, reads *readSide) (*Result, error) {
 	client := p.NewClient(p.Conns, p.Timeout)
 	defer client.CloseIdleConnections()
 	if err := warm(ctx, client, p.BaseURL, p.healthPath(), p.Conns); err != nil {
 		return nil, err
 	}
-	res := &Result{At: p.At, Buyers: len(clicks) / p.Clicks, Conns: p.Conns, Prepared: p.now().Sub(begin), Resolved: settled}
-	out := make([][]Record, len(clicks))
-	follow := make([]*FollowUp, len(clicks))
+	var readClient *http.Client
+	if reads != nil {
+		readClient = reads.client
+	}
+	res := &Result{At: p.At, Buyers: len(clicks) / p.Clicks, Conns: p.Conns, Prepared: p.now().Sub(begin)}
+	out := make([]bought, len(clicks))
 	run := func(i int) {
-		out[i], follow[i] = p.buy(ctx, client, clicks[i])
+		out[i] = p.buy(ctx, client, readClient, clicks[i])
 		p.settled(1)
 	}
+	var err error
 	if p.Schedule == nil {
 		err = p.burst(ctx, clicks, run, res)
 	} else {
@@ -115,10 +150,13 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i, rs := range out {
-		res.Records = append(res.Records, rs...)
-		if follow[i] != nil {
-			res.FollowUps = append(res.FollowUps, *follow[i])
+	for _, b := range out {
+		res.Records = append(res.Records, b.recs...)
+		if b.follow != nil {
+			res.FollowUps = append(res.FollowUps, *b.follow)
+		}
+		if b.persisted != nil {
+			res.Persisted = append(res.Persisted, *b.persisted)
 		}
 	}
 	return res, nil
@@ -162,19 +200,30 @@ func (p Plan) open(ctx context.Context, clicks []click, run func(int), res *Resu
 	return nil
 }
 
-// buy fires one click and, when it reserved and the plan says so, pays, cancels or abandons.
-func (p Plan) buy(ctx context.Context, client *http.Client, c click) ([]Record, *FollowUp) {
-	recs := p.fire(ctx, client, c)
-	if p.After == nil {
-		return recs, nil
+// bought is what one click came to: its records and, for a reservation, what its buyer did next.
+type bought struct {
+	recs      []Record
+	follow    *FollowUp
+	persisted *Persistence
+}
+
+// buy fires one click and, when it reserved, polls the order until it is persisted (over the
+// reads' client) and then pays, cancels or abandons, as far as the plan says so.
+func (p Plan) buy(ctx context.Context, client, reads *http.Client, c click) bought {
+	b := bought{recs: p.fire(ctx, client, c)}
+	i := slices.IndexFunc(b.recs, func(r Record) bool { return r.Outcome == outcome.Reserved && r.OrderID != "" })
+	if i < 0 {
+		return b
 	}
-	for _, r := range recs {
-		if r.Outcome == outcome.Reserved && r.OrderID != "" {
-			f := p.After.followUp(ctx, client, p.BaseURL, c.token, r.Buyer, r.OrderID, p.Timeout, p.now)
-			return recs, &f
-		}
+	if p.Poll != nil {
+		ps := p.Poll.poll(ctx, reads, p.BaseURL, c.token, b.recs[i], p.now)
+		b.persisted = &ps
 	}
-	return recs, nil
+	if p.After != nil {
+		f := p.After.followUp(ctx, client, p.BaseURL, c.token, b.recs[i].Buyer, b.recs[i].OrderID, p.Timeout, p.now)
+		b.follow = &f
+	}
+	return b
 }
 
 // prepare mints every buyer's token and builds every click's request before the start. Buyers

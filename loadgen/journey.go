@@ -75,6 +75,15 @@ func fresh(ctx context.Context, req *http.Request) (*http.Request, error) {
 
 // send runs one traced request and classifies its answer.
 func send(ctx context.Context, c *http.Client, req *http.Request, cls *Classifier, now func() time.Time, rec *Record) {
+	if resp, body, ok := exchange(ctx, c, req, now, rec); ok {
+		rec.Outcome, rec.OrderID = cls.Classify(resp.StatusCode, body)
+	}
+}
+
+// exchange runs one traced request and fills rec with its times, status and size; it returns the
+// answer and its body (read up to maxBody) when a whole answer came, and records the failure in
+// rec otherwise. send classifies what it returns; a page read keeps the answer's ETag.
+func exchange(ctx context.Context, c *http.Client, req *http.Request, now func() time.Time, rec *Record) (*http.Response, []byte, bool) {
 	// WroteRequest runs on the transport's writer goroutine, which may still be running when Do
 	// returns early (an answer before the body is out): hand its time over atomically.
 	var wrote, first atomic.Int64
@@ -103,7 +112,7 @@ func send(ctx context.Context, c *http.Client, req *http.Request, cls *Classifie
 	if err != nil {
 		rec.Done = now()
 		rec.failed(err)
-		return
+		return nil, nil, false
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	resp.Body.Close()
@@ -111,9 +120,9 @@ func send(ctx context.Context, c *http.Client, req *http.Request, cls *Classifie
 	rec.Status, rec.Proto, rec.BytesIn = resp.StatusCode, resp.Proto, len(body)
 	if err != nil {
 		rec.failed(err)
-		return
+		return nil, nil, false
 	}
-	rec.Outcome, rec.OrderID = cls.Classify(resp.StatusCode, body)
+	return resp, body, true
 }
 
 // failed records a request that got no whole answer: TIMEOUT when the network gave up waiting,

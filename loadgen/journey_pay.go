@@ -86,13 +86,14 @@ func (a AfterPurchase) followUp(ctx context.Context, c *http.Client, base, token
 	if f.Action == Pay {
 		method, body = http.MethodPost, fmt.Sprintf(`{"paymentToken":%q}`, cmp.Or(a.PaymentToken, "tok_ok"))
 	}
-	url := fmt.Sprintf("%s/api/v1/orders/%s", base, orderID)
+	url := orderURL(base, orderID)
 	if f.Action == Pay {
 		url += "/pay"
 	}
 	deadline := now().Add(timeout)
 	for {
-		f.Status, f.Answer, f.Error = orderCall(ctx, c, method, url, token, body)
+		a := orderCall(ctx, c, method, url, token, body)
+		f.Status, f.Answer, f.Error = a.Status, a.Code, a.Error
 		if !slices.Contains(notYet, outcome.Code(f.Answer)) || now().After(deadline) {
 			return f
 		}
@@ -104,11 +105,24 @@ func (a AfterPurchase) followUp(ctx context.Context, c *http.Client, base, token
 	}
 }
 
+// orderURL is fsctl serve's address of one order.
+func orderURL(base, orderID string) string { return fmt.Sprintf("%s/api/v1/orders/%s", base, orderID) }
+
+// orderAnswer is what an order call said: the HTTP status, the order's status or the error code
+// (HTTP_<status> when the body says neither, TRANSPORT_ERROR with Error when there was no
+// answer), and whether the order is in PostgreSQL yet (GET's persisted).
+type orderAnswer struct {
+	Status    int
+	Code      string
+	Persisted bool
+	Error     string
+}
+
 // orderCall sends one order call and reads its status or error code.
-func orderCall(ctx context.Context, c *http.Client, method, url, token, body string) (int, string, string) {
+func orderCall(ctx context.Context, c *http.Client, method, url, token, body string) orderAnswer {
 	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
 	if err != nil {
-		return 0, string(TransportError), err.Error()
+		return orderAnswer{Code: string(TransportError), Error: err.Error()}
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	if body != "" {
@@ -116,13 +130,16 @@ func orderCall(ctx context.Context, c *http.Client, method, url, token, body str
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return 0, string(TransportError), err.Error()
+		return orderAnswer{Code: string(TransportError), Error: err.Error()}
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	var ans struct{ Status, Error string }
-	if err := json.Unmarshal(raw, &ans); err != nil || cmp.Or(ans.Error, ans.Status) == "" {
-		return resp.StatusCode, fmt.Sprintf("HTTP_%d", resp.StatusCode), "unreadable answer"
+	var ans struct {
+		Status, Error string
+		Persisted     bool
 	}
-	return resp.StatusCode, cmp.Or(ans.Error, ans.Status), ""
+	if err := json.Unmarshal(raw, &ans); err != nil || cmp.Or(ans.Error, ans.Status) == "" {
+		return orderAnswer{Status: resp.StatusCode, Code: fmt.Sprintf("HTTP_%d", resp.StatusCode), Error: "unreadable answer"}
+	}
+	return orderAnswer{Status: resp.StatusCode, Code: cmp.Or(ans.Error, ans.Status), Persisted: ans.Persisted}
 }

@@ -90,6 +90,12 @@ type Plan struct {
 	Schedule *Schedule
 	// After, when set, is what buyers do with a reservation: pay, cancel or abandon it.
 	After *AfterPurchase
+	// Refresh, when set, is the buyers' page traffic around the release; Poll, when set, makes
+	// every reserved buyer poll its order until it is persisted. Both go over a pool of their own,
+	// ReadConns connections (0 means DefaultReadConns), apart from the purchases'.
+	Refresh   *Refresh
+	Poll      *OrderPoll
+	ReadConns int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Progress, when set, is told how many buyers are prepared, about every 10%.
@@ -147,6 +153,9 @@ func (p Plan) Validate() error {
 		return err
 	}
 	if err := p.enoughUsers(); err != nil {
+		return err
+	}
+	if err := p.validateReads(); err != nil {
 		return err
 	}
 	if _, room := p.Journey.(*Room); (room || p.After != nil) && p.Profile != nil && !p.Profile.IsDeep() {

@@ -44,6 +44,10 @@ func (p Plan) rawSupported() error {
 		return errors.New("retries and replays need --engine http")
 	case p.After != nil:
 		return errors.New("pay, cancel or abandon after the purchase needs --engine http")
+	case p.Poll != nil:
+		// The raw engine reads a lane's answers in order and has no buyer left to act on one.
+		// Page refreshes need nothing of it: they go over their own pool on either engine.
+		return errors.New("polling the order after a 202 needs --engine http")
 	case !strings.HasPrefix(p.target().Purchase.URL, "/"):
 		return errors.New("the raw engine sends the purchase to the target's own host: a profile whose purchase.url is a whole URL needs --engine http")
 	}

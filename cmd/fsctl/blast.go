@@ -59,6 +59,7 @@ type blastOptions struct {
 	tls           loadgen.TLSFiles
 	tokens        string
 	metrics       metricsFlags
+	reads         readFlags
 }
 
 func newBlastCmd(sub ...*cobra.Command) *cobra.Command {
@@ -105,10 +106,23 @@ multiplexed over a few connections. The report's connections line names the prot
 answers came over (h2, h2c, HTTP/1.1, HTTP/1.1 over TLS).
 
 --engine auto (the default) sends a direct purchase to an http:// target with the raw engine,
-the fastest release, and anything raw cannot send (--retries, --replays, --room, --pay/--cancel,
+the fastest release, and anything raw cannot send (--retries, --replays, --room, --pay/--cancel, --poll-order,
 https://, --http 2, a profile whose purchase URL is a whole URL) with net/http; --timeout 0 (the default)
 sizes each request's bound to the burst, 10s + 1s per 2,000 clicks. The report's engine line says
 which engine and timeout produced the numbers, and why auto did not pick raw.
+
+--refreshes 10 is the read side of a sale: every buyer also loads the sale page (fsctl serve's
+cached read model, GET /api/v1/sales/SALE; another target's profile http.salePage) 10 times,
+evenly over the --refresh-window (10s) that ends at the release, revalidating with the page's ETag
+as a browser does (200 or 304); --refreshes-after N adds loads after it, --refreshers 0.5 makes only
+half the buyers refresh. The reads go over their own pool (--read-conns), on either engine, so the
+purchases still leave at one instant on their own connections; the report gives the reads a table
+of their own (latency from each load's slot, by status) beside the purchases' numbers, which are
+what the invariants judge. Without --in or --at the release waits until the window fits. --poll-order
+makes every RESERVED buyer poll GET /api/v1/orders/ID every --poll-interval until it says persisted
+(in PostgreSQL) or --poll-wait passes; the report gives the time from the 202 to persisted (p50,
+p99, p99.9, max) and the orders never persisted. Polling needs the http engine: auto picks it and
+says why.
 
 --metrics-remote-write URL pushes the burst's numbers while it runs (every --metrics-interval, and
 once more after the last answer) to a Prometheus remote-write receiver, so the burst and the
@@ -148,6 +162,7 @@ Exit status: 0 all good, 1 could not run, 2 a bad flag, 3 a threshold missed (--
 			if cmd.Flags().Changed("redis-url") || cmd.Flags().Changed("postgres-url") {
 				o.checkState = true
 			}
+			o.reads.inGiven = cmd.Flags().Changed("in")
 			return runBlast(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
@@ -187,14 +202,14 @@ Exit status: 0 all good, 1 could not run, 2 a bad flag, 3 a threshold missed (--
 	f.DurationVar(&o.roomWait, "room-wait", 2*time.Minute, "with --room, give up (TIMEOUT) on a buyer not admitted this long after its intended time")
 	f.Float64Var(&o.pay, "pay", 0, "probability that a reserved buyer pays (the rest of --pay and --cancel abandon the hold)")
 	f.Float64Var(&o.cancel, "cancel", 0, "probability that a reserved buyer cancels")
-	f.Uint64Var(&o.seed, "seed", 1, "seed of the buyers' pay/cancel/abandon decisions (the same seed picks the same buyers)")
+	f.Uint64Var(&o.seed, "seed", 1, "seed of the buyers' choices: pay/cancel/abandon, and who refreshes under --refreshers (the same seed picks the same buyers)")
 	f.StringVar(&o.rate, "rate", "", "open model: release buyers at this rate (e.g. 500/s) from the release instant instead of all at once")
 	f.DurationVar(&o.ramp, "ramp", 0, "with --rate, climb from 0 to the rate over this long first")
 	f.DurationVar(&o.duration, "duration", 0, "with --rate, run this long: the buyers are as many as the schedule releases in it (instead of --buyers)")
 	f.DurationVar(&o.maxSkew, "max-skew", defaultMaxSkew, "largest clock difference allowed between this machine and the checkout: blast refuses to run beyond it (0: do not check)")
 	f.StringVar(&o.tokens, "tokens", "", "buyers' tokens minted ahead (fsctl profile tokens), replacing the profile's token section: its users are the buyers")
 	f.StringVar(&o.engine, "engine", loadgen.EngineAuto, "how requests are sent: auto (raw wherever the burst allows, else http; the report names the engine used and why), "+
-		"http (net/http: every journey, --retries, --replays, --room, --pay/--cancel, https://) or raw (pre-built HTTP/1.1 bytes pipelined over raw connections: "+
+		"http (net/http: every journey, --retries, --replays, --room, --pay/--cancel, --poll-order, https://) or raw (pre-built HTTP/1.1 bytes pipelined over raw connections: "+
 		"the direct purchase to an http:// target only, fastest release; refused where it cannot run)")
 	f.StringVar(&o.http, "http", loadgen.HTTPAuto, "HTTP version of the http engine: auto (h2 when an https:// target's TLS handshake offers it, else HTTP/1.1; "+
 		"HTTP/1.1 to an http:// target), 2 (HTTP/2 only: h2 over TLS, h2c with prior knowledge over http://) or 1.1")
@@ -204,6 +219,7 @@ Exit status: 0 all good, 1 could not run, 2 a bad flag, 3 a threshold missed (--
 	f.StringVar(&o.tls.ServerName, "server-name", "", "name to send in SNI and check the target's certificate against, instead of the --target host")
 	f.BoolVar(&o.tls.Insecure, "insecure", false, "do not verify the target's certificate (tests against a throwaway certificate only; prints a warning)")
 	o.metrics.bind(f)
+	o.reads.bind(f)
 	return cmd
 }
 
@@ -251,6 +267,9 @@ func (o blastOptions) plan(now time.Time) (loadgen.Plan, map[loadgen.Target]load
 		return p, nil, errors.New("--shard splits one burst over processes: give them all the same --at")
 	}
 	if err := o.openModel(&p); err != nil {
+		return p, nil, err
+	}
+	if err := o.reads.apply(&p, o.at, now, o.seed); err != nil {
 		return p, nil, err
 	}
 	if o.pay != 0 || o.cancel != 0 {
