@@ -129,3 +129,31 @@ drill: stack-up ## the drill (burst, settle, reconcile) against fsctl serve and 
 clean: ## remove build outputs (the stack's data in .stack stays; `make stack-down` then rm -rf .stack)
 	rm -rf bin
 	$(GO) clean -testcache
+
+# The reservation service's gRPC contract: reservation/reservationpb is generated from
+# proto/fsctl/reservation/v1/reservation.proto and checked in; this regenerates it with pinned
+# generators (protoc from the OS packages, protoc-gen-go at go.mod's protobuf version).
+PROTOC_GEN_GO_VERSION ?= $(shell $(GO) list -m -f '{{.Version}}' google.golang.org/protobuf)
+PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.0
+GOBIN_DIR = $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)
+.PHONY: proto proto-tools proto-check
+proto-tools:
+	@command -v protoc >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq protobuf-compiler; }
+	@[ "$$($(GOBIN_DIR)/protoc-gen-go --version 2>/dev/null)" = "protoc-gen-go $(PROTOC_GEN_GO_VERSION)" ] || \
+		GOFLAGS= $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	@[ "$$($(GOBIN_DIR)/protoc-gen-go-grpc --version 2>/dev/null)" = "protoc-gen-go-grpc $(PROTOC_GEN_GO_GRPC_VERSION:v%=%)" ] || \
+		GOFLAGS= $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+
+proto: proto-tools ## regenerate reservation/reservationpb from proto/ (installs protoc and the Go plugins if missing)
+	PATH="$(GOBIN_DIR):$$PATH" protoc -I proto \
+		--go_out=. --go_opt=module=github.com/fsctl/fsctl \
+		--go-grpc_out=. --go-grpc_opt=module=github.com/fsctl/fsctl \
+		proto/fsctl/reservation/v1/reservation.proto
+
+proto-check: proto-tools ## fail when the checked-in reservation/reservationpb is not what `make proto` makes now
+	@tmp=$$(mktemp -d) && PATH="$(GOBIN_DIR):$$PATH" protoc -I proto \
+		--go_out=$$tmp --go_opt=module=github.com/fsctl/fsctl \
+		--go-grpc_out=$$tmp --go-grpc_opt=module=github.com/fsctl/fsctl \
+		proto/fsctl/reservation/v1/reservation.proto && \
+	diff -r $$tmp/reservation/reservationpb reservation/reservationpb && echo "reservationpb is current"; \
+	rc=$$?; rm -rf $$tmp; exit $$rc

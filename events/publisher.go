@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -74,6 +75,12 @@ func (p *Publisher) Close() error {
 // EnsureTopic creates topic with the given partition count if it does not exist. Replication is 1
 // on a single broker and up to 3 otherwise, with min.insync.replicas 2 at three.
 func EnsureTopic(ctx context.Context, brokers []string, topic string, partitions int) error {
+	return ensureTopic(ctx, brokers, topic, partitions)
+}
+
+// ensureTopic creates topic with the replication EnsureTopic describes and the extra settings, if
+// it does not exist, and waits until every partition has a leader.
+func ensureTopic(ctx context.Context, brokers []string, topic string, partitions int, settings ...kafka.ConfigEntry) error {
 	conn, err := dial(ctx, brokers)
 	if err != nil {
 		return err
@@ -92,13 +99,12 @@ func EnsureTopic(ctx context.Context, brokers []string, topic string, partitions
 		return fmt.Errorf("dial kafka controller: %w", err)
 	}
 	defer cc.Close()
-	tc := kafka.TopicConfig{Topic: topic, NumPartitions: partitions, ReplicationFactor: min(len(bs), 3)}
+	tc := kafka.TopicConfig{Topic: topic, NumPartitions: partitions, ReplicationFactor: min(len(bs), 3), ConfigEntries: settings}
 	if tc.ReplicationFactor >= 3 {
 		// acks=all then waits for two copies: one broker lost loses no acknowledged order.
-		tc.ConfigEntries = []kafka.ConfigEntry{{ConfigName: "min.insync.replicas", ConfigValue: "2"}}
+		tc.ConfigEntries = append(tc.ConfigEntries, kafka.ConfigEntry{ConfigName: "min.insync.replicas", ConfigValue: "2"})
 	}
-	err = cc.CreateTopics(tc)
-	if err != nil && err != kafka.TopicAlreadyExists {
+	if err := cc.CreateTopics(tc); err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
 		return fmt.Errorf("create topic %s: %w", topic, err)
 	}
 	return waitForLeaders(ctx, conn, topic)

@@ -109,8 +109,15 @@ type Recorder struct {
 	metrics Metrics
 	// tracer is nil unless Trace turned tracing on.
 	tracer trace.Tracer
-	log    *slog.Logger
+	// recorded, when set, hears the items of each recorded batch (OnRecorded).
+	recorded func(items []stock.ItemRef)
+	log      *slog.Logger
 }
+
+// OnRecorded sets a hook that hears, after each recorded batch, the items its orders were for:
+// their Redis stock changed when those orders were reserved (or refused and released), so the
+// stock read model publishes their snapshots (package readmodel). It must not block.
+func (c *Recorder) OnRecorded(fn func(items []stock.ItemRef)) { c.recorded = fn }
 
 // NewRecorder returns a Recorder; dlq may be nil (see Recorder).
 func NewRecorder(placer Placer, release Releaser, dlq DeadLetters, m Metrics, log *slog.Logger) *Recorder {
@@ -375,7 +382,24 @@ func (c *Recorder) Record(ctx context.Context, batch []kafka.Message) (err error
 		c.metrics.Stale(stale)
 	}
 	c.count(persisted, dups, len(settle), dead)
+	c.tellRecorded(placed)
 	return nil
+}
+
+// tellRecorded gives the OnRecorded hook each item of the batch's orders once.
+func (c *Recorder) tellRecorded(placed []events.OrderPlaced) {
+	if c.recorded == nil || len(placed) == 0 {
+		return
+	}
+	seen := map[string]bool{}
+	var items []stock.ItemRef
+	for _, e := range placed {
+		if k := e.SaleID + "/" + e.ItemID; !seen[k] {
+			seen[k] = true
+			items = append(items, stock.ItemRef{SaleID: e.SaleID, ItemID: e.ItemID, Shards: e.Shards})
+		}
+	}
+	c.recorded(items)
 }
 
 // markPaid records the batch's payments and returns the paid holds to settle in Redis, and dead

@@ -119,6 +119,9 @@ type Deps struct {
 	Enabled func(job string) bool
 	// Tracer traces the payment saga's steps and each job round; nil: off.
 	Tracer trace.TracerProvider
+	// StockChanged, when set, hears each item a release returned a unit to, so the stock read
+	// model publishes its snapshot (package readmodel). It must not block.
+	StockChanged func(item stock.ItemRef)
 }
 
 // Service runs the payment saga, cancellations and the background jobs.
@@ -159,6 +162,15 @@ func (s *Service) release(ctx context.Context, o orders.Order, reason string) {
 	}
 	if released && s.Metrics.Released != nil {
 		s.Metrics.Released(reason)
+	}
+	if released {
+		s.stockChanged(o.SaleID, o.ItemID, o.Shards)
+	}
+}
+
+func (s *Service) stockChanged(saleID, itemID string, shards int) {
+	if s.StockChanged != nil {
+		s.StockChanged(stock.ItemRef{SaleID: saleID, ItemID: itemID, Shards: shards})
 	}
 }
 

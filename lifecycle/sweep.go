@@ -134,6 +134,7 @@ func (s *Service) sweepHold(ctx context.Context, saleID string, it sale.Item, h 
 			if s.Metrics.Released != nil {
 				s.Metrics.Released("swept")
 			}
+			s.stockChanged(saleID, it.ID, it.ShardCount())
 		}
 	}
 	return nil

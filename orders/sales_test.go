@@ -32,7 +32,7 @@ func TestSaveLoadSaleRoundTrip(t *testing.T) {
 		sale.Item{ID: "a-hat", Name: "Hat", Quantity: 3, PriceCents: 1500, Shards: 1},
 	)
 	want.ClosesAt = want.OpensAt.Add(time.Hour)
-	want.WaitReplicas, want.WaitTimeout = 1, 20*time.Millisecond
+	want.WaitReplicas, want.WaitTimeout, want.WaitPolicy = 1, 20*time.Millisecond, sale.WaitPolicyRelease
 	want.Room = sale.Room{Enabled: true, AdmissionRate: 12.5, MaxActive: 300, FairStart: sale.FairStartRandom,
 		WaiterTTL: 30 * time.Second, ActiveTTL: time.Minute, PowDifficulty: 8, FailMode: sale.FailOpen}
 	want.RateLimits = sale.RateLimits{PerUser: 5, PerUserBurst: 10, PerAddress: 50, PerAddressBurst: 50}

@@ -44,12 +44,25 @@ type Sale struct {
 	// acknowledged it, or WaitTimeout passed, so a failover loses fewer reservations.
 	WaitReplicas int           `yaml:"waitReplicas,omitempty" json:"waitReplicas,omitempty"`
 	WaitTimeout  time.Duration `yaml:"waitTimeout,omitempty" json:"waitTimeout,omitempty"`
+	// WaitPolicy is what a reserve does when fewer than WaitReplicas replicas acknowledged it in
+	// time: WaitPolicyCount (the default) or WaitPolicyRelease. Only with WaitReplicas.
+	WaitPolicy string `yaml:"waitPolicy,omitempty" json:"waitPolicy,omitempty"`
 	// Room is the waiting room in front of the purchase path; off unless Room.Enabled.
 	Room Room `yaml:"room,omitempty" json:"room,omitzero"`
 	// RateLimits cap requests per buyer and per client address on the queue and purchase endpoints.
 	RateLimits RateLimits `yaml:"rateLimits,omitempty" json:"rateLimits,omitzero"`
 	Items      []Item     `yaml:"items" json:"items"`
 }
+
+// Policies of a reserve that fewer replicas acknowledged than the sale's waitReplicas asked for.
+const (
+	// WaitPolicyCount answers RESERVED anyway and counts the short WAIT: the order's durability
+	// comes from Kafka, and a failover that loses the hold in Redis leaves it to reconcile.
+	WaitPolicyCount = "count"
+	// WaitPolicyRelease releases the reservation at once, before anything reaches Kafka, and tells
+	// the buyer to retry: no buyer hears RESERVED for a hold only the master has.
+	WaitPolicyRelease = "release"
+)
 
 // Fair-start orders of the buyers who join the waiting room before the sale opens.
 const (
@@ -168,6 +181,9 @@ func (s *Sale) Normalize() {
 	if s.WaitReplicas > 0 && s.WaitTimeout == 0 {
 		s.WaitTimeout = DefaultWaitTimeout
 	}
+	if s.WaitReplicas > 0 && s.WaitPolicy == "" {
+		s.WaitPolicy = WaitPolicyCount
+	}
 	s.Room.normalize()
 	if s.RateLimits.PerUserBurst == 0 {
 		s.RateLimits.PerUserBurst = s.RateLimits.PerUser
@@ -208,6 +224,13 @@ func (s Sale) Validate() error {
 	}
 	if s.WaitTimeout < 0 || s.WaitTimeout > 5*time.Second {
 		return invalid("waitTimeout", "sale %s: waitTimeout %s: must be between 0 and 5s", s.ID, s.WaitTimeout)
+	}
+	switch {
+	case s.WaitPolicy == "":
+	case s.WaitPolicy != WaitPolicyCount && s.WaitPolicy != WaitPolicyRelease:
+		return invalid("waitPolicy", "sale %s: waitPolicy %q: must be %s or %s", s.ID, s.WaitPolicy, WaitPolicyCount, WaitPolicyRelease)
+	case s.WaitReplicas == 0:
+		return invalid("waitPolicy", "sale %s: waitPolicy %s needs waitReplicas (1 or more): without a replica wait there is no short acknowledgement to act on", s.ID, s.WaitPolicy)
 	}
 	if err := s.Room.validate(); err != nil {
 		return invalid("room."+err.Field, "sale %s: room: %v", s.ID, err.Err)
@@ -254,6 +277,12 @@ func (s Sale) ItemIDs() []string {
 // OpensAt and, when it has an end, before ClosesAt.
 func (s Sale) OpenAt(t time.Time) bool {
 	return !t.Before(s.OpensAt) && (s.ClosesAt.IsZero() || t.Before(s.ClosesAt))
+}
+
+// ReleasesShortWaits reports whether a reserve that fewer replicas acknowledged than WaitReplicas
+// is released and answered with a retry rather than RESERVED.
+func (s Sale) ReleasesShortWaits() bool {
+	return s.WaitReplicas > 0 && s.WaitPolicy == WaitPolicyRelease
 }
 
 // Ended reports whether the sale has closed by t.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -23,7 +24,9 @@ import (
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/payment"
 	"github.com/fsctl/fsctl/payment/fake"
+	"github.com/fsctl/fsctl/readmodel"
 	"github.com/fsctl/fsctl/redisconn"
+	"github.com/fsctl/fsctl/reservation"
 	"github.com/fsctl/fsctl/room"
 	"github.com/fsctl/fsctl/stock"
 )
@@ -80,12 +83,29 @@ type AppConfig struct {
 	// RedisBatch is the most hot-path commands one Redis pipeline carries (stock.Batch); 0 means
 	// stock.DefaultBatchMax and a negative value sends every command alone.
 	RedisBatch int
+	// ReservationAddr, when set, is a reservation service (`fsctl serve --role reservation`) the
+	// API reserves through over gRPC instead of running the stock scripts in-process.
+	ReservationAddr string
 	// DebugAddr, when set, serves Go's profiler (pprof) on its own listener; see ServeDebug.
 	DebugAddr string
 	// Tracer traces the purchase path, the hand-off to the consumer, payments and the jobs; nil:
 	// off (tracing.Setup builds it from the OTEL_* variables).
 	Tracer trace.TracerProvider
+	// ReadModel is where the sale page takes its stock numbers: ReadModelEvents or
+	// ReadModelPoll; empty means poll.
+	ReadModel string
+	// StockTopic is the compacted topic of stock snapshots (events.DefaultStockTopic when empty).
+	StockTopic string
 }
+
+// The sale page's read models (AppConfig.ReadModel).
+const (
+	// ReadModelEvents serves the stock numbers from the compacted stock topic (package
+	// readmodel): the consumer and the jobs publish snapshots, every API instance tails them.
+	ReadModelEvents = "events"
+	// ReadModelPoll reads the live counters at most every Server.ReadModelTTL per instance.
+	ReadModelPoll = "poll"
+)
 
 // App is the assembled checkout: HTTP API and order consumer over Redis, Kafka and PostgreSQL.
 type App struct {
@@ -108,6 +128,14 @@ type App struct {
 	// metricsAt yields the metrics listener's address once it listens (MetricsAddr).
 	metricsAt chan net.Addr
 	log       *slog.Logger
+	// The event-fed read model (ReadModelEvents): the snapshot publisher of the consumer and the
+	// jobs, and the API's view; nil when not used.
+	stockPub  *events.Publisher
+	snapshots *readmodel.Publisher
+	view      *readmodel.View
+
+	// reservations is the remote reservation service's client (ReservationAddr); nil: in-process.
+	reservations *reservation.Client
 }
 
 // Open connects to the services, migrates, creates the topics, loads the scripts and builds the
@@ -197,6 +225,9 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 				return err
 			}
 		}
+		if cfg.ReadModel == ReadModelEvents {
+			return events.EnsureCompactedTopic(ctx, cfg.Brokers, cmp.Or(cfg.StockTopic, events.DefaultStockTopic), stockPartitions)
+		}
 		return nil
 	}, nil)
 	if err != nil {
@@ -217,8 +248,12 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	a.Room = rm
+	reserver, err := a.openReservations(cfg)
+	if err != nil {
+		return nil, err
+	}
 	a.Server = New(cfg.Server, Deps{
-		Auth: verifier, Stock: a.Stock, Publisher: a.pub, Orders: a.Orders, Log: log,
+		Auth: verifier, Stock: reserver, Publisher: a.pub, Orders: a.Orders, Log: log,
 		Switches: a.watcher, SwitchStore: a.Switches,
 		Room: rm, Tokens: tokens, Challenges: challenges, Limiter: NewRedisLimiter(a.rdb),
 		Tracer: cfg.Tracer,
@@ -235,6 +270,9 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 		Tracer:  cfg.Tracer,
 	})
 	a.Server.life = a.Lifecycle
+	if a.reservations != nil {
+		a.Server.probes["reservation"] = a.reservations.Check
+	}
 	if cfg.Consumer {
 		icfg := ingest.DefaultConfig(cfg.Brokers)
 		icfg.Topic = cfg.OrdersTopic
@@ -247,6 +285,7 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 		a.consumer = ingest.New(icfg, a.Orders, a.Stock, a.dlq, a.Server.ConsumerMetrics(), log)
 		a.consumer.Trace(cfg.Tracer)
 	}
+	a.openReadModel(cfg)
 	a.watchSale() // stock, holds, consumer lag and readiness gauges, read on scrape (metrics_sale.go)
 	ok = true
 	return a, nil
@@ -352,6 +391,12 @@ func (a *App) Run(ctx context.Context, ready func(net.Addr)) error {
 		g.Go(func() error { a.Server.RunRoom(ctx, a.cfg.RoomTick); return nil })
 		g.Go(func() error { return a.Server.Serve(ctx, ready) })
 	}
+	if a.view != nil {
+		g.Go(func() error { _ = a.view.Run(ctx); return nil })
+	}
+	if a.snapshots != nil {
+		g.Go(func() error { _ = a.snapshots.Run(ctx); return nil })
+	}
 	if a.consumer != nil {
 		a.log.Info("order consumer started", "topic", a.cfg.OrdersTopic, "dead_letters", a.cfg.DeadLetterTopic)
 		g.Go(func() error {
@@ -399,7 +444,7 @@ func (a *App) Close() {
 	if a.consumer != nil {
 		_ = a.consumer.Close()
 	}
-	for _, p := range []*events.Publisher{a.pub, a.dlq} {
+	for _, p := range []*events.Publisher{a.pub, a.dlq, a.stockPub} {
 		if p != nil {
 			_ = p.Close()
 		}
@@ -409,6 +454,9 @@ func (a *App) Close() {
 	}
 	if a.fakePay != nil {
 		_ = a.fakePay.Close()
+	}
+	if a.reservations != nil {
+		_ = a.reservations.Close()
 	}
 	if a.roomRdb != nil && a.roomRdb != a.rdb {
 		_ = a.roomRdb.Close()
@@ -439,5 +487,32 @@ func waitReady(ctx context.Context, what string, limit, tryFor time.Duration, lo
 			return err
 		case <-time.After(250 * time.Millisecond):
 		}
+	}
+}
+
+// stockPartitions is the stock topic's partition count: its traffic is one small message per
+// changed item per publisher flush, and every API instance reads every partition.
+const stockPartitions = 1
+
+// openReadModel wires the event-fed read model of the sale page (ReadModelEvents): the order
+// consumer and the lifecycle jobs tell a snapshot publisher which items they changed, and the API
+// serves the page from a view of the stock topic (package readmodel says why).
+func (a *App) openReadModel(cfg AppConfig) {
+	if cfg.ReadModel != ReadModelEvents {
+		return
+	}
+	topic := cmp.Or(cfg.StockTopic, events.DefaultStockTopic)
+	if cfg.API {
+		a.view = readmodel.NewView(readmodel.ViewConfig{Brokers: cfg.Brokers, Topic: topic}, a.rdb, a.log)
+		a.Server.SetStockView(a.view)
+	}
+	if a.consumer == nil && !cfg.Workers {
+		return
+	}
+	a.stockPub = events.NewPublisher(cfg.Brokers, topic)
+	a.snapshots = readmodel.NewPublisher(a.rdb, a.stockPub, 0, a.log)
+	a.Lifecycle.StockChanged = func(item stock.ItemRef) { a.snapshots.Changed(item) }
+	if a.consumer != nil {
+		a.consumer.OnRecorded(func(items []stock.ItemRef) { a.snapshots.Changed(items...) })
 	}
 }

@@ -208,7 +208,7 @@ func TestWaitForReplicas(t *testing.T) {
 	t.Parallel()
 	e := newEnvWith(t, envOptions{Quantity: 2, Limit: 1, WaitReplicas: 1})
 	e.mustBuy("w", "k")
-	if _, body := e.do(http.MethodGet, "/metrics", "", nil, nil); !strings.Contains(body, "fsctl_redis_wait_short_total 1") {
+	if _, body := e.do(http.MethodGet, "/metrics", "", nil, nil); !strings.Contains(body, `fsctl_redis_wait_short_total{policy="count"} 1`) {
 		t.Fatal("a reserve no replica acknowledged was not counted")
 	}
 	e.settled()

@@ -41,6 +41,7 @@ type env struct {
 	switches string
 	opts     envOptions
 	client   *http.Client
+	remote   *remoteReservations
 }
 
 // envOptions shape a test checkout; zero values take the defaults of newEnv.
@@ -73,6 +74,9 @@ type envOptions struct {
 	Tune func(*server.Config)
 	// Tracer traces the checkout (nil: off).
 	Tracer trace.TracerProvider
+	// Remote runs a reservation service (package reservation, on a loopback port, over the env's
+	// Redis) and the API reserves through it over gRPC: the split deployment.
+	Remote bool
 }
 
 // newEnv starts the API and the order consumer on a fresh database and fresh topics, and opens
@@ -142,6 +146,7 @@ func (e *env) start(api bool) (*server.App, string) {
 		ConsumerGroup: "g-" + e.topic, Migrate: true, PaymentURL: e.opts.PaymentURL, Breaker: e.opts.Breaker,
 		Lifecycle: lc, Workers: e.opts.Workers, SwitchesKey: e.switches, ControlPoll: 20 * time.Millisecond,
 		RoomRedisURL: e.opts.RoomRedisURL, RoomTick: 20 * time.Millisecond, Tracer: e.opts.Tracer,
+		ReservationAddr: e.reservationAddr(),
 	}, log)
 }
 

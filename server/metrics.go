@@ -11,6 +11,7 @@ import (
 
 	"github.com/fsctl/fsctl/ingest"
 	"github.com/fsctl/fsctl/lifecycle"
+	"github.com/fsctl/fsctl/sale"
 )
 
 // metrics are the server's Prometheus instruments, on a registry of its own so that several
@@ -32,7 +33,7 @@ type metrics struct {
 	breakerState   prometheus.Gauge
 	soldOutFlag    prometheus.Counter
 	borrowed       prometheus.Counter
-	waitShort      prometheus.Counter
+	waitShort      *prometheus.CounterVec
 	replayHandOffs prometheus.Counter
 	unconfirmed    prometheus.Counter
 	republished    prometheus.Counter
@@ -101,9 +102,10 @@ func newMetrics() *metrics {
 		unconfirmed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fsctl_handoffs_unconfirmed_total", Help: "Hand-offs Kafka acknowledged whose Redis state a rebuild replaced (or Redis could not confirm) before the buyer heard yes; answered 503.",
 		}),
-		waitShort: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "fsctl_redis_wait_short_total", Help: "Reserves that fewer replicas acknowledged than the sale's waitReplicas.",
-		}),
+		waitShort: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fsctl_redis_wait_short_total",
+			Help: "Reserves that fewer replicas acknowledged than the sale's waitReplicas, by the sale's waitPolicy: count (answered RESERVED) or release (released, buyer told to retry).",
+		}, []string{"policy"}),
 		republished: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fsctl_orphans_republished_total", Help: "Holds with no order in PostgreSQL whose OrderPlaced the sweeper published again.",
 		}),
@@ -146,6 +148,9 @@ func newMetrics() *metrics {
 		Name: "fsctl_orders_stale_dropped_total", Help: "OrderPlaced events dropped because their hold had already ended (a hand-off reported failed but delivered).",
 	})
 	m.reg.MustRegister(m.stale)
+	for _, p := range []string{sale.WaitPolicyCount, sale.WaitPolicyRelease} {
+		m.waitShort.WithLabelValues(p) // both series from the start, as the unlabelled counter was
+	}
 	m.reg.MustRegister(m.roomDepth, m.roomActive, m.roomRate, m.roomWait, m.roomAdmitted, m.roomExpired, m.failOpen, m.rateLimited)
 	m.reg.MustRegister(m.outcomes, m.requests, m.reserve, m.publish, m.released, m.persisted, m.duplicates,
 		m.deadLettered, m.consumerBatch, m.consumerErrors, m.payments, m.breakerState, m.soldOutFlag,

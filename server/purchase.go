@@ -135,12 +135,36 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("order reference not written; lookups of the order wait for PostgreSQL", "order", rv.OrderID, "err", rv.RefErr)
 	}
 	if sl.WaitReplicas > 0 && !rv.Replay && rv.Outcome == outcome.Reserved && rv.Replicas < sl.WaitReplicas {
-		s.metrics.waitShort.Inc()
+		if err := s.shortWait(ctx, sl, req, user, rv); err != nil {
+			s.countAndWriteError(w, r, err)
+			return
+		}
 	}
 	if rv.Outcome == outcome.SoldOut && !rv.Replay {
 		s.soldOut.set(ref)
 	}
 	s.answerReservation(ctx, w, r, req, user, rv)
+}
+
+// shortWait applies the sale's waitPolicy to a fresh reservation that fewer replicas acknowledged
+// than it asked for. Under count it is only counted and answered RESERVED. Under release the
+// hold is released before anything reaches Kafka, as after a failed hand-off, and the buyer is
+// told to retry: a failover now cannot lose a reservation its buyer was told about. A replay is
+// never waited on again: its key survives only where the WAIT was met or the release failed
+// (then the orphan sweeper hands the hold off), and its hand-off makes it as durable as Kafka.
+func (s *Server) shortWait(ctx context.Context, sl sale.Sale, req purchaseRequest, user string, rv stock.Reservation) error {
+	if !sl.ReleasesShortWaits() {
+		s.metrics.waitShort.WithLabelValues(sale.WaitPolicyCount).Inc()
+		return nil
+	}
+	s.metrics.waitShort.WithLabelValues(sale.WaitPolicyRelease).Inc()
+	s.log.Warn("reservation not acknowledged by enough Redis replicas; releasing it", "order", rv.OrderID,
+		"replicas", max(rv.Replicas, 0), "want", sl.WaitReplicas)
+	if !s.dropReservation(ctx, req, user, rv, "wait_short") {
+		// The buyer's retry replayed it meanwhile and was told RESERVED: the order stands.
+		return outcome.Errorf(outcome.Unavailable, "the order is held but this attempt could not confirm it; retry with the same Idempotency-Key")
+	}
+	return outcome.Errorf(outcome.Unavailable, "the reservation was not copied to %d Redis replica(s) in time and was released: nothing was reserved; retry with the same Idempotency-Key", sl.WaitReplicas)
 }
 
 // answerReservation turns the reserve script's answer into the HTTP answer; a fresh reservation
@@ -192,26 +216,37 @@ func (s *Server) handOff(ctx context.Context, req purchaseRequest, user string, 
 		return s.confirm(ctx, req, rv)
 	}
 	s.log.Error("order hand-off failed; releasing the hold", "order", rv.OrderID, "err", err)
-	// The request context may be the thing that failed; the release must still happen.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	// Unless handed: the buyer's retry may have replayed this reservation meanwhile, handed it off
-	// again and been told RESERVED (confirm); then the order stands.
-	released, rerr := s.stock.Release(rctx, stock.Release{
-		SaleID: req.SaleID, ItemID: req.ItemID, Shard: rv.Shard, Shards: rv.Shards, OrderID: rv.OrderID, Status: "FAILED",
-		ForgetUser: user, ForgetKey: req.IdemKey, UnlessHanded: true,
-	})
-	switch {
-	case rerr != nil:
-		s.log.Error("release after failed hand-off failed; the orphan sweeper must return this unit", "order", rv.OrderID, "err", rerr)
-	case released:
-		s.metrics.released.WithLabelValues("publish_failed").Inc()
-	default:
+	if !s.dropReservation(ctx, req, user, rv, "publish_failed") {
 		// Not released: a concurrent attempt handed the order off and confirmed it. The retry
 		// replays that reservation.
 		return outcome.Errorf(outcome.PipelineDown, "the order is held but this attempt could not record it; retry with the same Idempotency-Key")
 	}
 	return outcome.Errorf(outcome.PipelineDown, "the order could not be recorded; nothing was reserved; retry with the same Idempotency-Key")
+}
+
+// dropReservation releases the hold of a fresh reservation whose buyer will not hear RESERVED
+// (reason: why, as fsctl_holds_released_total counts it) and forgets its idempotency record, so
+// the buyer's retry with the same key is a fresh attempt. It reports false only when the hold was
+// kept because the buyer's retry replayed this reservation meanwhile, handed it off again and was
+// told RESERVED (confirm): then the order stands. A release that fails is left to the orphan
+// sweeper and reported as done: nothing this attempt could still do would change the answer.
+func (s *Server) dropReservation(ctx context.Context, req purchaseRequest, user string, rv stock.Reservation, reason string) bool {
+	// The request context may be the thing that failed; the release must still happen.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	released, err := s.stock.Release(rctx, stock.Release{
+		SaleID: req.SaleID, ItemID: req.ItemID, Shard: rv.Shard, Shards: rv.Shards, OrderID: rv.OrderID, Status: "FAILED",
+		ForgetUser: user, ForgetKey: req.IdemKey, UnlessHanded: true,
+	})
+	switch {
+	case err != nil:
+		s.log.Error("release failed; the orphan sweeper must return this unit", "order", rv.OrderID, "reason", reason, "err", err)
+	case released:
+		s.metrics.released.WithLabelValues(reason).Inc()
+	default:
+		return false
+	}
+	return true
 }
 
 // publish hands one reservation's OrderPlaced to Kafka (acks=all) within the publish timeout.

@@ -26,7 +26,14 @@ import (
 func TestContention(t *testing.T) {
 	t.Parallel()
 	// The script's own answers, without the local sold-out flag (TestLocalSoldOutFlag covers it).
-	e := newEnvWith(t, envOptions{Quantity: 100, Limit: 1, SoldOut: server.SoldOutOff})
+	testContention(t, envOptions{Quantity: 100, Limit: 1, SoldOut: server.SoldOutOff})
+}
+
+// testContention runs the contention checks (no oversell, one order per buyer, idempotent
+// replays, every order in PostgreSQL) on a checkout built from o: in-process here, through the
+// gRPC reservation service in TestContentionRemote.
+func testContention(t *testing.T, o envOptions) *env {
+	e := newEnvWith(t, o)
 	res, err := burst(e.base, e.sale.ID, "buyer-", 1000, 128, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +91,7 @@ func TestContention(t *testing.T) {
 	if st, holds := e.redisState(); st+holds != 100 {
 		t.Fatalf("after drain redis stock %d + holds %d != 100", st, holds)
 	}
+	return e
 }
 
 // burst releases buyers (<prefix><k>) at the sale's item "hot" through the load generator, each

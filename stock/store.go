@@ -115,7 +115,13 @@ func (s *Store) eval(ctx context.Context, sc *redis.Script, keys []string, args 
 	}
 	a = append(a, args...)
 	cmd := redis.NewCmd(ctx, a...)
-	_ = s.batch.do(ctx, cmd, sc)
+	if err := s.batch.do(ctx, cmd, sc); err != nil && ctx.Err() != nil {
+		// The caller's deadline ended the wait, but the pipeline still owns cmd and may write
+		// its answer into it at any moment: the caller gets a command of its own instead.
+		cut := redis.NewCmd(ctx, a...)
+		cut.SetErr(err)
+		return cut
+	}
 	return cmd
 }
 

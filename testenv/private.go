@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +23,34 @@ import (
 // other tests of the stack.
 func PrivateRedis(tb testing.TB) string {
 	tb.Helper()
+	return PrivateRedisNode(tb).URL
+}
+
+// RedisNode is a private redis-server of a test, with its process, so that the test can freeze
+// it (SIGSTOP), thaw it or kill it: a failover staged on real processes.
+type RedisNode struct {
+	// Addr is host:port, URL the redis:// URL of database 0.
+	Addr, URL string
+	cmd       *exec.Cmd
+}
+
+// Signal sends sig to the node's process (syscall.SIGSTOP freezes it, SIGCONT thaws it).
+func (n *RedisNode) Signal(sig os.Signal) error { return n.cmd.Process.Signal(sig) }
+
+// Kill ends the node at once, as a crash would (SIGKILL; a frozen node dies too).
+func (n *RedisNode) Kill() error {
+	if err := n.cmd.Process.Kill(); err != nil {
+		return fmt.Errorf("kill redis-server %s: %w", n.Addr, err)
+	}
+	_ = n.cmd.Wait()
+	return nil
+}
+
+// PrivateRedisNode starts a redis-server of the test's own on a free loopback port, with no
+// persistence and the extra arguments given (e.g. "--replicaof", host, port), and returns once it
+// answers; it is killed when the test ends.
+func PrivateRedisNode(tb testing.TB, args ...string) *RedisNode {
+	tb.Helper()
 	skipShort(tb)
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -32,17 +62,19 @@ func PrivateRedis(tb testing.TB) string {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	_ = ln.Close()
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", tb.TempDir())
+	cmd := exec.Command(bin, append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "",
+		"--appendonly", "no", "--dir", tb.TempDir(),
+		// A replica's first copy starts at once, not after the default 5 s wait for more replicas.
+		"--repl-diskless-sync-delay", "0"}, args...)...)
 	if err := cmd.Start(); err != nil {
 		tb.Fatalf("start redis-server: %v", err)
 	}
-	tb.Cleanup(func() {
+	tb.Cleanup(func() { // after Kill these fail harmlessly
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	url := fmt.Sprintf("redis://127.0.0.1:%d/0", port)
-	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port)})
+	n := &RedisNode{Addr: fmt.Sprintf("127.0.0.1:%d", port), URL: fmt.Sprintf("redis://127.0.0.1:%d/0", port), cmd: cmd}
+	c := redis.NewClient(&redis.Options{Addr: n.Addr})
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -50,13 +82,78 @@ func PrivateRedis(tb testing.TB) string {
 		err := c.Ping(ctx).Err()
 		cancel()
 		if err == nil {
-			return url
+			return n
 		}
 		if time.Now().After(deadline) {
 			tb.Fatalf("private redis-server on port %d never answered: %v", port, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// PrivateRedisReplica starts a private redis-server replicating master (--replicaof) and returns
+// once it acknowledges the master's stream, so a WAIT from then on counts it; it is killed when
+// the test ends. Counted "online" is not enough: after the first copy a master streams nothing to
+// the replica until its first acknowledgement, up to a second later.
+func PrivateRedisReplica(tb testing.TB, master *RedisNode) *RedisNode {
+	tb.Helper()
+	host, port, err := net.SplitHostPort(master.Addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	n := PrivateRedisNode(tb, "--replicaof", host, port)
+	_, own, _ := net.SplitHostPort(n.Addr)
+	c := redis.NewClient(&redis.Options{Addr: master.Addr})
+	defer c.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		acked, err := replicaAcked(ctx, c, own)
+		cancel()
+		if acked {
+			return n
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("private replica %s of %s never acknowledged the master's stream: %v", n.Addr, master.Addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// replicaAcked reports whether the replica listening on port is online at the master and
+// acknowledges its stream: a probe written through the master (a key set and deleted) is
+// acknowledged by every connected replica within a WAIT on the same connection.
+func replicaAcked(ctx context.Context, c *redis.Client, port string) (bool, error) {
+	info, err := c.Info(ctx, "replication").Result()
+	if err != nil {
+		return false, err
+	}
+	if !strings.Contains(info, ",port="+port+",state=online,") {
+		return false, fmt.Errorf("replica on port %s not online at the master", port)
+	}
+	connected := 0
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "connected_slaves:"); ok {
+			connected, _ = strconv.Atoi(v)
+		}
+	}
+	const probe = "testenv:replica-probe"
+	conn := c.Conn()
+	defer conn.Close()
+	if err := conn.Set(ctx, probe, "1", time.Minute).Err(); err != nil {
+		return false, err
+	}
+	if err := conn.Del(ctx, probe).Err(); err != nil {
+		return false, err
+	}
+	n, err := conn.Wait(ctx, connected, 200*time.Millisecond).Result()
+	if err != nil {
+		return false, err
+	}
+	if int(n) < connected {
+		return false, fmt.Errorf("%d of %d replicas acknowledged a write", n, connected)
+	}
+	return true, nil
 }
 
 // PrivateKafkaCluster starts a replicated Kafka of the test's own: three KRaft brokers on

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/ingest"
 	"github.com/fsctl/fsctl/lifecycle"
 	"github.com/fsctl/fsctl/payment"
@@ -57,7 +58,13 @@ type serveOptions struct {
 	tlsKey        string
 	devSecrets    bool
 	metricsAddr   string
+	readModel     string
+	stockTopic    string
 	trace         traceFlags
+
+	// grpcAddr is where --role reservation serves; reservationAddr, when set, is the reservation
+	// service the api role reserves through.
+	grpcAddr, reservationAddr string
 }
 
 func newServeCmd() *cobra.Command {
@@ -99,6 +106,7 @@ or --insecure-dev-secrets says the instance is a test: anyone who can reach the 
 buyers' tokens or pause the sale with them.`,
 		Example: `  fsctl serve                          # both roles on :8080 against the local stack
   fsctl serve --role api --addr :9090  # a second API instance
+  fsctl serve --role reservation --grpc-addr :9091 & fsctl serve --reservation-addr 127.0.0.1:9091
   fsctl serve --admin-token "$OPS_TOKEN" --payment-url http://127.0.0.1:8090
   FSCTL_JWT_SECRET=... fsctl serve --redis-url redis://cache:6379/0 --kafka-brokers k1:9092,k2:9092`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd, o) },
@@ -107,7 +115,9 @@ buyers' tokens or pause the sale with them.`,
 	o.endpoints.bind(fs, true)
 	d := server.DefaultConfig()
 	fs.StringVar(&o.addr, "addr", d.Addr, "listen address of the API")
-	fs.StringSliceVar(&o.roles, "role", []string{"api", "consumer"}, "roles to run: api, consumer")
+	fs.StringSliceVar(&o.roles, "role", []string{"api", "consumer"}, "roles to run: api, consumer; or reservation alone (the gRPC reservation service on --grpc-addr, needing only Redis)")
+	fs.StringVar(&o.grpcAddr, "grpc-addr", ":9091", "listen address of the gRPC reservation service (--role reservation)")
+	fs.StringVar(&o.reservationAddr, "reservation-addr", os.Getenv(envReservationAddr), "host:port of a reservation service (fsctl serve --role reservation) the api role reserves through over gRPC; empty runs the reserve scripts in-process (env "+envReservationAddr+")")
 	fs.StringVar(&o.jwtSecret, "jwt-secret", defaultJWTSecret(), "HS256 secret of buyers' tokens (env "+envJWTSecret+")")
 	fs.IntVar(&o.maxConns, "max-conns", d.MaxConns, "most client connections the checkout serves at once; beyond them a connection is shed (--shed-conns); 0 serves every one. Keep --max-conns plus --shed-conns below the open-file limit (ulimit -n)")
 	fs.IntVar(&o.shedConns, "shed-conns", d.ShedConns, "most connections beyond --max-conns that still get an answer, at once: 503 OVERLOADED with Retry-After and Connection: close (GET /healthz answers 200 there, so a liveness probe does not fail because the instance is busy); beyond those a connection is closed unanswered")
@@ -138,6 +148,8 @@ buyers' tokens or pause the sale with them.`,
 	fs.StringVar(&o.logFormat, "log-format", "text", "log lines as text (for people) or json (one object a line, for a log pipeline)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "the least level logged: debug, info, warn or error (a purchase that goes well logs nothing)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve /metrics (with /healthz and /readyz for probes) on this address too, e.g. :9090; with it set, --addr no longer answers /metrics, and an instance of the consumer role alone can be scraped and probed")
+	fs.StringVar(&o.readModel, "read-model", server.ReadModelEvents, "where GET /api/v1/sales/{sale} takes its stock numbers: events (the consumer and the jobs publish a snapshot of each item they change to --stock-topic and every API instance serves from it, so the stock Redis sees no more reads with more instances; falls back to poll while Kafka is away) or poll (each instance reads Redis at most every 500ms)")
+	fs.StringVar(&o.stockTopic, "stock-topic", events.DefaultStockTopic, "compacted Kafka topic of stock snapshots (--read-model events); created when missing")
 	o.trace.bind(fs)
 	fs.StringVar(&o.debugAddr, "debug-addr", "", "serve Go's profiler (pprof) on this address, e.g. 127.0.0.1:6060; off when empty (keep it private)")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve TLS with this certificate (PEM, the chain after the leaf), with --tls-key; re-read when the file changes")
@@ -154,9 +166,15 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 		return usageError(err)
 	}
 	for _, r := range o.roles {
-		if r != "api" && r != "consumer" {
-			return fmt.Errorf("--role %q: must be api or consumer", r)
+		if r != "api" && r != "consumer" && r != "reservation" {
+			return fmt.Errorf("--role %q: must be api, consumer or reservation", r)
 		}
+	}
+	if slices.Contains(o.roles, "reservation") {
+		return serveReservation(cmd, o, log)
+	}
+	if o.readModel != server.ReadModelEvents && o.readModel != server.ReadModelPoll {
+		return usageError(fmt.Errorf("--read-model %q: must be events or poll", o.readModel))
 	}
 	soldOut, err := server.ParseSoldOutMode(o.soldOut)
 	if err != nil {
@@ -213,8 +231,9 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 		API: slices.Contains(o.roles, "api"), Consumer: slices.Contains(o.roles, "consumer"),
 		Migrate:    o.migrate,
 		PaymentURL: o.paymentURL, Breaker: o.breaker, Lifecycle: lc, Workers: o.workers,
-		RoomRedisURL: o.roomRedisURL, RoomSecret: []byte(o.roomSecret), DebugAddr: o.debugAddr,
+		RoomRedisURL: o.roomRedisURL, RoomSecret: []byte(o.roomSecret), DebugAddr: o.debugAddr, ReservationAddr: o.reservationAddr,
 		RedisBatch: cmp.Or(o.redisBatch, -1), Tracer: tp.TracerProvider(),
+		ReadModel: o.readModel, StockTopic: o.stockTopic,
 	}, log)
 	if err != nil {
 		return err
