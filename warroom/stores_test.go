@@ -51,7 +51,10 @@ func settledProfile(t *testing.T, src Sources, live int64) Snapshot {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		s := Once(context.Background(), src, DefaultAlerts(), 0, CollectOptions{})
-		if s.Orders.OK() && len(s.Orders.Data) == 1 && s.Orders.Data[0].Live == live && s.Orders.Data[0].Sold == live {
+		// The counts come from separate queries: the one by status may run before the consumer's
+		// commit and the others after it, so wait until all of them have seen it.
+		if o := s.Orders; o.OK() && len(o.Data) == 1 && o.Data[0].Live == live && o.Data[0].Sold == live &&
+			(o.Data[0].LiveOnly || o.Data[0].Pending+o.Data[0].Paid == live) {
 			return s
 		}
 		if time.Now().After(deadline) {
