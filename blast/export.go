@@ -92,8 +92,10 @@ type exporter struct {
 	// settled ones: in flight is the difference.
 	intended []time.Time
 	answered *atomic.Int64
-	// rep is written by the push loop, then, once it has stopped, by the final push.
-	rep MetricsExport
+	// rep (and lastMs, the last push's sample time) is written by the push loop, then, once it
+	// has stopped, by the final push.
+	rep    MetricsExport
+	lastMs int64
 }
 
 // newExporter prepares the export of plan p's burst, nil when rw has no URL. Failures are
@@ -216,7 +218,12 @@ func (e *exporter) push(ctx context.Context) {
 	e.m.inFlight.Set(float64(e.inFlight(now)))
 	families, err := e.m.reg.Gather()
 	if err == nil {
-		err = e.send(ctx, encodeWriteRequest(toSeries(families, e.external, now.UnixMilli())))
+		// Each push's samples are later than the last one's, so a receiver keeps the newest numbers
+		// even when an abandoned push reaches it after the final one (Prometheus refuses a sample
+		// older than, or as old as, the series' last one).
+		ms := max(now.UnixMilli(), e.lastMs+1)
+		e.lastMs = ms
+		err = e.send(ctx, encodeWriteRequest(toSeries(families, e.external, ms)))
 	}
 	if err != nil && ctx.Err() != nil {
 		return

@@ -2,6 +2,7 @@ package blast_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -69,6 +70,14 @@ type sample struct {
 
 // push is one request the receiver decoded.
 type push []sample
+
+// time is the push's sample time (every series of a push carries the same), in ms.
+func (p push) time() int64 {
+	if len(p) == 0 {
+		return 0
+	}
+	return p[0].ms
+}
 
 // get is the value of the series named name whose labels include match ("k=v" each); -1 when
 // none is.
@@ -221,6 +230,14 @@ func TestMetricsRemoteWriteMatchesTheReport(t *testing.T) {
 			}
 			sum := rep.Summary
 			pushes, header := rc.got()
+			// A push the loop abandoned when the burst ended can reach the receiver after the final
+			// one; a time series database orders them by their sample time, and so does this.
+			slices.SortStableFunc(pushes, func(a, b push) int { return cmp.Compare(a.time(), b.time()) })
+			for i := 1; i < len(pushes); i++ {
+				if pushes[i].time() == pushes[i-1].time() {
+					t.Errorf("two pushes at %d ms: a receiver keeps only one of them", pushes[i].time())
+				}
+			}
 			// A push still on its way when the burst ended is abandoned for the final one, and not
 			// counted, though the receiver may have got it.
 			if m := sum.Metrics; m == nil || m.Pushes < 3 || m.Pushes > len(pushes) || m.Failed != 0 || m.Live != tc.live {
