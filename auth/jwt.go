@@ -37,6 +37,11 @@ func NewVerifier(secret []byte, now func() time.Time) (*Verifier, error) {
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithExpirationRequired(),
 		jwt.WithLeeway(Leeway),
+		// Canonical base64 only: otherwise the spare bits of a segment's last character can be
+		// changed and the token still verifies, so one signed token has several spellings (the
+		// fuzzer found one), and anything keyed by the token string (the verified-token cache, a
+		// log search, a deny list) sees strangers.
+		jwt.WithStrictDecoding(),
 	}
 	if now != nil {
 		opts = append(opts, jwt.WithTimeFunc(now))
