@@ -27,8 +27,9 @@ func grant(r loadgen.Record) string {
 }
 
 // CheckResponses checks what buyers were told: per item no more reservations than stock, no
-// buyer with more than the per-user limit, and every try of one key answered alike. An item
-// missing from limits is not checked for the first two.
+// buyer with more than the per-user limit, nor, in a sale with a per-sale limit, more than it
+// across the sale's items, and every try of one key answered alike. An item missing from limits
+// is not checked for the first three.
 func CheckResponses(recs []loadgen.Record, limits map[loadgen.Target]loadgen.ItemLimit) []finding.Finding {
 	perItem := map[loadgen.Target]map[string]bool{}
 	perUser := map[loadgen.Target]map[string]map[string]bool{}
@@ -86,9 +87,44 @@ func CheckResponses(recs []loadgen.Record, limits map[loadgen.Target]loadgen.Ite
 		slices.Sort(users)
 		overLimit = append(overLimit, users...)
 	}
-	return []finding.Finding{
+	out := []finding.Finding{
 		finding.Verdict("no oversell (responses)", oversell),
 		finding.Verdict("per-user limit (responses)", overLimit),
-		finding.Verdict("same key, same answer", mismatch),
 	}
+	if saleLimit := checkPerSale(perUser, limits); saleLimit != nil {
+		out = append(out, *saleLimit)
+	}
+	return append(out, finding.Verdict("same key, same answer", mismatch))
+}
+
+// checkPerSale counts each buyer's reservations across the items of a sale with a per-sale limit
+// (perUser: item → user → grants); nil when no checked sale has one.
+func checkPerSale(perUser map[loadgen.Target]map[string]map[string]bool, limits map[loadgen.Target]loadgen.ItemLimit) *finding.Finding {
+	limited := map[string]int{}
+	for t, lim := range limits {
+		if lim.PerSale > 0 {
+			limited[t.SaleID] = lim.PerSale
+		}
+	}
+	if len(limited) == 0 {
+		return nil
+	}
+	held := map[[2]string]int{}
+	for t, users := range perUser {
+		if _, ok := limited[t.SaleID]; !ok {
+			continue
+		}
+		for u, gs := range users {
+			held[[2]string{t.SaleID, u}] += len(gs)
+		}
+	}
+	var over []string
+	for k, n := range held {
+		if lim := limited[k[0]]; n > lim {
+			over = append(over, fmt.Sprintf("sale %s: %s reserved %d across its items, limit %d", k[0], k[1], n, lim))
+		}
+	}
+	slices.Sort(over)
+	f := finding.Verdict("per-sale limit (responses)", over)
+	return &f
 }

@@ -152,3 +152,33 @@ func TestResponseInvariants(t *testing.T) {
 		t.Errorf("within the limits: %+v", vs)
 	}
 }
+
+// TestPerSaleLimitFromResponses: with a per-sale limit the answers are also counted per buyer
+// across the sale's items; a sale without one gets no such verdict.
+func TestPerSaleLimitFromResponses(t *testing.T) {
+	cold := loadgen.Target{SaleID: hot.SaleID, ItemID: "cold"}
+	other := loadgen.Target{SaleID: "other", ItemID: "hot"}
+	rec := func(user string, tg loadgen.Target, id string) loadgen.Record {
+		return loadgen.Record{User: user, Key: id, Target: tg, Outcome: outcome.Reserved, OrderID: id, Attempt: 1}
+	}
+	recs := []loadgen.Record{
+		rec("a", hot, "o1"), rec("a", cold, "o2"), // two items of one sale: over a per-sale limit of 1
+		rec("b", hot, "o3"), rec("b", other, "o4"), // one in each sale: fine
+	}
+	limits := map[loadgen.Target]loadgen.ItemLimit{hot: {Stock: 9, PerUser: 1, PerSale: 1}, cold: {Stock: 9, PerUser: 1, PerSale: 1},
+		other: {Stock: 9, PerUser: 1}}
+	vs := blast.CheckResponses(recs, limits)
+	if len(vs) != 4 || vs[2].Check != "per-sale limit (responses)" || vs[2].Passed() ||
+		len(vs[2].Problems) != 1 || vs[2].Problems[0] != "sale s: a reserved 2 across its items, limit 1" {
+		t.Fatalf("per-sale verdict: %+v", vs)
+	}
+	limits[hot], limits[cold] = loadgen.ItemLimit{Stock: 9, PerUser: 1, PerSale: 2}, loadgen.ItemLimit{Stock: 9, PerUser: 1, PerSale: 2}
+	if vs := blast.CheckResponses(recs, limits); !finding.OK(vs, false) || len(vs) != 4 {
+		t.Fatalf("within a per-sale limit of 2: %+v", vs)
+	}
+	delete(limits, hot)
+	delete(limits, cold)
+	if vs := blast.CheckResponses(recs, limits); len(vs) != 3 {
+		t.Fatalf("no sale with a per-sale limit: %d verdicts, want 3", len(vs))
+	}
+}

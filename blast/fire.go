@@ -48,6 +48,9 @@ type Burst struct {
 	// Metrics, when its URL is set, pushes the burst's counts to a remote-write receiver while
 	// it runs.
 	Metrics RemoteWrite
+	// Reveal is whether buyers fetch a revealed purchase path first: RevealAuto ("" too) when
+	// fsctl serve's sale page says so, RevealOn (the plan's journey already does), RevealOff.
+	Reveal string
 }
 
 // Report is what a burst ended with: its summary, with verdicts and missed thresholds, and what
@@ -55,6 +58,7 @@ type Burst struct {
 type Report struct {
 	Summary    Summary
 	room       *loadgen.Room
+	reveal     *loadgen.Reveal
 	followUps  []loadgen.FollowUp
 	followedUp bool
 }
@@ -70,6 +74,11 @@ func (r Report) Missed() bool { return len(r.Summary.Failures) > 0 }
 func (r Report) RenderJourney(w io.Writer) error {
 	if r.room != nil {
 		if err := RenderRoom(w, r.room.Admissions()); err != nil {
+			return err
+		}
+	}
+	if r.reveal != nil {
+		if err := RenderReveal(w, r.reveal.Counts()); err != nil {
 			return err
 		}
 	}
@@ -100,12 +109,17 @@ func Fire(ctx context.Context, b Burst, progress io.Writer) (Report, error) {
 		return Report{}, explainProbe(ctx, p, loadgen.HealthPath(prof, sale), err)
 	}
 	limits := b.Limits
+	var reveals []string
 	if limits == nil {
 		var err error
-		if limits, err = b.fetchLimits(ctx, probe); err != nil {
+		if limits, reveals, err = b.fetchLimits(ctx, probe); err != nil {
 			return Report{}, err
 		}
 	}
+	if p, err = b.followReveal(reveals, progress); err != nil {
+		return Report{}, err
+	}
+	b.Plan = p
 	if b.MaxSkew > 0 {
 		clock, err := skew.Measure(ctx, probe, SkewURL(prof, p.BaseURL, sale), time.Now)
 		if err != nil {
@@ -120,6 +134,7 @@ func Fire(ctx context.Context, b Burst, progress io.Writer) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
+	warnRefused(progress, p, b.Reveal, res.Records)
 	if err := b.writeRequestFiles(res, limits); err != nil {
 		return Report{}, err
 	}
@@ -142,6 +157,7 @@ func Fire(ctx context.Context, b Burst, progress io.Writer) (Report, error) {
 	}
 	rep := Report{Summary: sum, followUps: res.FollowUps, followedUp: p.After != nil}
 	rep.room, _ = p.Journey.(*loadgen.Room)
+	rep.reveal = revealOf(p)
 	return rep, nil
 }
 
@@ -222,17 +238,19 @@ func profileLabel(prof *profile.Profile) string {
 
 // fetchLimits reads the stock and per-user limit the burst was not given: from the profile's
 // sale page when it has one, else through its SQL.
-func (b Burst) fetchLimits(ctx context.Context, client *http.Client) (map[loadgen.Target]loadgen.ItemLimit, error) {
+// From the sale page it also names the sales whose page says they reveal their purchase path.
+func (b Burst) fetchLimits(ctx context.Context, client *http.Client) (map[loadgen.Target]loadgen.ItemLimit, []string, error) {
 	p := b.Plan
 	if p.Profile.HTTP.SalePage != "" {
-		return FetchLimits(ctx, client, p.BaseURL, p.Profile, p.Targets)
+		return fetchPages(ctx, client, p.BaseURL, p.Profile, p.Targets)
 	}
 	pool, err := pgxpool.New(ctx, b.PostgresURL)
 	if err != nil {
-		return nil, fmt.Errorf("postgres url (to read the stock and limit with profile %s's SQL; or give --stock and --limit): %w", p.Profile.Name, err)
+		return nil, nil, fmt.Errorf("postgres url (to read the stock and limit with profile %s's SQL; or give --stock and --limit): %w", p.Profile.Name, err)
 	}
 	defer pool.Close()
-	return LimitsFromDB(ctx, profile.NewDB(p.Profile, pool), p.Targets)
+	limits, err := LimitsFromDB(ctx, profile.NewDB(p.Profile, pool), p.Targets)
+	return limits, nil, err
 }
 
 // checkState compares the target's Redis and PostgreSQL with what buyers were told, through its

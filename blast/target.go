@@ -14,7 +14,10 @@ import (
 // saleInfo is the part of GET /api/v1/sales/{sale} the invariant checks need.
 type saleInfo struct {
 	PerUserLimit int `json:"perUserLimit"`
-	Items        []struct {
+	PerSaleLimit int `json:"perSaleLimit"`
+	// Reveal: the sale hides its purchase route until the opening (fsctl serve's reveal option).
+	Reveal bool `json:"reveal"`
+	Items  []struct {
 		ID       string `json:"id"`
 		Quantity int64  `json:"quantity"`
 	} `json:"items"`
@@ -24,32 +27,43 @@ type saleInfo struct {
 // declares (fsctl serve's) before the burst. An unreachable target or an item the sale does not
 // have is an error, before anything is released.
 func FetchLimits(ctx context.Context, client *http.Client, base string, prof *profile.Profile, targets []loadgen.Target) (map[loadgen.Target]loadgen.ItemLimit, error) {
+	out, _, err := fetchPages(ctx, client, base, prof, targets)
+	return out, err
+}
+
+// fetchPages is FetchLimits, and also names the sales whose page says they reveal their purchase
+// path at the opening.
+func fetchPages(ctx context.Context, client *http.Client, base string, prof *profile.Profile, targets []loadgen.Target) (map[loadgen.Target]loadgen.ItemLimit, []string, error) {
 	if prof.HTTP.SalePage == "" {
-		return nil, fmt.Errorf("profile %s declares no http.salePage: give --stock and --limit, or --postgres-url to read them with its SQL", prof.Name)
+		return nil, nil, fmt.Errorf("profile %s declares no http.salePage: give --stock and --limit, or --postgres-url to read them with its SQL", prof.Name)
 	}
 	out := map[loadgen.Target]loadgen.ItemLimit{}
 	pages := map[string]saleInfo{}
+	var reveals []string
 	for _, t := range targets {
 		info, ok := pages[t.SaleID]
 		if !ok {
 			var err error
 			if info, err = fetchSale(ctx, client, prof.Endpoint(base, prof.HTTP.SalePage, t.SaleID)); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			pages[t.SaleID] = info
+			if info.Reveal {
+				reveals = append(reveals, t.SaleID)
+			}
 		}
 		found := false
 		for _, it := range info.Items {
 			if it.ID == t.ItemID {
-				out[t] = loadgen.ItemLimit{Stock: it.Quantity, PerUser: info.PerUserLimit}
+				out[t] = loadgen.ItemLimit{Stock: it.Quantity, PerUser: info.PerUserLimit, PerSale: info.PerSaleLimit}
 				found = true
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("sale %s has no item %q", t.SaleID, t.ItemID)
+			return nil, nil, fmt.Errorf("sale %s has no item %q", t.SaleID, t.ItemID)
 		}
 	}
-	return out, nil
+	return out, reveals, nil
 }
 
 func fetchSale(ctx context.Context, client *http.Client, url string) (saleInfo, error) {

@@ -55,6 +55,18 @@ type OrderPlaced struct {
 	// Epoch is the generation of the Redis state the unit was reserved on (sale.Item.Epoch);
 	// PostgreSQL drops the order as stale when a rebuild has replaced that state since.
 	Epoch int64 `json:"epoch,omitempty"`
+	// SaleSlot is the per-sale claim slot the order holds (stock's claims; PostgreSQL's
+	// orders.sale_slot), absent for a sale without a per-sale limit.
+	SaleSlot *int `json:"saleSlot,omitempty"`
+}
+
+// ClaimSlot is an order's per-sale claim slot as OrderPlaced.SaleSlot carries it: nil when the
+// order holds none.
+func ClaimSlot(claimed bool, slot int) *int {
+	if !claimed {
+		return nil
+	}
+	return &slot
 }
 
 // Key is the Kafka message key: all orders of one item go to one partition, in order.
@@ -68,6 +80,8 @@ func (e OrderPlaced) Validate() error {
 	switch {
 	case e.Slot < 0 || e.Slot >= sale.MaxPerUserLimit:
 		return fmt.Errorf("slot %d out of range", e.Slot)
+	case e.SaleSlot != nil && (*e.SaleSlot < 0 || *e.SaleSlot >= sale.MaxPerSaleLimit):
+		return fmt.Errorf("saleSlot %d out of range", *e.SaleSlot)
 	case len(e.IdemKey) > 128:
 		return errors.New("idemKey longer than 128 bytes")
 	case e.CreatedAt.IsZero() || e.ExpiresAt.IsZero():

@@ -41,6 +41,7 @@ type Stock interface {
 	LookupOrder(ctx context.Context, orderID uuid.UUID) (stock.OrderState, bool, error)
 	Holds(ctx context.Context, saleID, itemID string, shard, shards int) ([]stock.Hold, error)
 	RepairTransfers(ctx context.Context, saleID, itemID string, shards int, olderThan time.Duration) (int, error)
+	SweepClaims(ctx context.Context, saleID string, shards map[string]int, minAge time.Duration) (int, error)
 }
 
 // Payments charges buyers; *payment.Breaker implements it.
@@ -85,6 +86,10 @@ type Config struct {
 	ClaimTimeout time.Duration
 	// TransferAge is when an unapplied stock transfer between shards is repaired.
 	TransferAge time.Duration
+	// ClaimAge is how old a per-sale claim must be before the sweeper gives it back for want of a
+	// live order: longer than any purchase takes between its claim and its reserve, or a claim
+	// in flight would be taken from its buyer.
+	ClaimAge time.Duration
 	// Currency of the charges.
 	Currency string
 }
@@ -100,6 +105,7 @@ func DefaultConfig() Config {
 		OrphanAge:      30 * time.Second,
 		ClaimTimeout:   15 * time.Second,
 		TransferAge:    5 * time.Second,
+		ClaimAge:       time.Minute,
 		Currency:       "USD",
 	}
 }

@@ -23,6 +23,8 @@ type SweepReport struct {
 	Released, Settled int
 	// Transfers is how many units stuck between shards were delivered.
 	Transfers int
+	// Claims is how many per-sale claims no live order held after ClaimAge were given back.
+	Claims int
 }
 
 // SweepOnce compares every live hold in Redis with PostgreSQL and finishes what a crash left
@@ -45,6 +47,25 @@ func (s *Service) SweepOnce(ctx context.Context) (SweepReport, error) {
 		for _, it := range sl.Items {
 			if err := s.sweepItem(ctx, sl, it, &rep); err != nil {
 				return rep, fmt.Errorf("sweep %s/%s: %w", sl.ID, it.ID, err)
+			}
+		}
+		if sl.PerSaleLimit > 0 {
+			// After the holds: a claim whose hold the sweep just released is given back here.
+			shards := make(map[string]int, len(sl.Items))
+			for _, it := range sl.Items {
+				shards[it.ID] = it.ShardCount()
+			}
+			age := s.cfg.ClaimAge
+			if age <= 0 {
+				age = DefaultConfig().ClaimAge // never 0: that would take claims in flight
+			}
+			n, err := s.Stock.SweepClaims(ctx, sl.ID, shards, age)
+			rep.Claims += n
+			if err != nil {
+				return rep, err
+			}
+			if n > 0 {
+				s.Log.Warn("per-sale claims without a live order given back", "sale", sl.ID, "claims", n)
 			}
 		}
 	}
@@ -109,6 +130,7 @@ func (s *Service) sweepHold(ctx context.Context, saleID string, it sale.Item, h 
 			// between, the order is stamped older than its state and dropped as stale, to be
 			// re-published at a later sweep, never stamped newer and counted twice.
 			CreatedAt: createdAt(h.OrderID), ExpiresAt: h.ExpiresAt, IdemKey: h.IdemKey, Epoch: it.Epoch,
+			SaleSlot: events.ClaimSlot(h.Claimed, h.SaleSlot),
 		})
 		if err != nil {
 			return fmt.Errorf("re-publish orphaned order %s: %w", h.OrderID, err)

@@ -24,6 +24,9 @@ type Room struct {
 	MaxPoll time.Duration
 	// Wait gives up on a buyer still queued this long after its intended time (outcome TIMEOUT).
 	Wait time.Duration
+	// Reveal, when set, buys through the buyer's revealed purchase path once admitted (a sale
+	// with both a waiting room and reveal on).
+	Reveal *Reveal
 
 	mu    sync.Mutex
 	waits []Admission
@@ -60,9 +63,16 @@ func (j *Room) Prepare(p Plan, b Buyer, key, token string) (Attempt, error) {
 	if err != nil {
 		return nil, err
 	}
+	var ask *http.Request
+	if j.Reveal != nil {
+		if ask, err = j.Reveal.askRequest(p, b, token); err != nil {
+			return nil, err
+		}
+	}
 	now := p.now
 	maxPoll, wait := cmp.Or(j.MaxPoll, time.Second), cmp.Or(j.Wait, 2*time.Minute)
 	var admission string // kept across retries of the click: one admission buys once
+	var path string      // the revealed purchase path, likewise
 	return func(ctx context.Context, c *http.Client, rec *Record) {
 		start := now()
 		if admission == "" {
@@ -77,8 +87,12 @@ func (j *Room) Prepare(p Plan, b Buyer, key, token string) (Attempt, error) {
 			}
 		}
 		buy.Header.Set("X-Admission-Token", admission)
-		rec.Method, rec.URL = buy.Method, buy.URL.String()
-		send(ctx, c, buy, cls, now, rec)
+		if j.Reveal != nil {
+			j.Reveal.buy(ctx, c, p.BaseURL, ask, buy, &path, cls, now, rec)
+		} else {
+			rec.Method, rec.URL = buy.Method, buy.URL.String()
+			send(ctx, c, buy, cls, now, rec)
+		}
 		rec.Started = start
 	}, nil
 }

@@ -161,6 +161,9 @@ func (p Plan) Validate() error {
 	if _, room := p.Journey.(*Room); (room || p.After != nil) && p.Profile != nil && !p.Profile.IsDeep() {
 		return fmt.Errorf("the waiting room and the pay and cancel follow-ups use fsctl serve's own endpoints: profile %s is not fsctl serve", p.Profile.Name)
 	}
+	if p.Reveals() && p.Profile != nil && !p.Profile.IsDeep() {
+		return fmt.Errorf("following a revealed purchase path uses fsctl serve's purchase-path endpoint: profile %s is not fsctl serve; drop --reveal on", p.Profile.Name)
+	}
 	if p.Engine == EngineRaw {
 		if err := p.rawSupported(); err != nil {
 			return err

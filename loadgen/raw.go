@@ -51,6 +51,10 @@ func (p Plan) rawSupported() error {
 	case !strings.HasPrefix(p.target().Purchase.URL, "/"):
 		return errors.New("the raw engine sends the purchase to the target's own host: a profile whose purchase.url is a whole URL needs --engine http")
 	}
+	if p.Reveals() {
+		// The purchase's URL is known only at the release, from the server: nothing to pre-serialize.
+		return errors.New("the sale reveals its purchase path at the opening: each buyer fetches its path first, which the raw engine cannot; use --engine http (or auto)")
+	}
 	if _, ok := p.Journey.(Purchase); p.Journey != nil && !ok {
 		return errors.New("the raw engine sends the direct purchase only; this journey needs --engine http")
 	}

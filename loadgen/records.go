@@ -24,6 +24,9 @@ const RecordsVersion = 1
 type ItemLimit struct {
 	Stock   int64 `json:"stock"`
 	PerUser int   `json:"perUser"`
+	// PerSale is the item's sale's per-sale limit: what one buyer may hold across all the sale's
+	// items (0: none).
+	PerSale int `json:"perSale,omitempty"`
 }
 
 // TargetLimit is one item's limits as a records file carries them (a map keyed by Target does

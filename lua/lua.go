@@ -51,3 +51,13 @@ var ApplyTransfer string
 //
 //go:embed restore.lua
 var Restore string
+
+// Claim takes one of a buyer's per-sale slots for a purchase attempt, before the item's reserve.
+//
+//go:embed claim.lua
+var Claim string
+
+// Unclaim gives back, or re-points, the per-sale claim an order holds.
+//
+//go:embed unclaim.lua
+var Unclaim string

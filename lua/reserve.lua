@@ -1,14 +1,16 @@
 -- reserve: ONE atomic step of the purchase path on one shard of an item (all keys share the shard's
 -- hash tag; the buyer's home shard holds everything about the buyer for the item).
 -- KEYS: 1 meta (hash), 2 stock (int), 3 buyers (hash user -> slot bitmask), 4 holds (zset order -> expiry ms),
---       5 orders (hash order -> "user\nslot\nidemKey"), 6 idempotency record of (user, Idempotency-Key),
+--       5 orders (hash order -> "user\nslot\nidemKey", plus "\nsaleSlot" when the order holds a
+--         per-sale claim), 6 idempotency record of (user, Idempotency-Key),
 --       7 applied (set of the transfer ids moved into this shard),
 --       8 (optional) the order reference of the candidate order id (stock.OrderRefKey), written with
 --         the hold so that no order ever exists without it; given only where that key shares the
 --         node of the shard's slot (one Redis), else the caller writes it next
 -- ARGV: 1 user id, 2 candidate order id, 3 idempotency record TTL in ms, 4 sharded (0/1),
 --       5 Idempotency-Key, 6 incoming transfer id ('' for none), 7 units of the incoming transfer,
---       8 the order reference's value, 9 its TTL in ms (both only with KEYS[8])
+--       8 the per-sale claim slot the attempt holds (claim.lua; '' when the sale has no per-sale
+--       limit), 9 the order reference's value, 10 its TTL in ms (both only with KEYS[8])
 -- Returns {code, orderId, expiresAtMs, slot, replay, epoch} as strings, epoch (the generation of the
 -- shard's state, which a rebuild bumps; '0' before any) only with RESERVED, fresh or replayed; codes: RESERVED, SOLD_OUT,
 -- ALREADY_PURCHASED, NOT_STARTED, PAUSED, NOT_FOUND, and EMPTY (only when sharded: this shard has no
@@ -71,9 +73,13 @@ redis.call('DECR', KEYS[2])
 redis.call('HSET', KEYS[3], ARGV[1], bit.bor(mask, bit.lshift(1, slot)))
 local exp = now + tonumber(meta[4])
 redis.call('ZADD', KEYS[4], exp, ARGV[2])
-redis.call('HSET', KEYS[5], ARGV[2], ARGV[1] .. '\n' .. slot .. '\n' .. ARGV[5])
+local rec = ARGV[1] .. '\n' .. slot .. '\n' .. ARGV[5]
+if ARGV[8] ~= '' then
+  rec = rec .. '\n' .. ARGV[8]
+end
+redis.call('HSET', KEYS[5], ARGV[2], rec)
 redis.call('SET', KEYS[6], 'RESERVED|' .. ARGV[2] .. '|' .. exp .. '|' .. slot, 'PX', ARGV[3])
 if KEYS[8] then
-  redis.call('SET', KEYS[8], ARGV[8], 'PX', ARGV[9])
+  redis.call('SET', KEYS[8], ARGV[9], 'PX', ARGV[10])
 end
 return {'RESERVED', ARGV[2], tostring(exp), tostring(slot), '0', meta[5] or '0'}

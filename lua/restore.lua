@@ -3,7 +3,8 @@
 -- KEYS: 1 stock, 2 buyers, 3 holds, 4 orders
 -- ARGV: 1 order id, 2 user id, 3 slot, 4 idempotency key (may be ''), 5 hold expiry in ms ('' for a
 --       paid order: no hold), 6 take a unit out of stock (1/0: 0 when the stock was loaded as
---       quantity - sold, which already counts this order)
+--       quantity - sold, which already counts this order), 7 (optional) the per-sale claim slot the
+--       order holds (orders.sale_slot), kept in its orders entry so its release gives the claim back
 -- Returns 1 restored, 0 already there (nothing changed), -1 slot taken by another order of the
 -- user, -2 no unit left to take.
 if redis.call('HEXISTS', KEYS[4], ARGV[1]) == 1 then
@@ -27,7 +28,11 @@ if ARGV[6] == '1' then
   redis.call('DECR', KEYS[1])
 end
 redis.call('HSET', KEYS[2], ARGV[2], bit.bor(mask, bit.lshift(1, slot)))
-redis.call('HSET', KEYS[4], ARGV[1], ARGV[2] .. '\n' .. slot .. '\n' .. ARGV[4])
+local rec = ARGV[2] .. '\n' .. slot .. '\n' .. ARGV[4]
+if ARGV[7] and ARGV[7] ~= '' then
+  rec = rec .. '\n' .. ARGV[7]
+end
+redis.call('HSET', KEYS[4], ARGV[1], rec)
 if ARGV[5] ~= '' then
   redis.call('ZADD', KEYS[3], ARGV[5], ARGV[1])
 end

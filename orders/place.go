@@ -23,6 +23,9 @@ type Placement struct {
 	ExpiresAt time.Time
 	// Epoch is the generation of the item's Redis state the reservation was made on (sale.Item.Epoch).
 	Epoch int64
+	// SaleSlot is the buyer's per-sale claim slot the order holds, 0..15; nil for a sale without
+	// a per-sale limit.
+	SaleSlot *int
 }
 
 // Result says what PostgreSQL did with one placement.
@@ -63,6 +66,7 @@ func (r Result) String() string {
 const (
 	ReasonOversold    = "oversold"     // the item had no unit left
 	ReasonLimit       = "limit"        // the user already has a live order in that slot
+	ReasonSaleLimit   = "sale_limit"   // the user already has a live order of the sale in that per-sale slot
 	ReasonUnknownItem = "unknown_item" // no such sale or item
 )
 
@@ -100,8 +104,16 @@ func (s *Store) PlaceBatch(ctx context.Context, ps []Placement) ([]PlaceResult, 
 		if p.Shard < 0 || p.Shard > 63 {
 			return nil, fmt.Errorf("place order %s: shard %d out of range 0..63", p.OrderID, p.Shard)
 		}
-		b.Queue(`SELECT place_order($1, $2, $3, $4, $5::smallint, $6::smallint, $7, $8, $9)`,
-			p.OrderID, p.SaleID, p.ItemID, p.UserID, int16(p.Slot), int16(p.Shard), p.CreatedAt, p.ExpiresAt, p.Epoch)
+		var saleSlot *int16
+		if p.SaleSlot != nil {
+			if *p.SaleSlot < 0 || *p.SaleSlot > 15 {
+				return nil, fmt.Errorf("place order %s: per-sale slot %d out of range 0..15", p.OrderID, *p.SaleSlot)
+			}
+			v := int16(*p.SaleSlot)
+			saleSlot = &v
+		}
+		b.Queue(`SELECT place_order($1, $2, $3, $4, $5::smallint, $6::smallint, $7, $8, $9, $10::smallint)`,
+			p.OrderID, p.SaleID, p.ItemID, p.UserID, int16(p.Slot), int16(p.Shard), p.CreatedAt, p.ExpiresAt, p.Epoch, saleSlot)
 	}
 	br := s.pool.SendBatch(ctx, b)
 	out := make([]PlaceResult, len(ps))

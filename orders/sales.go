@@ -21,18 +21,19 @@ func (s *Store) SaveSale(ctx context.Context, sl sale.Sale) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO sales (id, name, opens_at, per_user_limit, hold_ttl_ms, paused, closes_at, wait_replicas,
-				wait_timeout_ms, room, rate_limits, wait_policy)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+				wait_timeout_ms, room, rate_limits, wait_policy, per_sale_limit, reveal)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 			ON CONFLICT (id) DO UPDATE SET
 				name = EXCLUDED.name, opens_at = EXCLUDED.opens_at,
 				per_user_limit = EXCLUDED.per_user_limit, hold_ttl_ms = EXCLUDED.hold_ttl_ms,
 				paused = EXCLUDED.paused, closes_at = EXCLUDED.closes_at,
 				wait_replicas = EXCLUDED.wait_replicas, wait_timeout_ms = EXCLUDED.wait_timeout_ms,
 				room = EXCLUDED.room, rate_limits = EXCLUDED.rate_limits, wait_policy = EXCLUDED.wait_policy,
+				per_sale_limit = EXCLUDED.per_sale_limit, reveal = EXCLUDED.reveal,
 				updated_at = now()`,
 			sl.ID, sl.Name, sl.OpensAt, sl.PerUserLimit, sl.HoldTTL.Milliseconds(), sl.Paused,
 			nullTime(sl.ClosesAt), sl.WaitReplicas, sl.WaitTimeout.Milliseconds(), sl.Room, sl.RateLimits,
-			sl.WaitPolicy); err != nil {
+			sl.WaitPolicy, sl.PerSaleLimit, sl.Reveal); err != nil {
 			return fmt.Errorf("upsert sale: %w", err)
 		}
 		sold, err := lockSold(ctx, tx, sl.ID)
@@ -113,10 +114,10 @@ func (s *Store) LoadSale(ctx context.Context, id string) (sale.Sale, error) {
 	var closes *time.Time
 	err := s.pool.QueryRow(ctx, `
 		SELECT id, name, opens_at, per_user_limit, hold_ttl_ms, paused, closes_at, wait_replicas, wait_timeout_ms,
-			room, rate_limits, wait_policy
+			room, rate_limits, wait_policy, per_sale_limit, reveal
 		FROM sales WHERE id = $1`, id).
 		Scan(&sl.ID, &sl.Name, &sl.OpensAt, &sl.PerUserLimit, &ttlMS, &sl.Paused, &closes, &sl.WaitReplicas, &waitMS,
-			&sl.Room, &sl.RateLimits, &sl.WaitPolicy)
+			&sl.Room, &sl.RateLimits, &sl.WaitPolicy, &sl.PerSaleLimit, &sl.Reveal)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return sale.Sale{}, outcome.Errorf(outcome.NotFound, "sale %s not found", id)
 	}

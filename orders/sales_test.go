@@ -36,6 +36,8 @@ func TestSaveLoadSaleRoundTrip(t *testing.T) {
 	want.Room = sale.Room{Enabled: true, AdmissionRate: 12.5, MaxActive: 300, FairStart: sale.FairStartRandom,
 		WaiterTTL: 30 * time.Second, ActiveTTL: time.Minute, PowDifficulty: 8, FailMode: sale.FailOpen}
 	want.RateLimits = sale.RateLimits{PerUser: 5, PerUserBurst: 10, PerAddress: 50, PerAddressBurst: 50}
+	want.PerSaleLimit = 1
+	want.Reveal = sale.Reveal{Enabled: true, TTL: 45 * time.Second}
 	if err := s.SaveSale(ctx, want); err != nil {
 		t.Fatalf("save: %v", err)
 	}

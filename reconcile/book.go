@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/profile"
@@ -54,6 +56,15 @@ func (b *book) read(ctx context.Context, r *run, items []*itemRead, lag int64) e
 	if err != nil {
 		return err
 	}
+	// The per-sale claims before PostgreSQL: a claim is taken before its order exists and given
+	// back only after PostgreSQL closed the order, so an order still live in the later snapshot
+	// that is older than this read had its claim here.
+	var claims map[uuid.UUID]stock.Claim
+	if b.whole.PerSaleLimit > 0 {
+		if claims, err = b.st.SaleClaims(ctx, sl.ID); err != nil {
+			return err
+		}
+	}
 	states, err := readItems(ctx, b.st, b.db, sl)
 	if err != nil {
 		return err
@@ -66,12 +77,16 @@ func (b *book) read(ctx context.Context, r *run, items []*itemRead, lag int64) e
 				OrderID: h.OrderID, SaleID: sl.ID, ItemID: it.ID, UserID: h.UserID, Slot: h.Slot, Shard: h.Shard, Shards: it.ShardCount(),
 				// it.Epoch was read from PostgreSQL (openBook) before the holds: never newer than the hold's state.
 				CreatedAt: time.Unix(sec, nsec).UTC(), ExpiresAt: h.ExpiresAt, IdemKey: h.IdemKey, Epoch: it.Epoch,
+				SaleSlot: events.ClaimSlot(h.Claimed, h.SaleSlot),
 			})
 		}
 	}
 	for i, it := range items {
 		an := a.item(states[i])
 		it.ordered, it.inFlight = an.findings, an.inFlight
+		if claims != nil {
+			it.ordered = append(it.ordered, a.missingClaims(states[i], claims)...)
+		}
 		// What only the book knows joins the item's row: the orders closed, each shard with its
 		// units in transit, the most live orders one buyer holds.
 		c := states[i].counts

@@ -29,6 +29,7 @@ const (
 	KindNegativeShard     = verify.NegativeShard
 	KindMissingStock      = verify.MissingStock // a stock counter Redis does not have
 	KindMalformed         = "malformed entry"
+	KindMissingClaim      = "missing per-sale claim" // a live order of a limited sale whose claim Redis lost
 )
 
 // Finding is one disagreement: a finding that fails, its check the kind of disagreement, its fix
@@ -182,6 +183,27 @@ func (a analyzer) settledRecord(out *analysis, s itemState, h stock.Hold) {
 	}
 }
 
+// missingClaims finds the live orders of a sale with a per-sale limit whose claim Redis does not
+// have (claims: every claim, read before PostgreSQL): without it the buyer could reserve past
+// the limit, and only PostgreSQL's index would refuse the order. Orders younger than the read
+// may have been claimed after it.
+func (a analyzer) missingClaims(s itemState, claims map[uuid.UUID]stock.Claim) []Finding {
+	var out []Finding
+	for _, o := range sortedOrders(s.live) {
+		if o.SaleSlot == nil || !o.CreatedAt.Before(a.readStart) {
+			continue
+		}
+		if _, ok := claims[o.ID]; ok {
+			continue
+		}
+		out = append(out, disagreement(KindMissingClaim,
+			fmt.Sprintf("%s in PostgreSQL in per-sale slot %d, but Redis has no claim for it: the buyer could reserve past the per-sale limit (PostgreSQL would refuse that order)", o.Status, *o.SaleSlot),
+			fmt.Sprintf("restore the claim of slot %d", *o.SaleSlot)).
+			of(o.ID.String(), o.UserID, o.Shard).repairedBy(func(ctx context.Context) error { return restoreClaim(ctx, a.st, a.sale.ID, o) }))
+	}
+	return out
+}
+
 // unrecorded finds live orders Redis knows nothing about. Only orders older than the Redis read
 // count: one recorded after it may have been reserved after it too.
 func (a analyzer) unrecorded(out *analysis, s itemState, redisOrders map[uuid.UUID]stock.Hold) {
@@ -238,9 +260,11 @@ func sortedOrders(m map[uuid.UUID]pgOrder) []pgOrder {
 func (a analyzer) restore(itemID string, o pgOrder, takeUnit bool) func(context.Context) error {
 	return func(ctx context.Context) error {
 		_, err := a.st.RestoreOrder(ctx, stock.Restore{SaleID: a.sale.ID, ItemID: itemID, Shard: o.Shard, Shards: a.shards(itemID),
-			Hold:    stock.Hold{OrderID: o.ID, UserID: o.UserID, Slot: o.Slot, ExpiresAt: o.ExpiresAt},
-			Pending: o.Status == "PENDING", TakeUnit: takeUnit})
-		return err
+			Hold: o.hold(), Pending: o.Status == "PENDING", TakeUnit: takeUnit})
+		if err != nil {
+			return err
+		}
+		return restoreClaim(ctx, a.st, a.sale.ID, o)
 	}
 }
 

@@ -76,14 +76,21 @@ func (r *run) rebuild(ctx context.Context) ([]Action, error) {
 	if err := c.st.Reload(ctx, reloaded, remaining); err != nil {
 		return acts, err
 	}
+	// The per-sale claims start again from the live orders too: a claim Redis kept whose order
+	// PostgreSQL does not have would hold a buyer back for nothing.
+	if err := c.st.ResetClaims(ctx, sl.ID); err != nil {
+		return acts, err
+	}
 	restored := map[string][2]int{}
 	for _, o := range live {
 		it, _ := sl.Item(o.ItemID)
 		_, err := c.st.RestoreOrder(ctx, stock.Restore{SaleID: sl.ID, ItemID: o.ItemID, Shard: o.Shard, Shards: it.ShardCount(),
-			Hold:    stock.Hold{OrderID: o.ID, UserID: o.UserID, Slot: o.Slot, ExpiresAt: o.ExpiresAt},
-			Pending: o.Status == "PENDING"})
+			Hold: o.hold(), Pending: o.Status == "PENDING"})
 		if err != nil {
 			return acts, fmt.Errorf("restore order %s: %w", o.ID, err)
+		}
+		if err := restoreClaim(ctx, c.st, sl.ID, o); err != nil {
+			return acts, err
 		}
 		if err := c.st.SetOrderRef(ctx, o.ID, sl.ID, o.ItemID, o.UserID, o.Shard, it.ShardCount()); err != nil {
 			return acts, err

@@ -13,6 +13,7 @@ import (
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/redisconn"
+	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stack"
 	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/testenv"
@@ -493,5 +494,66 @@ func TestMasterLostOnRedisCluster(t *testing.T) {
 	tg.cfg.RebuildRedis = true
 	if rep := tg.run(t, false); !rep.OK() || rep.Items[0].Stock != 6 || rep.Items[0].Holds != 6 {
 		t.Fatalf("after --rebuild-redis: ok=%v %+v %v", rep.OK(), rep.Items[0], findings(rep))
+	}
+}
+
+// TestRebuildRestoresPerSaleClaims: a sale with "one per user per sale" loses its Redis state
+// (claims included); the rebuild restores each live order's claim with its hold, so a buyer who
+// holds one item is still refused the other, and one whose order closed may buy.
+func TestRebuildRestoresPerSaleClaims(t *testing.T) {
+	sl := sale.Sale{OpensAt: time.Now().Add(-time.Minute), PerUserLimit: 1, PerSaleLimit: 1, HoldTTL: time.Minute,
+		Items: []sale.Item{{ID: "hot", Quantity: 5}, {ID: "cold", Quantity: 5, Shards: 2}}}
+	sl.Normalize()
+	tg := startTarget(t, checkouttest.Options{Sale: &sl})
+	ids := tg.buy(t, 2)
+	tg.exec(t, `UPDATE orders SET status = 'CANCELLED' WHERE id = $1`, ids[1])
+	tg.exec(t, `UPDATE sale_items SET sold = sold - 1 WHERE sale_id = $1 AND id = 'hot'`, tg.c.Sale.ID)
+	if err := tg.c.App.Stock.Reset(context.Background(), tg.c.Sale); err != nil {
+		t.Fatal(err)
+	}
+	if cs, err := tg.c.App.Stock.Claims(context.Background(), tg.c.Sale.ID, "buyer-0"); err != nil || len(cs) != 0 {
+		t.Fatalf("claims after the loss: %+v %v", cs, err)
+	}
+	tg.cfg.RebuildRedis = true
+	if rep := tg.run(t, false); !rep.OK() {
+		t.Fatalf("after the rebuild: %v", findings(rep))
+	}
+	cs, err := tg.c.App.Stock.Claims(context.Background(), tg.c.Sale.ID, "buyer-0")
+	if err != nil || len(cs) != 1 || cs[0].OrderID != ids[0] || cs[0].Slot != 0 {
+		t.Fatalf("buyer-0's claims after the rebuild: %+v %v, want order %s in slot 0", cs, err, ids[0])
+	}
+	if code, body := tg.c.Buy("buyer-0", "cold", "other"); code != 409 || !strings.Contains(body, "across its items") {
+		t.Fatalf("buyer-0 bought a second item of the sale after the rebuild: %d %s", code, body)
+	}
+	if code, body := tg.c.Buy("buyer-1", "cold", "other"); code != 202 {
+		t.Fatalf("buyer-1, whose order closed, after the rebuild: %d %s", code, body)
+	}
+}
+
+// TestMissingPerSaleClaims: Redis loses the per-sale claims of live orders (their bucket's node
+// lost its data) while the holds stay; reconcile names each such order, --fix puts its claim back,
+// and the buyer is refused a second item again.
+func TestMissingPerSaleClaims(t *testing.T) {
+	sl := sale.Sale{OpensAt: time.Now().Add(-time.Minute), PerUserLimit: 1, PerSaleLimit: 1, HoldTTL: time.Minute,
+		Items: []sale.Item{{ID: "hot", Quantity: 5, Shards: 2}, {ID: "cold", Quantity: 5}}}
+	sl.Normalize()
+	tg := startTarget(t, checkouttest.Options{Sale: &sl})
+	ids := tg.buy(t, 2)
+	if !tg.run(t, false).OK() {
+		t.Fatal("not consistent before the loss")
+	}
+	if err := tg.c.App.Stock.ResetClaims(context.Background(), tg.c.Sale.ID); err != nil {
+		t.Fatal(err)
+	}
+	expectFound(t, tg, true, reconcile.KindMissingClaim, reconcile.KindMissingClaim)
+	for i, id := range ids {
+		user := fmt.Sprintf("buyer-%d", i)
+		cs, err := tg.c.App.Stock.Claims(context.Background(), tg.c.Sale.ID, user)
+		if err != nil || len(cs) != 1 || cs[0].OrderID != id {
+			t.Fatalf("%s's claims after --fix: %+v %v, want order %s", user, cs, err, id)
+		}
+		if code, body := tg.c.Buy(user, "cold", "second"); code != 409 || !strings.Contains(body, "across its items") {
+			t.Fatalf("%s bought a second item after the repair: %d %s", user, code, body)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -23,9 +24,33 @@ type pgOrder struct {
 	Shard     int
 	CreatedAt time.Time
 	ExpiresAt time.Time
+	// SaleSlot is the per-sale claim slot the order holds; nil for a sale without a per-sale limit.
+	SaleSlot *int
 }
 
 func (o pgOrder) live() bool { return o.Status == "PENDING" || o.Status == "PAID" }
+
+// hold is the order as its shard's record keeps it, for a restore.
+func (o pgOrder) hold() stock.Hold {
+	h := stock.Hold{OrderID: o.ID, UserID: o.UserID, Slot: o.Slot, ExpiresAt: o.ExpiresAt}
+	if o.SaleSlot != nil {
+		h.Claimed, h.SaleSlot = true, *o.SaleSlot
+	}
+	return h
+}
+
+// restoreClaim puts the per-sale claim of a live order back, if it holds one (the slot taken by
+// another order is left: PostgreSQL's index keeps the two apart).
+func restoreClaim(ctx context.Context, st *stock.Store, saleID string, o pgOrder) error {
+	if o.SaleSlot == nil {
+		return nil
+	}
+	_, err := st.RestoreClaim(ctx, saleID, stock.Claim{UserID: o.UserID, Slot: *o.SaleSlot, ItemID: o.ItemID, OrderID: o.ID})
+	if errors.Is(err, stock.ErrSlotTaken) {
+		return nil
+	}
+	return err
+}
 
 // itemState is everything both stores say about one item.
 type itemState struct {
@@ -103,7 +128,7 @@ func pgSnapshot(ctx context.Context, db *orders.Store, saleID string) (counts []
 }
 
 func liveOrders(ctx context.Context, q orders.Queryer, saleID string) ([]pgOrder, error) {
-	rows, err := q.Query(ctx, `SELECT id, item_id, user_id, slot, status, shard, created_at, expires_at
+	rows, err := q.Query(ctx, `SELECT id, item_id, user_id, slot, status, shard, created_at, expires_at, sale_slot
 		FROM orders WHERE sale_id = $1 AND status IN ('PENDING', 'PAID')`, saleID)
 	if err != nil {
 		return nil, fmt.Errorf("read live orders of %s: %w", saleID, err)

@@ -60,6 +60,7 @@ func (c *Client) Reserve(ctx context.Context, r stock.Request) (stock.Reservatio
 	res, err := c.rpc.Reserve(ctx, &reservationpb.ReserveRequest{
 		SaleId: r.SaleID, ItemId: r.ItemID, UserId: r.UserID, IdempotencyKey: r.IdemKey, OrderId: r.OrderID.String(),
 		Shards: int32(r.Shards), WaitReplicas: int32(r.WaitReplicas), WaitTimeout: durationToPB(r.WaitTimeout), NoBorrow: r.NoBorrow,
+		SaleLimit: int32(r.SaleLimit),
 	})
 	if err != nil {
 		return stock.Reservation{}, fmt.Errorf("reserve %s/%s: %w", r.SaleID, r.ItemID, fromStatus(err))
@@ -151,6 +152,7 @@ func reservationFromPB(res *reservationpb.ReserveResponse) (stock.Reservation, e
 		Outcome: outcome.Code(res.GetOutcome()), Slot: int(res.GetSlot()), Replay: res.GetReplay(),
 		Shard: int(res.GetShard()), Shards: int(res.GetShards()), Borrowed: int(res.GetBorrowed()),
 		Replicas: int(res.GetReplicas()), Epoch: res.GetEpoch(),
+		SaleLimited: res.GetSaleLimited(), Claimed: res.GetClaimed(), SaleSlot: int(res.GetSaleSlot()),
 	}
 	if res.GetOrderId() != "" {
 		id, err := uuid.Parse(res.GetOrderId())

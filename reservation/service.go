@@ -18,7 +18,8 @@ import (
 	"github.com/fsctl/fsctl/stock"
 )
 
-// Store is the reservation core the service runs; *stock.Store implements it.
+// Store is the reservation core: what the service runs, and what the checkout reserves through
+// (server.Reserver is this type). *stock.Store implements it in-process, *Client over gRPC.
 type Store interface {
 	Reserve(ctx context.Context, r stock.Request) (stock.Reservation, error)
 	Release(ctx context.Context, r stock.Release) (bool, error)
@@ -49,6 +50,7 @@ func (s *Service) Reserve(ctx context.Context, in *reservationpb.ReserveRequest)
 		SaleID: in.GetSaleId(), ItemID: in.GetItemId(), UserID: in.GetUserId(), IdemKey: in.GetIdempotencyKey(),
 		OrderID: id, Shards: int(in.GetShards()), WaitReplicas: int(in.GetWaitReplicas()),
 		WaitTimeout: in.GetWaitTimeout().AsDuration(), NoBorrow: in.GetNoBorrow(),
+		SaleLimit: int(in.GetSaleLimit()),
 	})
 	if err != nil {
 		return nil, toStatus(err)
@@ -169,7 +171,7 @@ func reservationToPB(rv stock.Reservation) *reservationpb.ReserveResponse {
 	out := &reservationpb.ReserveResponse{
 		Reserved: rv.Outcome == outcome.Reserved, Outcome: string(rv.Outcome), Slot: int32(rv.Slot), Replay: rv.Replay,
 		Shard: int32(rv.Shard), Shards: int32(rv.Shards), Borrowed: int32(rv.Borrowed), Replicas: int32(rv.Replicas),
-		Epoch: rv.Epoch,
+		Epoch: rv.Epoch, SaleLimited: rv.SaleLimited, Claimed: rv.Claimed, SaleSlot: int32(rv.SaleSlot),
 	}
 	if rv.OrderID != uuid.Nil {
 		out.OrderId = rv.OrderID.String()

@@ -28,14 +28,25 @@ const (
 	MaxWaitReplicas = 16
 	// DefaultWaitTimeout is how long a reserve waits for replicas when the sale asks for them.
 	DefaultWaitTimeout = 50 * time.Millisecond
+	// MaxPerSaleLimit bounds the per-sale limit: a buyer's sale claims are slots 0..15, as
+	// PostgreSQL's orders.sale_slot records them.
+	MaxPerSaleLimit = 16
+	// DefaultRevealTTL is how long a purchase path handed out at the opening stays valid.
+	DefaultRevealTTL = time.Minute
+	// MaxRevealTTL bounds it: a path is meant for the buyer's next click, not the whole sale.
+	MaxRevealTTL = time.Hour
 )
 
 // Sale is one flash sale: a set of items that open for purchase at one instant.
 type Sale struct {
-	ID           string        `yaml:"id" json:"id"`
-	Name         string        `yaml:"name" json:"name"`
-	OpensAt      time.Time     `yaml:"opensAt" json:"opensAt"`
-	PerUserLimit int           `yaml:"perUserLimit" json:"perUserLimit"`
+	ID           string    `yaml:"id" json:"id"`
+	Name         string    `yaml:"name" json:"name"`
+	OpensAt      time.Time `yaml:"opensAt" json:"opensAt"`
+	PerUserLimit int       `yaml:"perUserLimit" json:"perUserLimit"`
+	// PerSaleLimit, when above zero, caps the units one buyer may hold across all the sale's items
+	// together ("one per user per sale" is 1); perUserLimit still caps each item. Zero: no cap
+	// across items.
+	PerSaleLimit int           `yaml:"perSaleLimit,omitempty" json:"perSaleLimit,omitempty"`
 	HoldTTL      time.Duration `yaml:"holdTTL" json:"holdTTL"`
 	Paused       bool          `yaml:"paused" json:"paused"`
 	// ClosesAt ends the sale; the zero time means it stays open until sold out.
@@ -49,6 +60,8 @@ type Sale struct {
 	WaitPolicy string `yaml:"waitPolicy,omitempty" json:"waitPolicy,omitempty"`
 	// Room is the waiting room in front of the purchase path; off unless Room.Enabled.
 	Room Room `yaml:"room,omitempty" json:"room,omitzero"`
+	// Reveal hides the purchase endpoint until the opening; off unless Reveal.Enabled.
+	Reveal Reveal `yaml:"reveal,omitempty" json:"reveal,omitzero"`
 	// RateLimits cap requests per buyer and per client address on the queue and purchase endpoints.
 	RateLimits RateLimits `yaml:"rateLimits,omitempty" json:"rateLimits,omitzero"`
 	Items      []Item     `yaml:"items" json:"items"`
@@ -108,6 +121,14 @@ type Room struct {
 	FailMode string `yaml:"failMode,omitempty" json:"failMode,omitempty"`
 	// Paused stops admissions (the queue keeps its order).
 	Paused bool `yaml:"paused,omitempty" json:"paused,omitempty"`
+}
+
+// Reveal configures a sale whose purchase endpoint is revealed at the opening: before it nobody
+// can learn where to buy, so a script cannot fire purchases ahead of the sale.
+type Reveal struct {
+	Enabled bool `yaml:"enabled" json:"enabled"`
+	// TTL is how long a purchase path handed out stays valid (default DefaultRevealTTL).
+	TTL time.Duration `yaml:"ttl,omitempty" json:"ttl,omitempty"`
 }
 
 // RateLimits are per-second request limits of a sale's queue and purchase endpoints; zero means
@@ -185,6 +206,9 @@ func (s *Sale) Normalize() {
 		s.WaitPolicy = WaitPolicyCount
 	}
 	s.Room.normalize()
+	if s.Reveal.Enabled && s.Reveal.TTL == 0 {
+		s.Reveal.TTL = DefaultRevealTTL
+	}
 	if s.RateLimits.PerUserBurst == 0 {
 		s.RateLimits.PerUserBurst = s.RateLimits.PerUser
 	}
@@ -210,6 +234,9 @@ func (s Sale) Validate() error {
 	if s.PerUserLimit < 1 || s.PerUserLimit > MaxPerUserLimit {
 		return invalid("perUserLimit", "sale %s: perUserLimit %d: must be between 1 and %d", s.ID, s.PerUserLimit, MaxPerUserLimit)
 	}
+	if s.PerSaleLimit < 0 || s.PerSaleLimit > MaxPerSaleLimit {
+		return invalid("perSaleLimit", "sale %s: perSaleLimit %d: must be between 1 and %d (0 or left out: no limit across items)", s.ID, s.PerSaleLimit, MaxPerSaleLimit)
+	}
 	if s.HoldTTL < MinHoldTTL {
 		return invalid("holdTTL", "sale %s: holdTTL %s: must be at least %s", s.ID, s.HoldTTL, MinHoldTTL)
 	}
@@ -234,6 +261,9 @@ func (s Sale) Validate() error {
 	}
 	if err := s.Room.validate(); err != nil {
 		return invalid("room."+err.Field, "sale %s: room: %v", s.ID, err.Err)
+	}
+	if s.Reveal.Enabled && (s.Reveal.TTL < time.Second || s.Reveal.TTL > MaxRevealTTL) {
+		return invalid("reveal.ttl", "sale %s: reveal: ttl %s: must be between 1s and %s", s.ID, s.Reveal.TTL, MaxRevealTTL)
 	}
 	if r := s.RateLimits; r.PerUser < 0 || r.PerAddress < 0 || r.PerUserBurst < 0 || r.PerAddressBurst < 0 {
 		return invalid("rateLimits", "sale %s: rateLimits must not be negative", s.ID)

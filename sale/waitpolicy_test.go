@@ -21,15 +21,9 @@ func TestWaitPolicy(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := Parse(strings.NewReader(tc.yaml))
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("got %v, want an error containing %q", err, tc.err)
-				}
+			s, ok := parseCase(t, tc.yaml, tc.err)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if s.WaitPolicy != tc.want {
 				t.Fatalf("waitPolicy %q, want %q", s.WaitPolicy, tc.want)
@@ -39,4 +33,22 @@ func TestWaitPolicy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// parseCase parses a sale file of a table test: with wantErr set it fails unless Parse refuses the
+// file with an error containing it, and reports false (nothing more to check); otherwise it fails
+// on any error and returns the sale.
+func parseCase(t *testing.T, yaml, wantErr string) (Sale, bool) {
+	t.Helper()
+	s, err := Parse(strings.NewReader(yaml))
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("got %v, want an error containing %q", err, wantErr)
+		}
+		return Sale{}, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, true
 }

@@ -70,6 +70,11 @@ type envOptions struct {
 	Room         sale.Room
 	RateLimits   sale.RateLimits
 	RoomRedisURL string
+	// Reveal hides the sale's purchase route until the opening (reveal_test.go).
+	Reveal sale.Reveal
+	// PerSaleLimit and ExtraItems: a sale of several items ("hot" first) with a limit across them.
+	PerSaleLimit int
+	ExtraItems   []sale.Item
 	// Tune changes the server's settings last (connection limits, timeouts).
 	Tune func(*server.Config)
 	// Tracer traces the checkout (nil: off).
@@ -101,8 +106,9 @@ func newEnvWith(t *testing.T, o envOptions) *env {
 	e.sale = sale.Sale{
 		ID: testenv.ID(t, "sale"), OpensAt: o.OpensAt, ClosesAt: o.ClosesAt, PerUserLimit: o.Limit,
 		HoldTTL: o.HoldTTL, WaitReplicas: o.WaitReplicas, Items: []sale.Item{{ID: "hot", Quantity: o.Quantity, Shards: o.Shards, PriceCents: 4999}},
-		Room: o.Room, RateLimits: o.RateLimits,
+		Room: o.Room, RateLimits: o.RateLimits, Reveal: o.Reveal, PerSaleLimit: o.PerSaleLimit,
 	}
+	e.sale.Items = append(e.sale.Items, o.ExtraItems...)
 	e.sale.Normalize()
 	e.app, e.base = e.start(true)
 	if _, err := provision.Sale(context.Background(), e.app.Orders, e.app.Stock, e.sale, provision.Options{}); err != nil {

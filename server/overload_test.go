@@ -271,9 +271,21 @@ func TestClientThatNeverReadsIsCut(t *testing.T) {
 		c.MaxConns, c.ShedConns, c.WriteTimeout = 1, 4, writeTimeout
 	}})
 	quiesce(t, e)
-	c, err := net.DialTimeout("tcp", strings.TrimPrefix(e.base, "http://"), answered)
-	if err != nil {
-		t.Fatal(err)
+	// quiesce's own connection may not be given back yet when this one arrives (the server sees
+	// its close a moment later), and then this one is the one shed: it asks once, and floods only
+	// once admitted (the shed server answers /healthz too, so it asks for /metrics).
+	var c net.Conn
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		rc := dialRaw(t, e.base)
+		if resp, _ := rc.do(http.MethodGet, "/metrics"); resp.StatusCode == http.StatusOK {
+			c = rc.c
+			break
+		}
+		rc.c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the single slot never came free for the non-reading client")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	defer c.Close()
 	_ = c.(*net.TCPConn).SetReadBuffer(1024) // the answers pile up in the server's socket, not ours

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -29,7 +30,11 @@ type reservedBody struct {
 // handlePurchase is the hot path: verify the buyer, run ONE reserve script, and for a fresh
 // reservation hand the order to Kafka before saying yes. A "yes" is only sent once the order is
 // durable in Kafka; if the hand-off fails the unit is released and the buyer is told to retry.
-func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) { s.purchase(w, r, false) }
+
+// purchase is handlePurchase's work, shared with the route of a revealed purchase path (viaPath:
+// handleRevealedPurchase), whose token is checked right after the sale lookup.
+func (s *Server) purchase(w http.ResponseWriter, r *http.Request, viaPath bool) {
 	user, err := s.auth.UserFromHeader(r.Header.Get("Authorization"))
 	if err != nil {
 		s.countAndWriteError(w, r, err)
@@ -51,6 +56,9 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 	lctx, lookup := tracing.Child(r.Context(), s.tracer, "sale lookup", trace.SpanKindInternal)
 	sl, it, err := s.saleItem(lctx, req.SaleID, req.ItemID)
 	lookup.End()
+	if err == nil {
+		err = s.checkPurchasePath(r, sl, it.ID, user, viaPath) // reveal (reveal.go): before any Redis work
+	}
 	if err != nil {
 		s.countAndWriteError(w, r, err)
 		return
@@ -110,7 +118,8 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 		Shards: ref.Shards, WaitReplicas: sl.WaitReplicas, WaitTimeout: sl.WaitTimeout,
 		// Under the flag the script answers from the buyer's home shard alone (no borrowing), so
 		// a sold-out item costs one call whose answer is still the script's own.
-		NoBorrow: flagged,
+		NoBorrow:  flagged,
+		SaleLimit: sl.PerSaleLimit,
 	})
 	s.metrics.reserve.Observe(time.Since(start).Seconds())
 	endReserve(span, rv, err)
@@ -139,6 +148,11 @@ func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) {
 			s.countAndWriteError(w, r, err)
 			return
 		}
+	}
+	if rv.SaleLimited {
+		s.answerOutcome(w, r, outcome.AlreadyPurchased,
+			fmt.Sprintf("you already hold %d unit(s) of sale %s, the most it allows one buyer across its items", sl.PerSaleLimit, sl.ID))
+		return
 	}
 	if rv.Outcome == outcome.SoldOut && !rv.Replay {
 		s.soldOut.set(ref)
@@ -262,7 +276,7 @@ func (s *Server) publish(ctx context.Context, req purchaseRequest, user string, 
 	err := s.pub.PublishOrderPlaced(pctx, events.OrderPlaced{
 		OrderID: rv.OrderID, SaleID: req.SaleID, ItemID: req.ItemID, UserID: user, Slot: rv.Slot,
 		Shard: rv.Shard, Shards: rv.Shards, CreatedAt: created, ExpiresAt: rv.ExpiresAt, IdemKey: req.IdemKey,
-		Epoch: rv.Epoch,
+		Epoch: rv.Epoch, SaleSlot: events.ClaimSlot(rv.Claimed, rv.SaleSlot),
 	})
 	s.metrics.publish.Observe(time.Since(start).Seconds())
 	tracing.Fail(span, err)
@@ -320,9 +334,14 @@ func (s *Server) countAndWriteError(w http.ResponseWriter, r *http.Request, err 
 // writeOutcome counts and answers a purchase that ends without a reservation (SOLD_OUT,
 // ALREADY_PURCHASED, NOT_STARTED, ...), with the message of its code.
 func (s *Server) writeOutcome(w http.ResponseWriter, r *http.Request, code outcome.Code, req purchaseRequest) {
+	s.answerOutcome(w, r, code, outcomeMessage(code, req))
+}
+
+// answerOutcome is writeOutcome with a message of the caller's own.
+func (s *Server) answerOutcome(w http.ResponseWriter, r *http.Request, code outcome.Code, msg string) {
 	s.traceOutcome(r, code, nil)
 	s.metrics.outcomes.WithLabelValues(string(code)).Inc()
-	s.writeCode(w, code, outcomeMessage(code, req))
+	s.writeCode(w, code, msg)
 }
 
 func outcomeMessage(c outcome.Code, req purchaseRequest) string {

@@ -216,10 +216,15 @@ type saleBody struct {
 	Open         bool       `json:"open"`
 	Paused       bool       `json:"paused"`
 	PerUserLimit int        `json:"perUserLimit"`
-	HoldTTL      string     `json:"holdTTL"`
-	Items        []itemBody `json:"items"`
-	ServerTime   time.Time  `json:"serverTime"`
-	StockAsOf    time.Time  `json:"stockAsOf"`
+	// PerSaleLimit is what one buyer may hold across all the sale's items; absent: no such limit.
+	PerSaleLimit int    `json:"perSaleLimit,omitempty"`
+	HoldTTL      string `json:"holdTTL"`
+	// Reveal says the purchase route is hidden until the opening: buyers ask GET
+	// .../items/{item}/purchase-path for theirs (never on this cached page) and POST to it.
+	Reveal     bool       `json:"reveal"`
+	Items      []itemBody `json:"items"`
+	ServerTime time.Time  `json:"serverTime"`
+	StockAsOf  time.Time  `json:"stockAsOf"`
 	// StockSource says where the numbers came from: events, poll or poll-fallback.
 	StockSource string `json:"stockSource"`
 }
@@ -251,8 +256,8 @@ func (s *Server) handleGetSale(w http.ResponseWriter, r *http.Request) {
 	now := s.now().UTC()
 	b := saleBody{
 		ID: e.sale.ID, Name: e.sale.Name, OpensAt: e.sale.OpensAt.UTC(), Paused: e.sale.Paused,
-		Open: e.sale.OpenAt(now) && !e.sale.Paused, PerUserLimit: e.sale.PerUserLimit,
-		HoldTTL: e.sale.HoldTTL.String(), ServerTime: now, StockAsOf: e.asOf.UTC(), StockSource: e.source,
+		Open: e.sale.OpenAt(now) && !e.sale.Paused, PerUserLimit: e.sale.PerUserLimit, PerSaleLimit: e.sale.PerSaleLimit,
+		HoldTTL: e.sale.HoldTTL.String(), Reveal: e.sale.Reveal.Enabled, ServerTime: now, StockAsOf: e.asOf.UTC(), StockSource: e.source,
 	}
 	if !e.sale.ClosesAt.IsZero() {
 		c := e.sale.ClosesAt.UTC()

@@ -25,23 +25,16 @@ import (
 	"github.com/fsctl/fsctl/ingest"
 	"github.com/fsctl/fsctl/lifecycle"
 	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/reservation"
 	"github.com/fsctl/fsctl/room"
 	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/tracing"
 )
 
-// Reserver is the Redis stage of the purchase path; *stock.Store implements it, sharing the round
-// trips of concurrent purchases (stock.Batch).
-type Reserver interface {
-	Reserve(ctx context.Context, r stock.Request) (stock.Reservation, error)
-	Release(ctx context.Context, r stock.Release) (bool, error)
-	LookupOrder(ctx context.Context, orderID uuid.UUID) (stock.OrderState, bool, error)
-	Snapshot(ctx context.Context, saleID string, items []sale.Item) ([]stock.ItemState, error)
-	Remaining(ctx context.Context, refs []stock.ItemRef) ([]int64, error)
-	SetPaused(ctx context.Context, sl sale.Sale, paused bool) error
-	Confirm(ctx context.Context, saleID, itemID string, shard, shards int, orderID uuid.UUID, epoch int64) (bool, error)
-}
+// Reserver is the Redis stage of the purchase path: the reservation service's store, which
+// *stock.Store implements in-process (sharing the round trips of concurrent purchases,
+// stock.Batch) and *reservation.Client over gRPC. One list of methods, in package reservation.
+type Reserver = reservation.Store
 
 // Lifecycle ends reservations: payment and cancellation; *lifecycle.Service implements it.
 type Lifecycle interface {
@@ -162,6 +155,8 @@ type Server struct {
 	now     func() time.Time
 	newID   func() (uuid.UUID, error)
 	catalog *catalog
+	// reveal signs and checks the purchase paths of sales with reveal on (reveal.go).
+	reveal *revealer
 }
 
 // Deps are what a Server is built from.
@@ -211,6 +206,7 @@ func New(cfg Config, d Deps) *Server {
 		s.sw = noSwitches{}
 	}
 	s.metrics.buildInfo(cfg.Version, cfg.Commit)
+	s.reveal = newRevealer(d.Auth, s.metrics.reg)
 	s.crash = newCrashHook(cfg.CrashAfterReserve, os.Exit)
 	s.roomUp.Store(true)
 	s.watchRoom()
@@ -226,6 +222,8 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle(pattern, s.instrument(pattern, h))
 	}
 	route("POST /api/v1/sales/{sale}/items/{item}/purchase", s.handlePurchase)
+	route("GET /api/v1/sales/{sale}/items/{item}/purchase-path", s.handlePurchasePath)
+	route("POST /api/v1/sales/{sale}/items/{item}/purchase/{token}", s.handleRevealedPurchase)
 	route("GET /api/v1/orders/{id}", s.handleGetOrder)
 	route("POST /api/v1/orders/{id}/pay", s.handlePay)
 	route("DELETE /api/v1/orders/{id}", s.handleCancel)

@@ -133,8 +133,12 @@ func (s *Store) RestoreOrder(ctx context.Context, r Restore) (bool, error) {
 	if r.TakeUnit {
 		take = "1"
 	}
+	saleSlot := ""
+	if r.Hold.Claimed {
+		saleSlot = strconv.Itoa(r.Hold.SaleSlot)
+	}
 	n, err := s.restore.Run(ctx, s.rdb, []string{k.Stock(), k.Buyers(), k.Holds(), k.Orders()},
-		r.Hold.OrderID.String(), r.Hold.UserID, r.Hold.Slot, r.Hold.IdemKey, exp, take).Int()
+		r.Hold.OrderID.String(), r.Hold.UserID, r.Hold.Slot, r.Hold.IdemKey, exp, take, saleSlot).Int()
 	switch {
 	case err != nil:
 		return false, fmt.Errorf("restore order %s: %w", r.Hold.OrderID, err)

@@ -43,11 +43,25 @@ func (s *Store) Release(ctx context.Context, r Release) (bool, error) {
 	if r.UnlessHanded {
 		unlessHanded = "1"
 	}
-	n, err := s.release.Run(ctx, s.rdb, keys, r.OrderID.String(), r.Status, s.markerTTL.Milliseconds(), k.idemPrefix(), unlessHanded).Int()
+	res, err := s.release.Run(ctx, s.rdb, keys, r.OrderID.String(), r.Status, s.markerTTL.Milliseconds(), k.idemPrefix(), unlessHanded).Slice()
 	if err != nil {
 		return false, fmt.Errorf("release order %s: %w", r.OrderID, err)
 	}
-	return n == 1, nil
+	if len(res) != 3 {
+		return false, fmt.Errorf("release order %s: the script answered %d fields, want 3", r.OrderID, len(res))
+	}
+	if n, _ := res[0].(int64); n != 1 {
+		return false, nil
+	}
+	// The order held a per-sale claim (claims.go): the buyer gets the slot back. The unit is
+	// released whatever happens here; a claim this fails to give back keeps the buyer from buying
+	// until SweepClaims finds no live order holding it, never lets them buy more.
+	if user, _ := res[1].(string); user != "" {
+		if slot, _ := res[2].(string); slot != "" {
+			_, _ = s.unclaim(ctx, r.SaleID, user, r.OrderID, uuid.Nil)
+		}
+	}
+	return true, nil
 }
 
 // Settle is a request to record that an order was paid.
@@ -160,6 +174,9 @@ type Hold struct {
 	IdemKey   string
 	ExpiresAt time.Time
 	Shard     int
+	// Claimed is set when the order holds one of its buyer's per-sale slots: SaleSlot.
+	Claimed  bool
+	SaleSlot int
 }
 
 // holdsPage is how many holds one ZRANGE reads.
@@ -216,15 +233,15 @@ func (s *Store) Holds(ctx context.Context, saleID, itemID string, shard, shards 
 	}
 }
 
-// parseHold reads an orders entry: "user\nslot\nidemKey", or "user\nslot" as written before the
-// key was recorded.
+// parseHold reads an orders entry: "user\nslot\nidemKey\nsaleSlot" for an order holding a per-sale
+// claim, "user\nslot\nidemKey", or "user\nslot" as written before the key was recorded.
 func parseHold(orderID, rec string) (Hold, error) {
 	id, err := uuid.Parse(orderID)
 	if err != nil {
 		return Hold{}, fmt.Errorf("order id %q: %w", orderID, err)
 	}
-	parts := strings.SplitN(rec, "\n", 3)
-	if len(parts) < 2 {
+	parts := strings.Split(rec, "\n")
+	if len(parts) < 2 || len(parts) > 4 {
 		return Hold{}, fmt.Errorf("order %s: malformed record %q", orderID, rec)
 	}
 	slot, err := strconv.Atoi(parts[1])
@@ -232,8 +249,14 @@ func parseHold(orderID, rec string) (Hold, error) {
 		return Hold{}, fmt.Errorf("order %s: malformed slot in %q", orderID, rec)
 	}
 	h := Hold{OrderID: id, UserID: parts[0], Slot: slot}
-	if len(parts) == 3 {
+	if len(parts) >= 3 {
 		h.IdemKey = parts[2]
+	}
+	if len(parts) == 4 {
+		if h.SaleSlot, err = strconv.Atoi(parts[3]); err != nil {
+			return Hold{}, fmt.Errorf("order %s: malformed per-sale slot in %q", orderID, rec)
+		}
+		h.Claimed = true
 	}
 	return h, nil
 }

@@ -232,7 +232,7 @@ func (s *Store) reset(ctx context.Context, sl sale.Sale, keepMarkers bool) error
 			}
 		}
 	}
-	return nil
+	return s.dropClaims(ctx, sl)
 }
 
 // SetPaused sets the pause flag in the meta of every shard of every item of a sale; the reserve

@@ -38,6 +38,12 @@ type Request struct {
 	// other answer the script gives (a replay, ALREADY_PURCHASED, PAUSED, a unit released back
 	// into the home shard). Unsharded items are unaffected.
 	NoBorrow bool
+	// SaleLimit, when above zero, is the sale's per-sale limit: the attempt first claims one of the
+	// buyer's per-sale slots (claims.go), and a buyer holding that many units of the sale's items
+	// is answered ALREADY_PURCHASED (Reservation.SaleLimited) without a reserve.
+	SaleLimit int
+
+	saleSlot string // the claim slot the reserve records with the order ('' for none)
 }
 
 // Reservation is the answer to a Request.
@@ -60,6 +66,11 @@ type Reservation struct {
 	// OrderPlaced carries it, and the hand-off is confirmed only while the shard still has it
 	// (Store.Epoch).
 	Epoch int64
+	// SaleLimited is set with ALREADY_PURCHASED when the per-sale limit, not the item's, refused.
+	SaleLimited bool
+	// Claimed is set when the order holds one of its buyer's per-sale slots: SaleSlot.
+	Claimed  bool
+	SaleSlot int
 	// RefErr is set when the order's reference for lookups by id could not be written (on a
 	// Redis Cluster it lives on another master, which may be down). The reservation stands:
 	// GET /orders/{id} answers from PostgreSQL once the order is there.
@@ -72,6 +83,9 @@ type Reservation struct {
 // that reserves, so borrowing can never break the per-user limit. When no shard has a unit left, a
 // last call remembers SOLD_OUT under the idempotency key.
 func (s *Store) Reserve(ctx context.Context, r Request) (Reservation, error) {
+	if r.SaleLimit < 0 || r.SaleLimit > sale.MaxPerSaleLimit {
+		return Reservation{}, outcome.Errorf(outcome.InvalidRequest, "per-sale limit %d: must be between 0 (none) and %d", r.SaleLimit, sale.MaxPerSaleLimit)
+	}
 	home := HomeShard(r.UserID, r.Shards)
 	k := ShardKeys(r.SaleID, r.ItemID, home, r.Shards)
 	call, done, err := s.homeCaller(ctx, r, k)
@@ -79,7 +93,12 @@ func (s *Store) Reserve(ctx context.Context, r Request) (Reservation, error) {
 		return Reservation{}, fmt.Errorf("reserve %s/%s: %w", r.SaleID, r.ItemID, err)
 	}
 	defer done()
-	rv, err := s.reserveSharded(ctx, call, r, home)
+	var rv Reservation
+	if r.SaleLimit > 0 {
+		rv, err = s.reserveClaimed(ctx, call, r, home)
+	} else {
+		rv, err = s.reserveSharded(ctx, call, r, home)
+	}
 	if err != nil {
 		return Reservation{}, fmt.Errorf("reserve %s/%s: %w", r.SaleID, r.ItemID, err)
 	}
@@ -145,8 +164,8 @@ func (s *Store) reserveOnce(ctx context.Context, call homeCall, r Request, home 
 		flag = "1"
 	}
 	orderID := r.OrderID.String()
-	args := make([]any, 7, 9)
-	args[0], args[1], args[2], args[3], args[4], args[5], args[6] = r.UserID, orderID, s.idemTTLms, flag, r.IdemKey, id, units
+	args := make([]any, 8, 10)
+	args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7] = r.UserID, orderID, s.idemTTLms, flag, r.IdemKey, id, units, r.saleSlot
 	if s.refInScript {
 		keys = append(keys, orderRefPrefix+orderID)
 		args = append(args, orderRef(r.SaleID, r.ItemID, r.UserID, home, max(r.Shards, 1)), s.markerTTLms)

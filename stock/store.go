@@ -35,6 +35,8 @@ type Store struct {
 	transferOut   *redis.Script
 	applyTransfer *redis.Script
 	restore       *redis.Script
+	claimer       *redis.Script
+	unclaimer     *redis.Script
 	idemTTL       time.Duration
 	markerTTL     time.Duration
 	transferBatch int64
@@ -88,6 +90,8 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 		transferOut:   redis.NewScript(lua.TransferOut),
 		applyTransfer: redis.NewScript(lua.ApplyTransfer),
 		restore:       redis.NewScript(lua.Restore),
+		claimer:       redis.NewScript(lua.Claim),
+		unclaimer:     redis.NewScript(lua.Unclaim),
 		idemTTL:       DefaultIdemTTL,
 		markerTTL:     DefaultMarkerTTL,
 		transferBatch: DefaultTransferBatch,
@@ -152,6 +156,7 @@ func (s *Store) scripts() []struct {
 	}{
 		{"reserve", s.reserve}, {"release", s.release}, {"settle", s.settle}, {"confirm", s.confirm}, {"preload", s.preload},
 		{"reload", s.reload}, {"transfer_out", s.transferOut}, {"apply_transfer", s.applyTransfer}, {"restore", s.restore},
+		{"claim", s.claimer}, {"unclaim", s.unclaimer},
 	}
 }
 

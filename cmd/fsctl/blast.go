@@ -48,6 +48,7 @@ type blastOptions struct {
 	room          bool
 	maxPoll       time.Duration
 	roomWait      time.Duration
+	reveal        string
 	pay, cancel   float64
 	seed          uint64
 	rate          string
@@ -104,6 +105,15 @@ HTTP/1.1 to an http:// one; 2 speaks HTTP/2 only, h2 over TLS and h2c (prior kno
 text, as fsctl serve does; 1.1 never offers h2. Over HTTP/2 the buyers' requests are streams
 multiplexed over a few connections. The report's connections line names the protocol the
 answers came over (h2, h2c, HTTP/1.1, HTTP/1.1 over TLS).
+
+--reveal follows a sale that hides its purchase route until the opening (fsctl serve's sale option
+reveal: {enabled: true}): at the release each buyer asks GET /api/v1/sales/SALE/items/ITEM/purchase-path
+for its own signed, short-lived path and POSTs the purchase there; a purchase answered 403 (the path
+expired) fetches a new path once and tries again. auto (the default) does so when the sale page
+says "reveal": true; on always does (a sale without reveal names its plain route); off fires at the
+plain route, which a reveal sale refuses with 403 (CLIENT_ERROR in the report): what a script that
+ignores the reveal gets. The path is known only at the release, so the raw engine cannot follow it:
+auto picks http and says why, and --engine raw is refused.
 
 --engine auto (the default) sends a direct purchase to an http:// target with the raw engine,
 the fastest release, and anything raw cannot send (--retries, --replays, --room, --pay/--cancel, --poll-order,
@@ -200,6 +210,8 @@ Exit status: 0 all good, 1 could not run, 2 a bad flag, 3 a threshold missed (--
 	f.BoolVar(&o.room, "room", false, "go through the waiting room: challenge, proof of work, queue, poll, then buy with the admission token")
 	f.DurationVar(&o.maxPoll, "max-poll", time.Second, "with --room, the longest pause between polls whatever pollAfterSeconds says")
 	f.DurationVar(&o.roomWait, "room-wait", 2*time.Minute, "with --room, give up (TIMEOUT) on a buyer not admitted this long after its intended time")
+	f.StringVar(&o.reveal, "reveal", blast.RevealAuto, "buy through the purchase path the sale reveals at the opening (GET .../purchase-path, then POST to it): "+
+		"auto (when fsctl serve's sale page says reveal: true), on (always) or off (fire at the plain purchase route, which a reveal sale refuses with 403); needs the http engine")
 	f.Float64Var(&o.pay, "pay", 0, "probability that a reserved buyer pays (the rest of --pay and --cancel abandon the hold)")
 	f.Float64Var(&o.cancel, "cancel", 0, "probability that a reserved buyer cancels")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the buyers' choices: pay/cancel/abandon, and who refreshes under --refreshers (the same seed picks the same buyers)")
@@ -278,6 +290,13 @@ func (o blastOptions) plan(now time.Time) (loadgen.Plan, map[loadgen.Target]load
 	if o.room {
 		p.Journey = &loadgen.Room{MaxPoll: o.maxPoll, Wait: o.roomWait}
 	}
+	reveal, err := blast.ParseReveal(o.reveal)
+	if err != nil {
+		return p, nil, err
+	}
+	if reveal == blast.RevealOn {
+		p = blast.WithReveal(p)
+	}
 	if o.maxPoll <= 0 || o.roomWait <= 0 || o.maxSkew < 0 {
 		return p, nil, errors.New("--max-poll and --room-wait must be positive, --max-skew not negative")
 	}
@@ -335,7 +354,7 @@ func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) erro
 		return usageError(err)
 	}
 	rep, err := blast.Fire(ctx, blast.Burst{Plan: p, Limits: limits, RedisURL: o.endpoints.redisURL, PostgresURL: o.endpoints.postgresURL,
-		CheckState: o.checkState, Settle: o.settle, MaxSkew: o.maxSkew,
+		CheckState: o.checkState, Settle: o.settle, MaxSkew: o.maxSkew, Reveal: o.reveal,
 		Thresholds: blast.Thresholds{MaxP99: o.maxP99, MinThroughput: o.minThroughput, ExpectSold: o.expectSold},
 		Results:    o.results, Records: o.records, HTML: o.html, Metrics: metrics}, progress)
 	if err != nil {

@@ -172,6 +172,11 @@ func printPlacement(ctx context.Context, w io.Writer, rdb redis.UniversalClient,
 func printProvision(w io.Writer, sl sale.Sale, rep provision.Report) error {
 	fmt.Fprintf(w, "sale %s (%s): opens %s, per-user limit %d, hold %s\n",
 		sl.ID, sl.Name, sl.OpensAt.UTC().Format("2006-01-02T15:04:05Z"), sl.PerUserLimit, sl.HoldTTL)
+	reveal := ""
+	if sl.Reveal.Enabled {
+		reveal = sl.Reveal.TTL.String()
+	}
+	printSaleOptions(w, sl.PerSaleLimit, reveal)
 	t := tablewriter.NewWriter(w)
 	t.Header("item", "quantity", "pg sold", "redis stock", "shards", "preload")
 	for _, it := range rep.Items {
@@ -200,4 +205,15 @@ func provisionJSON(sl sale.Sale, rep provision.Report) map[string]any {
 	}
 	return map[string]any{"sale": sl.ID, "name": sl.Name, "opensAt": sl.OpensAt.UTC(), "perUserLimit": sl.PerUserLimit,
 		"holdTTL": sl.HoldTTL.String(), "items": items}
+}
+
+// printSaleOptions prints the lines of the sale options a sale has on (sale create, sale show): the
+// per-sale limit (0: none) and the lifetime of a revealed purchase path ("": reveal off).
+func printSaleOptions(w io.Writer, perSaleLimit int, reveal string) {
+	if perSaleLimit > 0 {
+		fmt.Fprintf(w, "per-sale limit: %d unit(s) per buyer across the items\n", perSaleLimit)
+	}
+	if reveal != "" {
+		fmt.Fprintf(w, "purchase path revealed at the opening, each valid %s\n", reveal)
+	}
 }

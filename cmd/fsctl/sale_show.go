@@ -138,8 +138,11 @@ type saleSettings struct {
 	ClosesAt     *time.Time `json:"closesAt,omitempty"`
 	Paused       bool       `json:"paused"`
 	PerUserLimit int        `json:"perUserLimit"`
+	PerSaleLimit int        `json:"perSaleLimit,omitempty"`
 	HoldTTL      string     `json:"holdTTL"`
 	WaitReplicas int        `json:"waitReplicas,omitempty"`
+	// Reveal is the lifetime of a revealed purchase path, when the sale reveals it at the opening.
+	Reveal string `json:"reveal,omitempty"`
 	// Room is the waiting room's settings, when the sale has one.
 	Room *roomSettings `json:"room,omitempty"`
 }
@@ -203,7 +206,10 @@ func (s *saleStores) view(ctx context.Context, id string) (saleView, error) {
 		return saleView{}, err
 	}
 	v := saleView{Sale: saleSettings{ID: sl.ID, Name: sl.Name, OpensAt: sl.OpensAt, Paused: sl.Paused,
-		PerUserLimit: sl.PerUserLimit, HoldTTL: sl.HoldTTL.String(), WaitReplicas: sl.WaitReplicas}}
+		PerUserLimit: sl.PerUserLimit, PerSaleLimit: sl.PerSaleLimit, HoldTTL: sl.HoldTTL.String(), WaitReplicas: sl.WaitReplicas}}
+	if sl.Reveal.Enabled {
+		v.Sale.Reveal = sl.Reveal.TTL.String()
+	}
 	if !sl.ClosesAt.IsZero() {
 		v.Sale.ClosesAt = &sl.ClosesAt
 	}
@@ -285,6 +291,7 @@ func (v saleView) render(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "sale %s (%s): opens %s, %s, per-user limit %d, hold %s, paused: %s\n",
 		s.ID, s.Name, stamp(s.OpensAt), closes, s.PerUserLimit, s.HoldTTL, yesNo(s.Paused))
+	printSaleOptions(w, s.PerSaleLimit, s.Reveal)
 	if s.Room != nil {
 		fmt.Fprintf(w, "waiting room: admissions paused: %s, %.0f buyers/s, at most %d active\n",
 			yesNo(s.Room.Paused), s.Room.AdmissionRate, s.Room.MaxActive)

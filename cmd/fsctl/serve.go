@@ -140,6 +140,7 @@ buyers' tokens or pause the sale with them.`,
 	fs.DurationVar(&o.lifecycle.SweepInterval, "sweep-interval", lc.SweepInterval, "how often the orphaned-hold sweeper runs")
 	fs.DurationVar(&o.lifecycle.OrphanAge, "orphan-age", lc.OrphanAge, "age after which a hold with no order in PostgreSQL is re-published")
 	fs.DurationVar(&o.lifecycle.ClaimTimeout, "claim-timeout", lc.ClaimTimeout, "age after which an unfinished payment is settled with the provider")
+	fs.DurationVar(&o.lifecycle.ClaimAge, "sale-claim-age", lc.ClaimAge, "age after which a per-sale limit's claim that no live order holds is given back (a crash left it); keep it well above the longest purchase (publish timeout 5s + 2s)")
 	fs.StringVar(&o.roomRedisURL, "room-redis-url", os.Getenv(envRoomRedisURL), "Redis of the waiting rooms; empty uses --redis-url (env "+envRoomRedisURL+")")
 	fs.StringVar(&o.roomSecret, "room-secret", os.Getenv(envRoomSecret), "secret of admission tokens and proof-of-work challenges, the same on every instance; empty derives one from the JWT secret (env "+envRoomSecret+")")
 	fs.StringVar(&o.clientIP, "client-ip-header", "", "header a trusted proxy puts the client address in (e.g. X-Forwarded-For), for per-address rate limits")
@@ -200,7 +201,10 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 	}
 	lc := lifecycle.DefaultConfig()
 	lc.PaymentTimeout, lc.ExpiryInterval, lc.SweepInterval = o.lifecycle.PaymentTimeout, o.lifecycle.ExpiryInterval, o.lifecycle.SweepInterval
-	lc.OrphanAge, lc.ClaimTimeout = o.lifecycle.OrphanAge, o.lifecycle.ClaimTimeout
+	lc.OrphanAge, lc.ClaimTimeout, lc.ClaimAge = o.lifecycle.OrphanAge, o.lifecycle.ClaimTimeout, o.lifecycle.ClaimAge
+	if lc.ClaimAge < 5*time.Second {
+		return fmt.Errorf("--sale-claim-age %s is shorter than a purchase may take between its claim and its reserve; use 5s or more (default %s)", lc.ClaimAge, lifecycle.DefaultConfig().ClaimAge)
+	}
 	if o.jwtSecret == devJWTSecret && slices.Contains(o.roles, "api") { // only the API verifies buyers' tokens
 		log.Warn("using the built-in development JWT secret; set " + envJWTSecret + " for anything real")
 	}

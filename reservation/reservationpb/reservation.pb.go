@@ -50,7 +50,11 @@ type ReserveRequest struct {
 	WaitReplicas int32                `protobuf:"varint,7,opt,name=wait_replicas,json=waitReplicas,proto3" json:"wait_replicas,omitempty"`
 	WaitTimeout  *durationpb.Duration `protobuf:"bytes,8,opt,name=wait_timeout,json=waitTimeout,proto3" json:"wait_timeout,omitempty"`
 	// no_borrow answers from the buyer's home shard alone (the sold-out fast path).
-	NoBorrow      bool `protobuf:"varint,9,opt,name=no_borrow,json=noBorrow,proto3" json:"no_borrow,omitempty"`
+	NoBorrow bool `protobuf:"varint,9,opt,name=no_borrow,json=noBorrow,proto3" json:"no_borrow,omitempty"`
+	// sale_limit above zero is the sale's per-sale limit: the attempt first claims one of the
+	// buyer's per-sale slots, and a buyer holding that many units across the sale's items is
+	// answered ALREADY_PURCHASED with sale_limited.
+	SaleLimit     int32 `protobuf:"varint,10,opt,name=sale_limit,json=saleLimit,proto3" json:"sale_limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -148,6 +152,13 @@ func (x *ReserveRequest) GetNoBorrow() bool {
 	return false
 }
 
+func (x *ReserveRequest) GetSaleLimit() int32 {
+	if x != nil {
+		return x.SaleLimit
+	}
+	return 0
+}
+
 // ReserveResponse is the reserve script's answer.
 type ReserveResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -169,7 +180,12 @@ type ReserveResponse struct {
 	Epoch    int64 `protobuf:"varint,11,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	// ref_error, when set, says the order's lookup reference could not be written (the
 	// reservation stands).
-	RefError      string `protobuf:"bytes,12,opt,name=ref_error,json=refError,proto3" json:"ref_error,omitempty"`
+	RefError string `protobuf:"bytes,12,opt,name=ref_error,json=refError,proto3" json:"ref_error,omitempty"`
+	// sale_limited is set with ALREADY_PURCHASED when the per-sale limit, not the item's, refused.
+	SaleLimited bool `protobuf:"varint,13,opt,name=sale_limited,json=saleLimited,proto3" json:"sale_limited,omitempty"`
+	// claimed is set when the order holds one of its buyer's per-sale slots, sale_slot.
+	Claimed       bool  `protobuf:"varint,14,opt,name=claimed,proto3" json:"claimed,omitempty"`
+	SaleSlot      int32 `protobuf:"varint,15,opt,name=sale_slot,json=saleSlot,proto3" json:"sale_slot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -286,6 +302,27 @@ func (x *ReserveResponse) GetRefError() string {
 		return x.RefError
 	}
 	return ""
+}
+
+func (x *ReserveResponse) GetSaleLimited() bool {
+	if x != nil {
+		return x.SaleLimited
+	}
+	return false
+}
+
+func (x *ReserveResponse) GetClaimed() bool {
+	if x != nil {
+		return x.Claimed
+	}
+	return false
+}
+
+func (x *ReserveResponse) GetSaleSlot() int32 {
+	if x != nil {
+		return x.SaleSlot
+	}
+	return 0
 }
 
 // ReleaseRequest returns one hold's unit.
@@ -1270,7 +1307,7 @@ var File_fsctl_reservation_v1_reservation_proto protoreflect.FileDescriptor
 
 const file_fsctl_reservation_v1_reservation_proto_rawDesc = "" +
 	"\n" +
-	"&fsctl/reservation/v1/reservation.proto\x12\x14fsctl.reservation.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb7\x02\n" +
+	"&fsctl/reservation/v1/reservation.proto\x12\x14fsctl.reservation.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd6\x02\n" +
 	"\x0eReserveRequest\x12\x17\n" +
 	"\asale_id\x18\x01 \x01(\tR\x06saleId\x12\x17\n" +
 	"\aitem_id\x18\x02 \x01(\tR\x06itemId\x12\x17\n" +
@@ -1280,7 +1317,10 @@ const file_fsctl_reservation_v1_reservation_proto_rawDesc = "" +
 	"\x06shards\x18\x06 \x01(\x05R\x06shards\x12#\n" +
 	"\rwait_replicas\x18\a \x01(\x05R\fwaitReplicas\x12<\n" +
 	"\fwait_timeout\x18\b \x01(\v2\x19.google.protobuf.DurationR\vwaitTimeout\x12\x1b\n" +
-	"\tno_borrow\x18\t \x01(\bR\bnoBorrow\"\xe2\x02\n" +
+	"\tno_borrow\x18\t \x01(\bR\bnoBorrow\x12\x1d\n" +
+	"\n" +
+	"sale_limit\x18\n" +
+	" \x01(\x05R\tsaleLimit\"\xbc\x03\n" +
 	"\x0fReserveResponse\x12\x1a\n" +
 	"\breserved\x18\x01 \x01(\bR\breserved\x12\x18\n" +
 	"\aoutcome\x18\x02 \x01(\tR\aoutcome\x12\x19\n" +
@@ -1295,7 +1335,10 @@ const file_fsctl_reservation_v1_reservation_proto_rawDesc = "" +
 	"\breplicas\x18\n" +
 	" \x01(\x05R\breplicas\x12\x14\n" +
 	"\x05epoch\x18\v \x01(\x03R\x05epoch\x12\x1b\n" +
-	"\tref_error\x18\f \x01(\tR\brefError\"\x88\x02\n" +
+	"\tref_error\x18\f \x01(\tR\brefError\x12!\n" +
+	"\fsale_limited\x18\r \x01(\bR\vsaleLimited\x12\x18\n" +
+	"\aclaimed\x18\x0e \x01(\bR\aclaimed\x12\x1b\n" +
+	"\tsale_slot\x18\x0f \x01(\x05R\bsaleSlot\"\x88\x02\n" +
 	"\x0eReleaseRequest\x12\x17\n" +
 	"\asale_id\x18\x01 \x01(\tR\x06saleId\x12\x17\n" +
 	"\aitem_id\x18\x02 \x01(\tR\x06itemId\x12\x14\n" +
