@@ -9,7 +9,7 @@ import (
 
 // SetPaused records an operator's pause or resume of a sale, so a later preload keeps it.
 func (s *Store) SetPaused(ctx context.Context, saleID string, paused bool) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE sales SET paused = $2, updated_at = now() WHERE id = $1`, saleID, paused)
+	tag, err := s.pool.Exec(ctx, `UPDATE sales SET paused = $2, updated_at = `+nextRevision+` WHERE id = $1`, saleID, paused)
 	if err != nil {
 		return fmt.Errorf("set sale %s paused=%v: %w", saleID, paused, err)
 	}

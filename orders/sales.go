@@ -30,7 +30,7 @@ func (s *Store) SaveSale(ctx context.Context, sl sale.Sale) error {
 				wait_replicas = EXCLUDED.wait_replicas, wait_timeout_ms = EXCLUDED.wait_timeout_ms,
 				room = EXCLUDED.room, rate_limits = EXCLUDED.rate_limits, wait_policy = EXCLUDED.wait_policy,
 				per_sale_limit = EXCLUDED.per_sale_limit, reveal = EXCLUDED.reveal,
-				updated_at = now()`,
+				updated_at = `+nextRevision,
 			sl.ID, sl.Name, sl.OpensAt, sl.PerUserLimit, sl.HoldTTL.Milliseconds(), sl.Paused,
 			nullTime(sl.ClosesAt), sl.WaitReplicas, sl.WaitTimeout.Milliseconds(), sl.Room, sl.RateLimits,
 			sl.WaitPolicy, sl.PerSaleLimit, sl.Reveal); err != nil {
@@ -114,10 +114,10 @@ func (s *Store) LoadSale(ctx context.Context, id string) (sale.Sale, error) {
 	var closes *time.Time
 	err := s.pool.QueryRow(ctx, `
 		SELECT id, name, opens_at, per_user_limit, hold_ttl_ms, paused, closes_at, wait_replicas, wait_timeout_ms,
-			room, rate_limits, wait_policy, per_sale_limit, reveal
+			room, rate_limits, wait_policy, per_sale_limit, reveal, `+revisionOf+`
 		FROM sales WHERE id = $1`, id).
 		Scan(&sl.ID, &sl.Name, &sl.OpensAt, &sl.PerUserLimit, &ttlMS, &sl.Paused, &closes, &sl.WaitReplicas, &waitMS,
-			&sl.Room, &sl.RateLimits, &sl.WaitPolicy, &sl.PerSaleLimit, &sl.Reveal)
+			&sl.Room, &sl.RateLimits, &sl.WaitPolicy, &sl.PerSaleLimit, &sl.Reveal, &sl.Room.Revision)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return sale.Sale{}, outcome.Errorf(outcome.NotFound, "sale %s not found", id)
 	}
@@ -150,17 +150,29 @@ func nullTime(t time.Time) *time.Time {
 	return &t
 }
 
-// SetRoom records an operator's change of a sale's waiting room (pause, admission rate, cap).
-func (s *Store) SetRoom(ctx context.Context, saleID string, r sale.Room) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE sales SET room = $2, updated_at = now() WHERE id = $1`, saleID, r)
+// SetRoom records an operator's change of a sale's waiting room (pause, admission rate, cap) and
+// returns the settings' new revision (sale.Room.Revision), which the live room is then given.
+func (s *Store) SetRoom(ctx context.Context, saleID string, r sale.Room) (int64, error) {
+	var rev int64
+	err := s.pool.QueryRow(ctx, `UPDATE sales SET room = $2, updated_at = `+nextRevision+`
+		WHERE id = $1 RETURNING `+revisionOf, saleID, r).Scan(&rev)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, outcome.Errorf(outcome.NotFound, "sale %s not found", saleID)
+	}
 	if err != nil {
-		return fmt.Errorf("set room of sale %s: %w", saleID, err)
+		return 0, fmt.Errorf("set room of sale %s: %w", saleID, err)
 	}
-	if tag.RowsAffected() == 0 {
-		return outcome.Errorf(outcome.NotFound, "sale %s not found", saleID)
-	}
-	return nil
+	return rev, nil
 }
+
+// A sale's revision is its row's last change in microseconds. Every change moves it strictly
+// forward: the wall clock at the change (not the transaction's start, which a change that waited
+// for the row lock would carry from before the change it waited for), and never less than one
+// microsecond past the last.
+const (
+	nextRevision = `greatest(clock_timestamp(), sales.updated_at + interval '1 microsecond')`
+	revisionOf   = `(extract(epoch FROM updated_at) * 1000000)::bigint`
+)
 
 // Epochs reads the epoch of every item of a sale (sale.Item.Epoch).
 func (s *Store) Epochs(ctx context.Context, saleID string) (map[string]int64, error) {

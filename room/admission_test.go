@@ -294,3 +294,37 @@ func TestExpiredTicketsAreForgotten(t *testing.T) {
 		t.Fatalf("the live waiter = %+v, want still waiting", got)
 	}
 }
+
+// TestConfigureKeepsTheNewestRevision: settings read before an operator's change (an instance's
+// round holding the sale as it was) cannot overwrite that change once it is live; settings of a
+// later revision can, and settings without a revision are not checked.
+func TestConfigureKeepsTheNewestRevision(t *testing.T) {
+	t.Parallel()
+	opens := time.Now().Add(-time.Minute)
+	f := newRoom(t, sale.Room{AdmissionRate: 20, Revision: 100}, opens)
+	f.join("a")
+	if err := f.store.Configure(f.ctx, f.sale, sale.Room{AdmissionRate: 7, Paused: true, Revision: 200}, opens); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.Configure(f.ctx, f.sale, sale.Room{AdmissionRate: 20, Revision: 150}, opens); err != nil {
+		t.Fatalf("stale settings: %v, want nil (nothing written)", err)
+	}
+	if st := f.stats(); !st.Paused || st.Rate != 7 {
+		t.Fatalf("stats after stale settings %+v, want the operator's pause at rate 7", st)
+	}
+	if res := f.tick(); res.Admitted != 0 {
+		t.Fatalf("tick = %+v: the stale settings resumed admission", res)
+	}
+	if err := f.store.Configure(f.ctx, f.sale, sale.Room{AdmissionRate: 9, Revision: 300}, opens); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.stats(); st.Paused || st.Rate != 9 {
+		t.Fatalf("stats after newer settings %+v, want resumed at rate 9", st)
+	}
+	if err := f.store.Configure(f.ctx, f.sale, sale.Room{AdmissionRate: 11}, opens); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.stats(); st.Rate != 11 {
+		t.Fatalf("stats after unversioned settings %+v, want rate 11", st)
+	}
+}

@@ -140,7 +140,9 @@ func (s *Store) ScriptHashes() map[string]string {
 
 // Configure writes (or updates) a sale's room settings and opening time, keeping the queue, the
 // admitted set and the counters; the operator also uses it to change rate, cap or pause live. Zero
-// fields of r take sale's defaults (random fair start, DefaultWaiterTTL, DefaultActiveTTL).
+// fields of r take sale's defaults (random fair start, DefaultWaiterTTL, DefaultActiveTTL). When
+// the room already holds settings of a later r.Revision, it changes nothing and answers nil: the
+// caller's copy of the sale is older than what is live.
 func (s *Store) Configure(ctx context.Context, saleID string, r sale.Room, opensAt time.Time) error {
 	if !sale.ValidSlug(saleID) {
 		return fmt.Errorf("room of sale %q: sale id must match [A-Za-z0-9_-]{1,64}", saleID)
@@ -151,14 +153,14 @@ func (s *Store) Configure(ctx context.Context, saleID string, r sale.Room, opens
 	}
 	_, err := s.settings(ctx, saleID, true, strconv.FormatInt(opensAt.UnixMilli(), 10), formatRate(r.AdmissionRate),
 		strconv.Itoa(r.MaxActive), r.FairStart, strconv.FormatInt(r.WaiterTTL.Milliseconds(), 10),
-		strconv.FormatInt(r.ActiveTTL.Milliseconds(), 10), flag(r.Paused))
+		strconv.FormatInt(r.ActiveTTL.Milliseconds(), 10), flag(r.Paused), strconv.FormatInt(r.Revision, 10))
 	return err
 }
 
 // SetPaused stops (or resumes) admissions; the queue keeps its order. Either way the token bucket
 // starts empty, so a resume never releases admissions saved up before it.
 func (s *Store) SetPaused(ctx context.Context, saleID string, paused bool) error {
-	_, err := s.settings(ctx, saleID, false, "", "", "", "", "", "", flag(paused))
+	_, err := s.settings(ctx, saleID, false, "", "", "", "", "", "", flag(paused), "")
 	return err
 }
 
@@ -169,7 +171,7 @@ func (s *Store) SetRate(ctx context.Context, saleID string, rate float64, maxAct
 		WaiterTTL: time.Second, ActiveTTL: time.Second}); err != nil {
 		return fmt.Errorf("room of sale %s: %w", saleID, err)
 	}
-	_, err := s.settings(ctx, saleID, false, "", formatRate(rate), strconv.Itoa(maxActive), "", "", "", "")
+	_, err := s.settings(ctx, saleID, false, "", formatRate(rate), strconv.Itoa(maxActive), "", "", "", "", "")
 	return err
 }
 

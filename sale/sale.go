@@ -121,6 +121,11 @@ type Room struct {
 	FailMode string `yaml:"failMode,omitempty" json:"failMode,omitempty"`
 	// Paused stops admissions (the queue keeps its order).
 	Paused bool `yaml:"paused,omitempty" json:"paused,omitempty"`
+	// Revision orders the writes of these settings to the room's live state: Redis keeps the
+	// newest and refuses older ones, so an instance that read the sale a moment before an
+	// operator's change cannot write it back. The order store sets it (the sale row's last change,
+	// in microseconds); it is not part of the definition. Zero: not checked.
+	Revision int64 `yaml:"-" json:"-"`
 }
 
 // Reveal configures a sale whose purchase endpoint is revealed at the opening: before it nobody

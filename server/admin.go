@@ -266,11 +266,13 @@ func (s *Server) handleSetRoom(w http.ResponseWriter, r *http.Request) {
 		s.writeCode(w, outcome.InvalidRequest, err.Error())
 		return
 	}
-	if err := s.store.SetRoom(r.Context(), sl.ID, next.Room); err != nil {
+	rev, err := s.store.SetRoom(r.Context(), sl.ID, next.Room)
+	if err != nil {
 		s.log.Error("save room", "sale", sl.ID, "err", err)
 		s.writeCode(w, outcome.Unavailable, "order store unavailable; nothing changed")
 		return
 	}
+	next.Room.Revision = rev // an instance's round holding the sale as it was before cannot undo this
 	// Configure keeps the queue, the admitted buyers and the counters; only the settings change.
 	if err := s.room.Configure(r.Context(), sl.ID, next.Room, sl.OpensAt); err != nil {
 		s.log.Error("set room live", "sale", sl.ID, "err", err)

@@ -63,7 +63,7 @@ type OrderStore interface {
 	GetOrder(ctx context.Context, id uuid.UUID) (orders.Order, error)
 	LoadSale(ctx context.Context, id string) (sale.Sale, error)
 	SetPaused(ctx context.Context, saleID string, paused bool) error
-	SetRoom(ctx context.Context, saleID string, r sale.Room) error
+	SetRoom(ctx context.Context, saleID string, r sale.Room) (revision int64, err error)
 	RoomSaleIDs(ctx context.Context) ([]string, error)
 }
 
