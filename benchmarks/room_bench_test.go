@@ -33,7 +33,7 @@ func benchRoom(b *testing.B, cfg sale.Room) (*room.Store, string) {
 		}
 	})
 	cfg.FairStart = sale.FairStartFIFO
-	if err := s.Configure(ctx, id, cfg, time.Now().Add(-time.Minute)); err != nil {
+	if err := s.Configure(ctx, id, cfg, time.Now().Add(-time.Minute), 0); err != nil {
 		b.Fatal(err)
 	}
 	return s, id

@@ -117,7 +117,7 @@ func (s *Store) LoadSale(ctx context.Context, id string) (sale.Sale, error) {
 			room, rate_limits, wait_policy, per_sale_limit, reveal, `+revisionOf+`
 		FROM sales WHERE id = $1`, id).
 		Scan(&sl.ID, &sl.Name, &sl.OpensAt, &sl.PerUserLimit, &ttlMS, &sl.Paused, &closes, &sl.WaitReplicas, &waitMS,
-			&sl.Room, &sl.RateLimits, &sl.WaitPolicy, &sl.PerSaleLimit, &sl.Reveal, &sl.Room.Revision)
+			&sl.Room, &sl.RateLimits, &sl.WaitPolicy, &sl.PerSaleLimit, &sl.Reveal, &sl.Revision)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return sale.Sale{}, outcome.Errorf(outcome.NotFound, "sale %s not found", id)
 	}
@@ -151,7 +151,7 @@ func nullTime(t time.Time) *time.Time {
 }
 
 // SetRoom records an operator's change of a sale's waiting room (pause, admission rate, cap) and
-// returns the settings' new revision (sale.Room.Revision), which the live room is then given.
+// returns the sale's new revision (sale.Sale.Revision), which the live room is then given.
 func (s *Store) SetRoom(ctx context.Context, saleID string, r sale.Room) (int64, error) {
 	var rev int64
 	err := s.pool.QueryRow(ctx, `UPDATE sales SET room = $2, updated_at = `+nextRevision+`

@@ -46,11 +46,11 @@ func TestSaveLoadSaleRoundTrip(t *testing.T) {
 		t.Fatalf("load: %v", err)
 	}
 	want.Items = []sale.Item{want.Items[1], want.Items[0]} // loaded by item id
-	first := got.Room.Revision
+	first := got.Revision
 	if first <= 0 {
 		t.Fatalf("room revision %d, want the row's last change", first)
 	}
-	got.Room.Revision = 0
+	got.Revision = 0
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("round trip:\n got %+v\nwant %+v", got, want)
 	}
@@ -69,11 +69,11 @@ func TestSaveLoadSaleRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("second load: %v", err)
 	}
-	second := got.Room.Revision
+	second := got.Revision
 	if second <= first {
 		t.Fatalf("room revision after an update %d, want above %d", second, first)
 	}
-	got.Room.Revision = 0
+	got.Revision = 0
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("after update:\n got %+v\nwant %+v", got, want)
 	}
@@ -83,8 +83,8 @@ func TestSaveLoadSaleRoundTrip(t *testing.T) {
 	if err != nil || rev <= second {
 		t.Fatalf("set room: revision %d, %v; want above %d", rev, err, second)
 	}
-	if got, err = s.LoadSale(ctx, "spring"); err != nil || got.Room.Revision != rev || !got.Room.Paused {
-		t.Fatalf("load after set room: %+v, %v; want revision %d and paused", got.Room, err, rev)
+	if got, err = s.LoadSale(ctx, "spring"); err != nil || got.Revision != rev || !got.Room.Paused {
+		t.Fatalf("load after set room: %+v, %v; want revision %d and paused", got, err, rev)
 	}
 	if _, err := s.SetRoom(ctx, "nope", sale.Room{}); outcome.CodeOf(err) != outcome.NotFound {
 		t.Fatalf("set room of a missing sale: %v, want NotFound", err)

@@ -301,12 +301,15 @@ func TestExpiredTicketsAreForgotten(t *testing.T) {
 func TestConfigureKeepsTheNewestRevision(t *testing.T) {
 	t.Parallel()
 	opens := time.Now().Add(-time.Minute)
-	f := newRoom(t, sale.Room{AdmissionRate: 20, Revision: 100}, opens)
-	f.join("a")
-	if err := f.store.Configure(f.ctx, f.sale, sale.Room{AdmissionRate: 7, Paused: true, Revision: 200}, opens); err != nil {
+	f := newRoom(t, sale.Room{AdmissionRate: 20}, opens)
+	if err := f.store.Configure(f.ctx, f.sale, sale.Room{AdmissionRate: 20}, opens, 100); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.store.Configure(f.ctx, f.sale, sale.Room{AdmissionRate: 20, Revision: 150}, opens); err != nil {
+	f.join("a")
+	if err := f.store.Configure(f.ctx, f.sale, sale.Room{AdmissionRate: 7, Paused: true}, opens, 200); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.Configure(f.ctx, f.sale, sale.Room{AdmissionRate: 20}, opens, 150); err != nil {
 		t.Fatalf("stale settings: %v, want nil (nothing written)", err)
 	}
 	if st := f.stats(); !st.Paused || st.Rate != 7 {
@@ -315,13 +318,13 @@ func TestConfigureKeepsTheNewestRevision(t *testing.T) {
 	if res := f.tick(); res.Admitted != 0 {
 		t.Fatalf("tick = %+v: the stale settings resumed admission", res)
 	}
-	if err := f.store.Configure(f.ctx, f.sale, sale.Room{AdmissionRate: 9, Revision: 300}, opens); err != nil {
+	if err := f.store.Configure(f.ctx, f.sale, sale.Room{AdmissionRate: 9}, opens, 300); err != nil {
 		t.Fatal(err)
 	}
 	if st := f.stats(); st.Paused || st.Rate != 9 {
 		t.Fatalf("stats after newer settings %+v, want resumed at rate 9", st)
 	}
-	if err := f.store.Configure(f.ctx, f.sale, sale.Room{AdmissionRate: 11}, opens); err != nil {
+	if err := f.store.Configure(f.ctx, f.sale, sale.Room{AdmissionRate: 11}, opens, 0); err != nil {
 		t.Fatal(err)
 	}
 	if st := f.stats(); st.Rate != 11 {

@@ -45,7 +45,7 @@ func newRoomOn(t *testing.T, open func(testing.TB) redis.UniversalClient, r sale
 	if err := f.store.LoadScripts(f.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.store.Configure(f.ctx, f.sale, r, opensAt); err != nil {
+	if err := f.store.Configure(f.ctx, f.sale, r, opensAt, 0); err != nil {
 		t.Fatalf("configure: %v", err)
 	}
 	return f

@@ -140,10 +140,11 @@ func (s *Store) ScriptHashes() map[string]string {
 
 // Configure writes (or updates) a sale's room settings and opening time, keeping the queue, the
 // admitted set and the counters; the operator also uses it to change rate, cap or pause live. Zero
-// fields of r take sale's defaults (random fair start, DefaultWaiterTTL, DefaultActiveTTL). When
-// the room already holds settings of a later r.Revision, it changes nothing and answers nil: the
-// caller's copy of the sale is older than what is live.
-func (s *Store) Configure(ctx context.Context, saleID string, r sale.Room, opensAt time.Time) error {
+// fields of r take sale's defaults (random fair start, DefaultWaiterTTL, DefaultActiveTTL).
+// revision is the sale's (sale.Sale.Revision): when the room already holds settings written at a
+// later one, Configure changes nothing and answers nil, since the caller's copy of the sale is
+// older than what is live. Revision 0 is not checked.
+func (s *Store) Configure(ctx context.Context, saleID string, r sale.Room, opensAt time.Time, revision int64) error {
 	if !sale.ValidSlug(saleID) {
 		return fmt.Errorf("room of sale %q: sale id must match [A-Za-z0-9_-]{1,64}", saleID)
 	}
@@ -153,7 +154,7 @@ func (s *Store) Configure(ctx context.Context, saleID string, r sale.Room, opens
 	}
 	_, err := s.settings(ctx, saleID, true, strconv.FormatInt(opensAt.UnixMilli(), 10), formatRate(r.AdmissionRate),
 		strconv.Itoa(r.MaxActive), r.FairStart, strconv.FormatInt(r.WaiterTTL.Milliseconds(), 10),
-		strconv.FormatInt(r.ActiveTTL.Milliseconds(), 10), flag(r.Paused), strconv.FormatInt(r.Revision, 10))
+		strconv.FormatInt(r.ActiveTTL.Milliseconds(), 10), flag(r.Paused), strconv.FormatInt(revision, 10))
 	return err
 }
 

@@ -65,6 +65,11 @@ type Sale struct {
 	// RateLimits cap requests per buyer and per client address on the queue and purchase endpoints.
 	RateLimits RateLimits `yaml:"rateLimits,omitempty" json:"rateLimits,omitzero"`
 	Items      []Item     `yaml:"items" json:"items"`
+	// Revision is the stored sale's last change (microseconds, strictly increasing per sale), set
+	// by the order store and never part of a definition: the waiting room's live settings keep the
+	// revision they were written at and refuse older ones, so an instance that read the sale a
+	// moment before an operator's change cannot write it back. Zero: unknown (not checked).
+	Revision int64 `yaml:"-" json:"-"`
 }
 
 // Policies of a reserve that fewer replicas acknowledged than the sale's waitReplicas asked for.
@@ -121,11 +126,6 @@ type Room struct {
 	FailMode string `yaml:"failMode,omitempty" json:"failMode,omitempty"`
 	// Paused stops admissions (the queue keeps its order).
 	Paused bool `yaml:"paused,omitempty" json:"paused,omitempty"`
-	// Revision orders the writes of these settings to the room's live state: Redis keeps the
-	// newest and refuses older ones, so an instance that read the sale a moment before an
-	// operator's change cannot write it back. The order store sets it (the sale row's last change,
-	// in microseconds); it is not part of the definition. Zero: not checked.
-	Revision int64 `yaml:"-" json:"-"`
 }
 
 // Reveal configures a sale whose purchase endpoint is revealed at the opening: before it nobody

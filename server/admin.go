@@ -272,9 +272,9 @@ func (s *Server) handleSetRoom(w http.ResponseWriter, r *http.Request) {
 		s.writeCode(w, outcome.Unavailable, "order store unavailable; nothing changed")
 		return
 	}
-	next.Room.Revision = rev // an instance's round holding the sale as it was before cannot undo this
+	next.Revision = rev // an instance's round holding the sale as it was before cannot undo this
 	// Configure keeps the queue, the admitted buyers and the counters; only the settings change.
-	if err := s.room.Configure(r.Context(), sl.ID, next.Room, sl.OpensAt); err != nil {
+	if err := s.room.Configure(r.Context(), sl.ID, next.Room, sl.OpensAt, next.Revision); err != nil {
 		s.log.Error("set room live", "sale", sl.ID, "err", err)
 		s.writeCode(w, outcome.Unavailable, "waiting room unreachable; the change is saved and applies when it is back")
 		return

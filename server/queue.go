@@ -18,7 +18,7 @@ const AdmissionHeader = "X-Admission-Token"
 
 // Room is the waiting room's shared state; *room.Store implements it.
 type Room interface {
-	Configure(ctx context.Context, saleID string, r sale.Room, opensAt time.Time) error
+	Configure(ctx context.Context, saleID string, r sale.Room, opensAt time.Time, revision int64) error
 	Join(ctx context.Context, saleID, userID string) (room.Ticket, error)
 	Poll(ctx context.Context, saleID, ticketID, userID string) (room.Ticket, error)
 	Tick(ctx context.Context, saleID string) (room.TickResult, error)
@@ -115,7 +115,7 @@ func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request) {
 	if outcome.CodeOf(err) == outcome.NotFound {
 		// The room's settings are not in Redis yet (a sale created after this instance's last
 		// round, or a Redis that lost them): write them and let the buyer in line.
-		if err = s.room.Configure(r.Context(), sl.ID, sl.Room, sl.OpensAt); err == nil {
+		if err = s.room.Configure(r.Context(), sl.ID, sl.Room, sl.OpensAt, sl.Revision); err == nil {
 			t, err = s.room.Join(r.Context(), sl.ID, user)
 		}
 	}

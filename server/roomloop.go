@@ -63,7 +63,7 @@ func (s *Server) roomRound(ctx context.Context, sl sale.Sale, configured map[str
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	if last, ok := configured[sl.ID]; !ok || last != sl.Room {
-		if err := s.room.Configure(ctx, sl.ID, sl.Room, sl.OpensAt); err != nil {
+		if err := s.room.Configure(ctx, sl.ID, sl.Room, sl.OpensAt, sl.Revision); err != nil {
 			s.roomDown(sl, err)
 			return
 		}
