@@ -114,7 +114,7 @@ func pageLoad(b *testing.B, db *orders.Store, plain *stock.Store, sl sale.Sale, 
 	if mode == server.ReadModelEvents {
 		sink := events.NewPublisher(brokers, topic)
 		b.Cleanup(func() { _ = sink.Close() })
-		snapshots = readmodel.NewPublisher(countedRedis(b, &pubReads), sink, 0, log)
+		snapshots = readmodel.NewPublisher(countedRedis(b, &pubReads), sink, 0, 0, log)
 		wg.Go(func() { _ = snapshots.Run(ctx) })
 		snapshots.Changed(ref)
 	}

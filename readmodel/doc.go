@@ -11,7 +11,9 @@
 // items' counters at most every flush interval, in one pipelined round trip with Redis's TIME,
 // and publishes one StockSnapshot per item to a compacted topic keyed by sale/item. The reads
 // then scale with the rate of change and the number of consumer and worker processes, not with
-// the readers.
+// the readers. Some changes tell no publisher (the API's release after a failed hand-off, a
+// preload, a rebuild), so a Publisher also publishes again, every DefaultRefresh, every item it
+// saw change in the last RefreshFor: one more pipelined read per process per refresh.
 //
 // Every API instance runs a View: a reader of every partition of that topic, no consumer group,
 // from the beginning of the compacted log (so a fresh instance learns the latest snapshot of

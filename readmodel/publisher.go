@@ -18,6 +18,16 @@ import (
 // at most one round trip per flush from each publishing process, however busy the sale.
 const DefaultFlush = 100 * time.Millisecond
 
+// DefaultRefresh is how often a Publisher publishes again every item it published in the last
+// RefreshFor, changed or not. Some changes of stock tell no publisher (a hold released by the API
+// after a failed hand-off, a preload, a reconcile rebuild): with the refresh the page is right
+// again within this long instead of at the item's next change. It costs one pipelined read per
+// refresh per publishing process, whatever the number of API instances.
+const DefaultRefresh = 5 * time.Second
+
+// RefreshFor is how long after an item's last change the refresh keeps publishing it.
+const RefreshFor = 10 * time.Minute
+
 // Sink publishes messages to the stock topic; *events.Publisher implements it.
 type Sink interface {
 	Publish(ctx context.Context, msgs ...kafka.Message) error
@@ -26,23 +36,37 @@ type Sink interface {
 // Publisher publishes stock snapshots of the items it is told changed. Changed never blocks, so
 // the order consumer and the lifecycle jobs pay nothing for it.
 type Publisher struct {
-	rdb   redis.UniversalClient
-	sink  Sink
-	flush time.Duration
-	log   *slog.Logger
+	rdb     redis.UniversalClient
+	sink    Sink
+	flush   time.Duration
+	refresh time.Duration
+	log     *slog.Logger
 
 	mu    sync.Mutex
 	dirty map[string]stock.ItemRef
-	wake  chan struct{}
+	// recent holds the items changed in the last RefreshFor and when they last were: what the
+	// refresh publishes again.
+	recent map[string]recentItem
+	wake   chan struct{}
+}
+
+type recentItem struct {
+	ref     stock.ItemRef
+	changed time.Time
 }
 
 // NewPublisher returns a Publisher that reads rdb and publishes to sink at most every flush
-// (DefaultFlush when zero); Run starts it.
-func NewPublisher(rdb redis.UniversalClient, sink Sink, flush time.Duration, log *slog.Logger) *Publisher {
+// (DefaultFlush when zero) and publishes its recent items again every refresh (DefaultRefresh
+// when zero, never when negative); Run starts it.
+func NewPublisher(rdb redis.UniversalClient, sink Sink, flush, refresh time.Duration, log *slog.Logger) *Publisher {
 	if flush <= 0 {
 		flush = DefaultFlush
 	}
-	return &Publisher{rdb: rdb, sink: sink, flush: flush, log: log, dirty: map[string]stock.ItemRef{}, wake: make(chan struct{}, 1)}
+	if refresh == 0 {
+		refresh = DefaultRefresh
+	}
+	return &Publisher{rdb: rdb, sink: sink, flush: flush, refresh: refresh, log: log,
+		dirty: map[string]stock.ItemRef{}, recent: map[string]recentItem{}, wake: make(chan struct{}, 1)}
 }
 
 // Changed marks items whose Redis stock changed; their snapshots go out with the next flush.
@@ -50,24 +74,56 @@ func (p *Publisher) Changed(refs ...stock.ItemRef) {
 	if len(refs) == 0 {
 		return
 	}
+	now := time.Now()
 	p.mu.Lock()
 	for _, r := range refs {
-		p.dirty[r.SaleID+"/"+r.ItemID] = r
+		k := r.SaleID + "/" + r.ItemID
+		p.dirty[k] = r
+		p.recent[k] = recentItem{ref: r, changed: now}
 	}
 	p.mu.Unlock()
+	p.poke()
+}
+
+func (p *Publisher) poke() {
 	select {
 	case p.wake <- struct{}{}:
 	default:
 	}
 }
 
-// Run flushes until ctx ends. A flush that fails (Redis or Kafka away) keeps its items dirty and
-// is tried again after a pause, so the last change of an item is published once they are back.
+// Refresh marks every item changed in the last RefreshFor dirty again, and forgets older ones.
+func (p *Publisher) Refresh() {
+	cutoff := time.Now().Add(-RefreshFor)
+	p.mu.Lock()
+	for k, it := range p.recent {
+		if it.changed.Before(cutoff) {
+			delete(p.recent, k)
+			continue
+		}
+		p.dirty[k] = it.ref
+	}
+	p.mu.Unlock()
+	p.poke()
+}
+
+// Run flushes until ctx ends, and refreshes every refresh interval. A flush that fails (Redis or
+// Kafka away) keeps its items dirty and is tried again after a pause, so the last change of an
+// item is published once they are back.
 func (p *Publisher) Run(ctx context.Context) error {
+	var refresh <-chan time.Time
+	if p.refresh > 0 {
+		t := time.NewTicker(p.refresh)
+		defer t.Stop()
+		refresh = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-refresh:
+			p.Refresh()
+			continue // the wake it poked flushes
 		case <-p.wake:
 		}
 		if err := p.Flush(ctx); err != nil && ctx.Err() == nil {
@@ -86,10 +142,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 func (p *Publisher) wakeLater(ctx context.Context, d time.Duration) {
 	time.AfterFunc(d, func() {
 		if ctx.Err() == nil {
-			select {
-			case p.wake <- struct{}{}:
-			default:
-			}
+			p.poke()
 		}
 	})
 }

@@ -100,7 +100,7 @@ func TestPublishedSnapshotsReachAFreshView(t *testing.T) {
 	set("sharded", 1, 2, 4)
 	pubc := events.NewPublisher(brokers, topic)
 	defer pubc.Close()
-	p := readmodel.NewPublisher(rdb, pubc, 0, quiet)
+	p := readmodel.NewPublisher(rdb, pubc, 0, -1, quiet)
 	p.Changed(stock.ItemRef{SaleID: saleID, ItemID: "plain"}, stock.ItemRef{SaleID: saleID, ItemID: "sharded", Shards: 2})
 	if err := p.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -114,6 +114,35 @@ func TestPublishedSnapshotsReachAFreshView(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitStock(t, v, saleID, plain, 7) // a seed reads only items no snapshot names
+}
+
+// TestRefreshPublishesSilentChanges: a change of stock no publisher was told of (the API's release
+// after a failed hand-off, a preload, a rebuild) reaches the page within a refresh, for an item the
+// publisher saw change lately; without the refresh the page would keep the old number until the
+// item's next change.
+func TestRefreshPublishesSilentChanges(t *testing.T) {
+	rdb := testenv.Redis(t)
+	brokers, topic, saleID := testenv.KafkaBrokers(t), testenv.KafkaTopic(t, 1), testenv.ID(t, "sale")
+	ctx := context.Background()
+	it := sale.Item{ID: "hot"}
+	set := func(n int64) {
+		if err := rdb.Set(ctx, stock.ShardKeys(saleID, it.ID, 0, 0).Stock(), n, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set(7)
+	pubc := events.NewPublisher(brokers, topic)
+	defer pubc.Close()
+	p := readmodel.NewPublisher(rdb, pubc, 0, 200*time.Millisecond, quiet)
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = p.Run(rctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	v := runView(t, brokers, topic)
+	p.Changed(stock.ItemRef{SaleID: saleID, ItemID: it.ID})
+	waitStock(t, v, saleID, it, 7)
+	set(8) // a unit back on sale without a word to the publisher
+	waitStock(t, v, saleID, it, 8)
 }
 
 // TestOlderSnapshotNeverWins: a snapshot read earlier but published later (two publishers racing)

@@ -510,7 +510,7 @@ func (a *App) openReadModel(cfg AppConfig) {
 		return
 	}
 	a.stockPub = events.NewPublisher(cfg.Brokers, topic)
-	a.snapshots = readmodel.NewPublisher(a.rdb, a.stockPub, 0, a.log)
+	a.snapshots = readmodel.NewPublisher(a.rdb, a.stockPub, 0, 0, a.log)
 	a.Lifecycle.StockChanged = func(item stock.ItemRef) { a.snapshots.Changed(item) }
 	if a.consumer != nil {
 		a.consumer.OnRecorded(func(items []stock.ItemRef) { a.snapshots.Changed(items...) })
