@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/fsctl/fsctl/outcome"
@@ -25,11 +24,14 @@ type Client struct {
 	health healthpb.HealthClient
 }
 
-// Dial returns a client of the service at addr (host:port). It connects lazily, on the first call,
-// and reconnects on its own.
-func Dial(addr string, opts ...grpc.DialOption) (*Client, error) {
-	opts = append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)
-	conn, err := grpc.NewClient(addr, opts...)
+// Dial returns a client of the service at addr (host:port), with sec's TLS and token. It connects
+// lazily, on the first call, and reconnects on its own.
+func Dial(addr string, sec Security, opts ...grpc.DialOption) (*Client, error) {
+	base, err := sec.dialOptions()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := grpc.NewClient(addr, append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("reservation service %s: %w", addr, err)
 	}
@@ -43,7 +45,8 @@ func (c *Client) Target() string { return c.conn.Target() }
 func (c *Client) Close() error { return c.conn.Close() }
 
 // Check asks the service's health service whether it serves (its Redis reachable, its scripts
-// loaded), for the API's /readyz.
+// loaded), for the API's /readyz, and then makes one call that needs the service's token (a read
+// of no items), so a wrong token fails readiness too.
 func (c *Client) Check(ctx context.Context) error {
 	res, err := c.health.Check(ctx, &healthpb.HealthCheckRequest{Service: ServiceName})
 	if err != nil {
@@ -51,6 +54,9 @@ func (c *Client) Check(ctx context.Context) error {
 	}
 	if res.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		return fmt.Errorf("reservation service: %s", res.GetStatus())
+	}
+	if _, err := c.rpc.GetRemainingStock(ctx, &reservationpb.GetRemainingStockRequest{}); err != nil {
+		return fromStatus(err)
 	}
 	return nil
 }

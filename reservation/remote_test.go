@@ -40,7 +40,7 @@ func serve(t testing.TB, store reservation.Store) (*reservation.Client, *health.
 	reservation.Register(gs, store, hs)
 	go func() { _ = gs.Serve(ln) }()
 	t.Cleanup(gs.Stop)
-	c, err := reservation.Dial(ln.Addr().String())
+	c, err := reservation.Dial(ln.Addr().String(), reservation.Security{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestServiceUnreachableIsUnavailable(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close()
-	c, err := reservation.Dial(addr)
+	c, err := reservation.Dial(addr, reservation.Security{})
 	if err != nil {
 		t.Fatal(err)
 	}

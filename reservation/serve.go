@@ -93,6 +93,8 @@ type Config struct {
 	IdemTTL time.Duration
 	// HealthEvery is how often the health status is re-checked (1 s when zero).
 	HealthEvery time.Duration
+	// Security is the port's TLS and token (none when zero).
+	Security Security
 }
 
 // Serve runs the reservation service on the store it opens from cfg until ctx ends; ready, when
@@ -116,11 +118,15 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, ready func(net.Add
 		opts = append(opts, stock.IdemTTL(cfg.IdemTTL))
 	}
 	st := stock.New(rdb, opts...)
+	sopts, err := cfg.Security.ServerOptions()
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("reservation service: listen on %s: %w", cfg.Addr, err)
 	}
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(sopts...)
 	hs := health.NewServer()
 	Register(gs, st, hs)
 	ctx, cancel := context.WithCancel(ctx)
@@ -137,7 +143,8 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, ready func(net.Add
 			gs.Stop()
 		}
 	}()
-	log.Info("reservation service listening", "addr", ln.Addr().String(), "redis", addr.String())
+	log.Info("reservation service listening", "addr", ln.Addr().String(), "redis", addr.String(),
+		"tls", cfg.Security.CertFile != "", "token", cfg.Security.Token != "")
 	if ready != nil {
 		ready(ln.Addr())
 	}

@@ -86,6 +86,8 @@ type AppConfig struct {
 	// ReservationAddr, when set, is a reservation service (`fsctl serve --role reservation`) the
 	// API reserves through over gRPC instead of running the stock scripts in-process.
 	ReservationAddr string
+	// ReservationSecurity is the TLS and token the client of ReservationAddr uses.
+	ReservationSecurity reservation.Security
 	// DebugAddr, when set, serves Go's profiler (pprof) on its own listener; see ServeDebug.
 	DebugAddr string
 	// Tracer traces the purchase path, the hand-off to the consumer, payments and the jobs; nil:

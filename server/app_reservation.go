@@ -11,7 +11,7 @@ func (a *App) openReservations(cfg AppConfig) (Reserver, error) {
 	if cfg.ReservationAddr == "" {
 		return a.Stock, nil
 	}
-	c, err := reservation.Dial(cfg.ReservationAddr)
+	c, err := reservation.Dial(cfg.ReservationAddr, cfg.ReservationSecurity)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/fsctl/fsctl/ingest"
 	"github.com/fsctl/fsctl/lifecycle"
 	"github.com/fsctl/fsctl/payment"
+	"github.com/fsctl/fsctl/reservation"
 	"github.com/fsctl/fsctl/server"
 	"github.com/fsctl/fsctl/stock"
 )
@@ -65,6 +66,9 @@ type serveOptions struct {
 	// grpcAddr is where --role reservation serves; reservationAddr, when set, is the reservation
 	// service the api role reserves through.
 	grpcAddr, reservationAddr string
+	// grpcSec is the reservation port's TLS and token: the service's certificate and key, the
+	// client's CA, the token both sides share.
+	grpcSec reservation.Security
 }
 
 func newServeCmd() *cobra.Command {
@@ -118,6 +122,10 @@ buyers' tokens or pause the sale with them.`,
 	fs.StringSliceVar(&o.roles, "role", []string{"api", "consumer"}, "roles to run: api, consumer; or reservation alone (the gRPC reservation service on --grpc-addr, needing only Redis)")
 	fs.StringVar(&o.grpcAddr, "grpc-addr", ":9091", "listen address of the gRPC reservation service (--role reservation)")
 	fs.StringVar(&o.reservationAddr, "reservation-addr", os.Getenv(envReservationAddr), "host:port of a reservation service (fsctl serve --role reservation) the api role reserves through over gRPC; empty runs the reserve scripts in-process (env "+envReservationAddr+")")
+	fs.StringVar(&o.grpcSec.Token, "grpc-token", os.Getenv(envGRPCToken), "shared secret of the reservation service: --role reservation refuses calls without it (its health service excepted), the api role sends it (env "+envGRPCToken+")")
+	fs.StringVar(&o.grpcSec.CertFile, "grpc-tls-cert", "", "TLS certificate (PEM) of the reservation service; with --grpc-tls-key it speaks TLS only (--role reservation)")
+	fs.StringVar(&o.grpcSec.KeyFile, "grpc-tls-key", "", "TLS key (PEM) of --grpc-tls-cert (--role reservation)")
+	fs.StringVar(&o.grpcSec.CAFile, "reservation-ca", "", "CA certificate (PEM) the api role verifies the reservation service's TLS certificate against; with it the api role speaks TLS to --reservation-addr")
 	fs.StringVar(&o.jwtSecret, "jwt-secret", defaultJWTSecret(), "HS256 secret of buyers' tokens (env "+envJWTSecret+")")
 	fs.IntVar(&o.maxConns, "max-conns", d.MaxConns, "most client connections the checkout serves at once; beyond them a connection is shed (--shed-conns); 0 serves every one. Keep --max-conns plus --shed-conns below the open-file limit (ulimit -n)")
 	fs.IntVar(&o.shedConns, "shed-conns", d.ShedConns, "most connections beyond --max-conns that still get an answer, at once: 503 OVERLOADED with Retry-After and Connection: close (GET /healthz answers 200 there, so a liveness probe does not fail because the instance is busy); beyond those a connection is closed unanswered")
@@ -238,6 +246,7 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 		RoomRedisURL: o.roomRedisURL, RoomSecret: []byte(o.roomSecret), DebugAddr: o.debugAddr, ReservationAddr: o.reservationAddr,
 		RedisBatch: cmp.Or(o.redisBatch, -1), Tracer: tp.TracerProvider(),
 		ReadModel: o.readModel, StockTopic: o.stockTopic,
+		ReservationSecurity: reservation.Security{CAFile: o.grpcSec.CAFile, Token: o.grpcSec.Token},
 	}, log)
 	if err != nil {
 		return err
