@@ -108,7 +108,20 @@ func TestLanesBoundBatchesInFlight(t *testing.T) {
 	for i := range 3 {
 		q.Add(i)
 	}
-	waitPending(t, q, 1) // two in flight, one waiting
+	waitPending(t, q, 1) // two taken by the lanes, one waiting
+	// Both lanes must be inside send before the gate opens: a lane that took its item but had not
+	// yet counted itself would otherwise pass the open gate after the other left it.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Microsecond) {
+		mu.Lock()
+		n := inFlight
+		mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d batches in flight after 5s, want 2", n)
+		}
+	}
 	close(gate)
 	done.Wait()
 	if most != 2 {
