@@ -157,7 +157,7 @@ func Fire(ctx context.Context, b Burst, progress io.Writer) (Report, error) {
 	}
 	rep := Report{Summary: sum, followUps: res.FollowUps, followedUp: p.After != nil}
 	rep.room, _ = p.Journey.(*loadgen.Room)
-	rep.reveal = revealOf(p)
+	rep.reveal = p.RevealJourney()
 	return rep, nil
 }
 

@@ -104,14 +104,3 @@ func RenderReveal(w io.Writer, c loadgen.RevealCounts) error {
 	_, err := fmt.Fprintln(w, line)
 	return err
 }
-
-// revealOf is the Reveal journey of a plan, nil when its buyers do not follow a reveal.
-func revealOf(p loadgen.Plan) *loadgen.Reveal {
-	switch j := p.Journey.(type) {
-	case *loadgen.Reveal:
-		return j
-	case *loadgen.Room:
-		return j.Reveal
-	}
-	return nil
-}

@@ -142,12 +142,16 @@ func (j *Reveal) fetch(ctx context.Context, c *http.Client, ask *http.Request, c
 
 // Reveals reports whether the plan's buyers follow revealed purchase paths (Reveal, or a Room
 // with Reveal set).
-func (p Plan) Reveals() bool {
+func (p Plan) Reveals() bool { return p.RevealJourney() != nil }
+
+// RevealJourney is the Reveal the plan's buyers follow (the journey itself, or a Room's); nil
+// when they do not follow one.
+func (p Plan) RevealJourney() *Reveal {
 	switch j := p.Journey.(type) {
 	case *Reveal:
-		return true
+		return j
 	case *Room:
-		return j.Reveal != nil
+		return j.Reveal
 	}
-	return false
+	return nil
 }

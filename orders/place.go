@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/fsctl/fsctl/sale"
 )
 
 // Placement is one reserved order to record: what the Redis reserve granted, as carried by Kafka.
@@ -23,8 +25,8 @@ type Placement struct {
 	ExpiresAt time.Time
 	// Epoch is the generation of the item's Redis state the reservation was made on (sale.Item.Epoch).
 	Epoch int64
-	// SaleSlot is the buyer's per-sale claim slot the order holds, 0..15; nil for a sale without
-	// a per-sale limit.
+	// SaleSlot is the buyer's per-sale claim slot the order holds, below sale.MaxPerSaleLimit; nil
+	// for a sale without a per-sale limit.
 	SaleSlot *int
 }
 
@@ -106,8 +108,8 @@ func (s *Store) PlaceBatch(ctx context.Context, ps []Placement) ([]PlaceResult, 
 		}
 		var saleSlot *int16
 		if p.SaleSlot != nil {
-			if *p.SaleSlot < 0 || *p.SaleSlot > 15 {
-				return nil, fmt.Errorf("place order %s: per-sale slot %d out of range 0..15", p.OrderID, *p.SaleSlot)
+			if *p.SaleSlot < 0 || *p.SaleSlot >= sale.MaxPerSaleLimit {
+				return nil, fmt.Errorf("place order %s: per-sale slot %d out of range 0..%d", p.OrderID, *p.SaleSlot, sale.MaxPerSaleLimit-1)
 			}
 			v := int16(*p.SaleSlot)
 			saleSlot = &v

@@ -172,11 +172,7 @@ func printPlacement(ctx context.Context, w io.Writer, rdb redis.UniversalClient,
 func printProvision(w io.Writer, sl sale.Sale, rep provision.Report) error {
 	fmt.Fprintf(w, "sale %s (%s): opens %s, per-user limit %d, hold %s\n",
 		sl.ID, sl.Name, sl.OpensAt.UTC().Format("2006-01-02T15:04:05Z"), sl.PerUserLimit, sl.HoldTTL)
-	reveal := ""
-	if sl.Reveal.Enabled {
-		reveal = sl.Reveal.TTL.String()
-	}
-	printSaleOptions(w, sl.PerSaleLimit, reveal)
+	printSaleOptions(w, sl.PerSaleLimit, revealTTL(sl.Reveal))
 	t := tablewriter.NewWriter(w)
 	t.Header("item", "quantity", "pg sold", "redis stock", "shards", "preload")
 	for _, it := range rep.Items {
@@ -205,6 +201,15 @@ func provisionJSON(sl sale.Sale, rep provision.Report) map[string]any {
 	}
 	return map[string]any{"sale": sl.ID, "name": sl.Name, "opensAt": sl.OpensAt.UTC(), "perUserLimit": sl.PerUserLimit,
 		"holdTTL": sl.HoldTTL.String(), "items": items}
+}
+
+// revealTTL is how sale create and sale show name a sale's reveal: the lifetime of a purchase
+// path, "" when the sale does not reveal one.
+func revealTTL(r sale.Reveal) string {
+	if !r.Enabled {
+		return ""
+	}
+	return r.TTL.String()
 }
 
 // printSaleOptions prints the lines of the sale options a sale has on (sale create, sale show): the

@@ -206,10 +206,8 @@ func (s *saleStores) view(ctx context.Context, id string) (saleView, error) {
 		return saleView{}, err
 	}
 	v := saleView{Sale: saleSettings{ID: sl.ID, Name: sl.Name, OpensAt: sl.OpensAt, Paused: sl.Paused,
-		PerUserLimit: sl.PerUserLimit, PerSaleLimit: sl.PerSaleLimit, HoldTTL: sl.HoldTTL.String(), WaitReplicas: sl.WaitReplicas}}
-	if sl.Reveal.Enabled {
-		v.Sale.Reveal = sl.Reveal.TTL.String()
-	}
+		PerUserLimit: sl.PerUserLimit, PerSaleLimit: sl.PerSaleLimit, HoldTTL: sl.HoldTTL.String(), WaitReplicas: sl.WaitReplicas,
+		Reveal: revealTTL(sl.Reveal)}}
 	if !sl.ClosesAt.IsZero() {
 		v.Sale.ClosesAt = &sl.ClosesAt
 	}
