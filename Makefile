@@ -7,6 +7,9 @@ GO ?= go
 FSCTL ?= bin/fsctl
 # extra flags for `fsctl stack`, e.g. STACK_FLAGS='--dir /tmp/s --redis-port 26380'
 STACK_FLAGS ?=
+# Points a recipe line's commands at the stack STACK_FLAGS names (its folder, its recorded ports):
+# the tests, the demo and the drill then never reach another stack on the default ports.
+STACK_ENV = stack_env=$$($(FSCTL) stack env $(STACK_FLAGS)) && eval "$$stack_env"
 FUZZTIME ?= 20s
 # Minimizing each new interesting input may take the default 60 s and the whole FUZZTIME with it
 # (a 2 KB YAML seed found 0 new inputs in 20 s); 1 s keeps the time for exploring.
@@ -68,7 +71,7 @@ KAFKA_BROKERS ?= 3
 test: stack-up ## vet, race-enabled tests against the local stack (and its Redis Cluster and replicated Kafka), then every fuzz target
 	$(FSCTL) stack up --redis-cluster $(REDIS_CLUSTER) --kafka-brokers $(KAFKA_BROKERS) $(STACK_FLAGS)
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 15m ./...
+	$(STACK_ENV) && $(GO) test -race -count=1 -timeout 15m ./...
 	@$(MAKE) --no-print-directory fuzz
 
 fuzz: ## run each Fuzz target for FUZZTIME (20s); see scripts/fuzz.sh
@@ -87,8 +90,8 @@ bench-sale: stack-up ## the 10,000-unit sale: 50,000 buyers against 10,000 and 1
 bench-blast: ## fsctl blast vs vegeta's attacker vs wrk on a trivial endpoint, one table (no stack needed)
 	GO=$(GO) scripts/bench-blast.sh
 
-demo: stack-up ## run the end-to-end demo against the local stack
-	$(GO) run ./cmd/fsctl demo
+demo: stack-up ## run the end-to-end demo against the local stack (the one STACK_FLAGS names)
+	$(STACK_ENV) && $(FSCTL) demo
 
 # The game day brings the stack up itself when it is down (and stops it again then); against a
 # running stack it leaves it running. Report: $(GAMEDAY_DIR)/report.md, .html and .json.
@@ -124,7 +127,7 @@ soak: deps ## a SOAK_DURATION (30m) chaos sale that prints memory, goroutines, o
 
 .PHONY: drill
 drill: stack-up ## the drill (burst, settle, reconcile) against fsctl serve and the Spring-article shop, through their profiles (~30 s)
-	GO=$(GO) FSCTL=$(FSCTL) scripts/drill.sh </dev/null
+	$(STACK_ENV) && GO=$(GO) FSCTL=$(FSCTL) scripts/drill.sh </dev/null
 
 clean: ## remove build outputs (the stack's data in .stack stays; `make stack-down` then rm -rf .stack)
 	rm -rf bin

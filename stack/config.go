@@ -160,8 +160,9 @@ func SplitBrokers(s string) []string {
 	return out
 }
 
-// withDefaults fills zero fields and makes Dir absolute: redis-server daemonizes into its own
-// working directory, and PostgreSQL runs as another user, so relative paths would mean something else.
+// withDefaults fills zero fields, from the stack's record first (see Resolve), and makes Dir
+// absolute: redis-server daemonizes into its own working directory, and PostgreSQL runs as another
+// user, so relative paths would mean something else.
 func (c Config) withDefaults() (Config, error) {
 	d := DefaultConfig()
 	if c.Dir == "" {
@@ -172,6 +173,9 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("stack dir %s: %w", c.Dir, err)
 	}
 	c.Dir = abs
+	if err := c.applyRecord(); err != nil {
+		return c, err
+	}
 	if c.RedisPort == 0 {
 		c.RedisPort = d.RedisPort
 	}

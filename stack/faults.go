@@ -126,6 +126,9 @@ func Start(ctx context.Context, cfg Config, name string, wipe bool) (int, error)
 			}
 			_ = os.Remove(filepath.Join(r.dir(), "redis.pid"))
 		}
+		if err := c.writeRecord(); err != nil {
+			return err
+		}
 		pid, _, err = s.up(ctx, c.Log)
 		if err != nil {
 			return fmt.Errorf("start %s: %w", name, err)

@@ -48,6 +48,9 @@ func Up(ctx context.Context, cfg Config) error {
 }
 
 func up(ctx context.Context, c Config) error {
+	if err := c.writeRecord(); err != nil {
+		return err
+	}
 	out := &syncWriter{w: c.Log}
 	// Start in parallel: the JVM's start-up dominates, and the other two fit inside it.
 	var wg sync.WaitGroup

@@ -72,6 +72,7 @@ func runDemo(cmd *cobra.Command, o demoOptions) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	out := cmd.OutOrStdout()
 	progress := o.output.beside(out, cmd.ErrOrStderr())
+	announceChange(progress, "the demo resets sale "+sl.ID, o.endpoints.redisURL, o.endpoints.postgresURL)
 	var room *sale.Room
 	if o.roomRate < 0 {
 		return usageError(fmt.Errorf("--room-rate %g: an admission rate must be positive", o.roomRate))

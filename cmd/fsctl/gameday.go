@@ -182,7 +182,11 @@ func verdictError(v gameday.Verdict, err error) error {
 // run could not start.
 func playGameday(cmd *cobra.Command, o *gamedayOptions, sc gameday.Scenario, td gameday.Teardown, dir string) (*gameday.Report, error) {
 	progress := o.output.beside(cmd.OutOrStdout(), cmd.ErrOrStderr())
-	cfg := gameday.Config{Scenario: sc, Stack: o.stack.config(progress), Teardown: td, WorkDir: dir, Out: progress, SoakEvery: o.soakEvery}
+	scfg, err := o.stack.config(cmd, progress)
+	if err != nil {
+		return nil, err
+	}
+	cfg := gameday.Config{Scenario: sc, Stack: scfg, Teardown: td, WorkDir: dir, Out: progress, SoakEvery: o.soakEvery}
 	if !o.noWarroom {
 		cfg.Timeline = gameday.NewWarRoom(gameday.Endpoints(cfg.Stack), sc.Sale.ID, filepath.Join(dir, "warroom.jsonl"))
 	}

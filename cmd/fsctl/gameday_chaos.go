@@ -41,7 +41,10 @@ func runChaosSeeds(cmd *cobra.Command, o *gamedayOptions, td gameday.Teardown, d
 	ctx := cmd.Context()
 	out := cmd.OutOrStdout()
 	progress := o.output.beside(out, cmd.ErrOrStderr())
-	scfg := o.stack.config(progress)
+	scfg, err := o.stack.config(cmd, progress)
+	if err != nil {
+		return err
+	}
 	before, err := stack.Status(ctx, scfg)
 	if err != nil {
 		return err

@@ -119,8 +119,9 @@ func runPreflight(cmd *cobra.Command, o preflightOptions) error {
 	// The bundled server's secret, as serve reads it, so the profile check mints a real token.
 	cfg.TokenSecret = prof.SecretOverride(defaultJWTSecret(), false)
 	cfg.RedisURL, cfg.PostgresURL, cfg.Brokers = o.endpoints.redisURL, o.endpoints.postgresURL, o.endpoints.brokers
-	if !o.output.json() && cfg.Fix {
-		fmt.Fprintln(cmd.ErrOrStderr(), "preflight: checking, then applying the safe fixes and checking again...")
+	if cfg.Fix {
+		announceChange(cmd.ErrOrStderr(), "preflight: checking, then applying the safe fixes to sale "+cfg.SaleID+" and checking again,",
+			cfg.RedisURL, cfg.PostgresURL)
 	}
 	rep, err := preflight.Run(cmd.Context(), cfg)
 	if err != nil {

@@ -97,6 +97,12 @@ func runReconcile(cmd *cobra.Command, o reconcileOptions) error {
 	if err := cfg.Validate(); err != nil {
 		return usageError(err)
 	}
+	switch {
+	case cfg.RebuildRedis:
+		announceChange(cfg.Progress, "rebuilding sale "+cfg.SaleID+"'s Redis state from PostgreSQL", cfg.RedisURL, cfg.PostgresURL)
+	case cfg.Fix:
+		announceChange(cfg.Progress, "repairing sale "+cfg.SaleID, cfg.RedisURL, cfg.PostgresURL)
+	}
 	rep, err := reconcile.Run(cmd.Context(), cfg)
 	if err != nil {
 		return err

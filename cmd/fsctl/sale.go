@@ -127,6 +127,10 @@ func createSale(cmd *cobra.Command, o saleCreateOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.reset {
+		announceChange(o.output.beside(cmd.OutOrStdout(), cmd.ErrOrStderr()), "resetting sale "+sl.ID+" (its orders and Redis state)",
+			o.endpoints.redisURL, o.endpoints.postgresURL)
+	}
 	if _, err := orders.Migrate(ctx, o.endpoints.postgresURL); err != nil {
 		return err
 	}

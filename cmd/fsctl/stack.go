@@ -45,7 +45,10 @@ func newStackCmd() *cobra.Command {
 			Short: "Start the services that are not running and wait until all are ready",
 			Args:  cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				cfg := opts.config(cmd.OutOrStdout())
+				cfg, err := opts.config(cmd, cmd.OutOrStdout())
+				if err != nil {
+					return err
+				}
 				begin := time.Now()
 				if err := stack.Up(cmd.Context(), cfg); err != nil {
 					return err
@@ -59,7 +62,11 @@ func newStackCmd() *cobra.Command {
 			Short: "Stop every service of the stack (data is kept)",
 			Args:  cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				return stack.Down(cmd.Context(), opts.config(cmd.OutOrStdout()))
+				cfg, err := opts.config(cmd, cmd.OutOrStdout())
+				if err != nil {
+					return err
+				}
+				return stack.Down(cmd.Context(), cfg)
 			},
 		},
 		newStackStatusCmd(opts),
@@ -81,7 +88,10 @@ func newStackEnvCmd(opts *stackOptions) *cobra.Command {
   eval "$(fsctl stack env --kafka-cluster)"   # the same, with FSCTL_KAFKA_BROKERS on the replicated Kafka`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg := opts.config(cmd.OutOrStdout())
+			cfg, err := opts.config(cmd, cmd.OutOrStdout())
+			if err != nil {
+				return err
+			}
 			if cluster {
 				if _, ok, err := stack.Layout(cfg); err != nil || !ok {
 					return usageError(fmt.Errorf("this stack keeps no Redis Cluster: start one with fsctl stack up --redis-cluster 3 (%v)", err))
@@ -106,18 +116,39 @@ func newStackDepsCmd(opts *stackOptions) *cobra.Command {
 		Short: "Fetch the Kafka broker jars from Maven Central (needs mvn); a no-op when present",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return stack.FetchKafka(cmd.Context(), opts.config(cmd.OutOrStdout()), opts.pom)
+			cfg, err := opts.config(cmd, cmd.OutOrStdout())
+			if err != nil {
+				return err
+			}
+			return stack.FetchKafka(cmd.Context(), cfg, opts.pom)
 		},
 	}
 	cmd.Flags().StringVar(&opts.pom, "pom", opts.pom, "Maven pom listing the Kafka broker and its dependencies")
 	return cmd
 }
 
-// config resolves the flags into the stack's config; --kafka-libs follows --dir unless set.
-func (o *stackOptions) config(out io.Writer) stack.Config {
+// stackPortFlags are the flags whose value a stack records at `up`: left out, they are the
+// recorded ones, so every command on a folder talks to the processes that folder runs.
+var stackPortFlags = []string{"redis-port", "postgres-port", "kafka-port", "kafka-controller-port"}
+
+// config resolves the flags into the stack's config: a port flag the command line does not set
+// is the stack's recorded port (the default for a new stack), one that differs from the record is
+// a usage error naming the fix; --kafka-libs follows --dir unless set.
+func (o *stackOptions) config(cmd *cobra.Command, out io.Writer) (stack.Config, error) {
 	cfg := o.cfg
 	cfg.Log = out
-	return cfg
+	ports := map[string]*int{"redis-port": &cfg.RedisPort, "postgres-port": &cfg.PostgresPort,
+		"kafka-port": &cfg.KafkaPort, "kafka-controller-port": &cfg.KafkaControllerPort}
+	for _, name := range stackPortFlags {
+		if !cmd.Flags().Changed(name) {
+			*ports[name] = 0
+		}
+	}
+	cfg, err := stack.Resolve(cfg)
+	if err != nil {
+		return cfg, usageError(err)
+	}
+	return cfg, nil
 }
 
 func newStackStatusCmd(opts *stackOptions) *cobra.Command {
@@ -127,7 +158,11 @@ func newStackStatusCmd(opts *stackOptions) *cobra.Command {
 		Short: "Show what runs where; exit status 3 when a service is down",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return stackStatus(cmd, opts.config(output.beside(cmd.OutOrStdout(), cmd.ErrOrStderr())), output)
+			cfg, err := opts.config(cmd, output.beside(cmd.OutOrStdout(), cmd.ErrOrStderr()))
+			if err != nil {
+				return err
+			}
+			return stackStatus(cmd, cfg, output)
 		},
 	}
 	bindOutput(cmd.Flags(), &output, "the services")
@@ -236,7 +271,8 @@ func printEndpoints(w io.Writer, cfg stack.Config, prefix string, onCluster, onK
 	if onKafkaCluster {
 		brokers = e.KafkaClusterBrokers
 	}
-	fmt.Fprintf(w, "%s%s=%s\n%s%s=%s\n%s%s=%s\n",
+	fmt.Fprintf(w, "%s%s=%s\n%s%s=%s\n%s%s=%s\n%s%s=%s\n",
+		prefix, stack.EnvStackDir, shellQuote(cfg.Dir),
 		prefix, stack.EnvRedisURL, redisURL,
 		prefix, stack.EnvPostgresURL, e.PostgresURL,
 		prefix, stack.EnvKafkaBrokers, strings.Join(brokers, ","))
@@ -247,4 +283,20 @@ func printEndpoints(w io.Writer, cfg stack.Config, prefix string, onCluster, onK
 		fmt.Fprintf(w, "%s%s=%s\n", prefix, stack.EnvKafkaClusterBrokers, strings.Join(e.KafkaClusterBrokers, ","))
 	}
 	return nil
+}
+
+// shellQuote quotes s for a POSIX shell's eval when it holds anything but the characters of a
+// plain path.
+func shellQuote(s string) string {
+	plain := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_./:@%+=,-", r)) {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
