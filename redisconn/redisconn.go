@@ -362,3 +362,15 @@ func Spread(labels, nodes []string, masters int) (detail, crowded string) {
 	}
 	return detail, ""
 }
+
+// The variables that complete a Redis address for a secured server: the CA its certificate
+// chains to, a client certificate, the name to check, and the ACL user and password (which may
+// also be in the URL).
+const (
+	EnvCA         = "FSCTL_REDIS_CA"
+	EnvCert       = "FSCTL_REDIS_CERT"
+	EnvKey        = "FSCTL_REDIS_KEY"
+	EnvServerName = "FSCTL_REDIS_SERVER_NAME"
+	EnvUser       = "FSCTL_REDIS_USER"
+	EnvPassword   = "FSCTL_REDIS_PASSWORD"
+)

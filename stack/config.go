@@ -34,6 +34,16 @@ const (
 	DefaultKafkaControllerPort = 19093
 )
 
+// The default ports of a secure stack (and its folder, DefaultSecureDir), beside the plain one's,
+// so both can run on one machine.
+const (
+	DefaultSecureRedisPort           = 16380
+	DefaultSecurePostgresPort        = 15433
+	DefaultSecureKafkaPort           = 19094
+	DefaultSecureKafkaControllerPort = 19095
+	DefaultSecureDir                 = ".stack-secure"
+)
+
 // PostgreSQL superuser and database created by the stack; trust auth, loopback only.
 const (
 	PostgresUser     = "fsctl"
@@ -54,7 +64,12 @@ type Config struct {
 	// KafkaCluster, when it has brokers, adds a local replicated Kafka to the stack (remembered
 	// like the Redis Cluster).
 	KafkaCluster KafkaLayout
-	Log          io.Writer // progress lines; nil discards them
+	// Secure runs the stack in production posture (fsctl stack up --secure): TLS only, a CA of
+	// its own, a password for every client. Recorded: a folder is secure or plain for good.
+	Secure bool
+	// Renew issues a secure stack's server certificate anew at Up, and restarts what runs.
+	Renew bool
+	Log   io.Writer // progress lines; nil discards them
 }
 
 // DefaultConfig is the stack in ./.stack (or $FSCTL_STACK_DIR) on the default ports.
@@ -86,6 +101,19 @@ type Endpoints struct {
 	RedisClusterURL string
 	// KafkaClusterBrokers are the local replicated Kafka's brokers, empty without one.
 	KafkaClusterBrokers []string
+	// Credentials are what a client of a secure stack needs beside the addresses; nil for a
+	// plain stack.
+	Credentials *Credentials
+}
+
+// Credentials say how a client logs in to a secure stack: it trusts the stack's CA, logs in as
+// User everywhere, and reads each password from a file (never from the command line).
+type Credentials struct {
+	CA                string // the stack's CA certificate
+	User              string
+	RedisPasswordFile string
+	KafkaPasswordFile string
+	PGPassFile        string // PostgreSQL's password as a pgpass file (PGPASSFILE)
 }
 
 // Endpoints returns the client addresses of the services this config starts.
@@ -94,6 +122,13 @@ func (c Config) Endpoints() Endpoints {
 		RedisURL:     fmt.Sprintf("redis://127.0.0.1:%d/0", c.RedisPort),
 		PostgresURL:  fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", PostgresUser, c.PostgresPort, PostgresDatabase),
 		KafkaBrokers: []string{fmt.Sprintf("127.0.0.1:%d", c.KafkaPort)},
+	}
+	if c.Secure {
+		s := c.secrets()
+		e.RedisURL = fmt.Sprintf("rediss://127.0.0.1:%d/0", c.RedisPort)
+		e.PostgresURL = fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=verify-full&sslrootcert=%s", PostgresUser, c.PostgresPort, PostgresDatabase, s.CA())
+		e.Credentials = &Credentials{CA: s.CA(), User: SecureUser, RedisPasswordFile: s.PasswordFile("redis"),
+			KafkaPasswordFile: s.PasswordFile("kafka"), PGPassFile: s.PGPassFile()}
 	}
 	if c.RedisCluster.Masters > 0 {
 		e.RedisClusterURL = c.RedisCluster.URL()
@@ -175,6 +210,9 @@ func (c Config) withDefaults() (Config, error) {
 	c.Dir = abs
 	if err := c.applyRecord(); err != nil {
 		return c, err
+	}
+	if c.Secure {
+		d.RedisPort, d.PostgresPort, d.KafkaPort, d.KafkaControllerPort = DefaultSecureRedisPort, DefaultSecurePostgresPort, DefaultSecureKafkaPort, DefaultSecureKafkaControllerPort
 	}
 	if c.RedisPort == 0 {
 		c.RedisPort = d.RedisPort

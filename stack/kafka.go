@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/segmentio/kafka-go"
 )
 
 // kafkaService is the stack's single-node KRaft Kafka (broker and controller in one JVM) run from
@@ -70,11 +68,11 @@ func (k kafkaNode) properties() string {
 process.roles=broker,controller
 node.id=%[4]d
 controller.quorum.voters=%[5]s
-listeners=PLAINTEXT://127.0.0.1:%[1]d,CONTROLLER://127.0.0.1:%[2]d
-advertised.listeners=PLAINTEXT://127.0.0.1:%[1]d
+listeners=%[8]s://127.0.0.1:%[1]d,CONTROLLER://127.0.0.1:%[2]d
+advertised.listeners=%[8]s://127.0.0.1:%[1]d
 controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+inter.broker.listener.name=%[8]s
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,%[8]s:%[8]s
 log.dirs=%[3]s
 num.partitions=1
 default.replication.factor=%[6]d
@@ -88,7 +86,70 @@ share.coordinator.state.topic.min.isr=%[7]d
 group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=false
 delete.topic.enable=true
-`, k.port, k.controllerPort, k.dataDir(), k.id, k.voters, rf, isr) + k.failover()
+`, k.port, k.controllerPort, k.dataDir(), k.id, k.voters, rf, isr, k.protocol()) + k.failover() + k.security()
+}
+
+// protocol is the client listener's security protocol: SASL_SSL on a secure stack (no plaintext
+// client listener at all), else PLAINTEXT. The controllers' own listener stays on loopback.
+func (k kafkaNode) protocol() string {
+	if k.c.Secure {
+		return "SASL_SSL"
+	}
+	return "PLAINTEXT"
+}
+
+func (k kafkaNode) keystoreFile() string { return filepath.Join(k.dir, "keystore.pem") }
+
+// security is a secure node's TLS and SCRAM settings: its key and certificate chain as a PEM
+// keystore, the stack's CA as the truststore (brokers check each other), and SCRAM-SHA-512 as the
+// only mechanism, the brokers logging in to each other as the stack's admin user.
+func (k kafkaNode) security() string {
+	if !k.c.Secure {
+		return ""
+	}
+	pw, _ := k.c.secrets().Password("kafka-admin") // up checks it is there before rendering
+	return fmt.Sprintf(`sasl.enabled.mechanisms=SCRAM-SHA-512
+sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="%s" password="%s";
+ssl.keystore.type=PEM
+ssl.keystore.location=%s
+ssl.truststore.type=PEM
+ssl.truststore.location=%s
+ssl.client.auth=none
+`, adminUser, pw, k.keystoreFile(), k.c.secrets().CA())
+}
+
+// scramUsers are the StorageTool arguments that create a secure cluster's SCRAM users with the
+// log: the brokers' admin and the checkout's user.
+func (k kafkaNode) scramUsers() ([]string, error) {
+	if !k.c.Secure {
+		return nil, nil
+	}
+	var args []string
+	for user, name := range map[string]string{adminUser: "kafka-admin", SecureUser: "kafka"} {
+		pw, err := k.c.secrets().Password(name)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--add-scram", fmt.Sprintf("SCRAM-SHA-512=[name=%s,password=%s]", user, pw))
+	}
+	return args, nil
+}
+
+// writeSecurity writes a secure node's keystore, before each start (a renewed certificate is
+// picked up at the restart).
+func (k kafkaNode) writeSecurity() error {
+	if !k.c.Secure {
+		return nil
+	}
+	if _, err := k.c.secrets().Password("kafka-admin"); err != nil {
+		return err
+	}
+	ks, err := k.c.secrets().keystore()
+	if err != nil {
+		return err
+	}
+	return writeSecret(k.keystoreFile(), ks)
 }
 
 // failover is what a cluster adds: the controller fences a broker that missed 3 s of heartbeats
@@ -144,7 +205,11 @@ func (k kafkaNode) up(ctx context.Context, log io.Writer, clusterID string) (int
 	if err := os.MkdirAll(k.dir, 0o755); err != nil {
 		return 0, false, err
 	}
-	if err := os.WriteFile(k.propsFile(), []byte(k.properties()), 0o644); err != nil {
+	if err := k.writeSecurity(); err != nil {
+		return 0, false, err
+	}
+	// 0600: a secure node's properties hold the brokers' SCRAM password.
+	if err := writeSecret(k.propsFile(), []byte(k.properties())); err != nil {
 		return 0, false, err
 	}
 	if err := os.WriteFile(k.log4jFile(), []byte(kafkaLog4j), 0o644); err != nil {
@@ -160,8 +225,12 @@ func (k kafkaNode) up(ctx context.Context, log io.Writer, clusterID string) (int
 				return 0, false, err
 			}
 		}
-		if _, err := runTool(ctx, k.dir, java, "-Dlog4j2.configurationFile="+k.log4jFile(), "-cp", classpath,
-			"kafka.tools.StorageTool", "format", "-t", id, "-c", k.propsFile()); err != nil {
+		scram, err := k.scramUsers()
+		if err != nil {
+			return 0, false, err
+		}
+		if _, err := runTool(ctx, k.dir, java, append([]string{"-Dlog4j2.configurationFile=" + k.log4jFile(), "-cp", classpath,
+			"kafka.tools.StorageTool", "format", "-t", id, "-c", k.propsFile()}, scram...)...); err != nil {
 			return 0, false, err
 		}
 		fmt.Fprintf(log, "%-9s formatted %s (cluster %s)\n", k.name, k.dataDir(), id)
@@ -191,8 +260,16 @@ func (k kafkaNode) up(ctx context.Context, log io.Writer, clusterID string) (int
 // which it does only after the controller has registered and unfenced them, i.e. when topics with
 // the cluster's replication factor can be created.
 func (k kafkaNode) wait(ctx context.Context, dead func() error) error {
-	err := waitReady(ctx, 120*time.Second, dead, func(ctx context.Context) error {
-		conn, err := kafka.DialContext(ctx, "tcp", k.addr())
+	admin, err := k.c.kafkaAdmin(k.addr())
+	if err != nil {
+		return err
+	}
+	dialer, err := admin.Dialer(5 * time.Second)
+	if err != nil {
+		return err
+	}
+	err = waitReady(ctx, 120*time.Second, dead, func(ctx context.Context) error {
+		conn, err := dialer.DialContext(ctx, "tcp", k.addr())
 		if err != nil {
 			return err
 		}

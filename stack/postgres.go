@@ -64,7 +64,80 @@ port = %d
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '%s'
 max_connections = 200
-`, p.c.PostgresPort, strings.ReplaceAll(sockets, "'", "''"))
+`, p.c.PostgresPort, strings.ReplaceAll(sockets, "'", "''")) + p.secureConf(data)
+}
+
+// secureConf is what a secure stack adds: TLS with the stack's certificate (copied into the data
+// folder, where the postgres user owns it), and passwords stored as SCRAM.
+func (p postgresService) secureConf(data string) string {
+	if !p.c.Secure {
+		return ""
+	}
+	return fmt.Sprintf(`ssl = on
+ssl_cert_file = '%s'
+ssl_key_file = '%s'
+ssl_min_protocol_version = 'TLSv1.2'
+password_encryption = 'scram-sha-256'
+`, filepath.Join(data, "server.crt"), filepath.Join(data, "server.key"))
+}
+
+// pgHBA is a secure stack's pg_hba.conf: TLS and a SCRAM password on every TCP connection, a
+// password on the local socket too, and nothing trusted.
+const pgHBA = `# Written by fsctl stack up --secure on every start: TLS and a password, or no connection.
+local   all all                scram-sha-256
+hostssl all all 127.0.0.1/32   scram-sha-256
+hostssl all all ::1/128        scram-sha-256
+`
+
+// secure puts a secure stack's TLS files and pg_hba.conf into the data folder, owned by the
+// postgres user (PostgreSQL refuses a key others can read), and writes the pgpass file clients
+// use (PGPASSFILE).
+func (p postgresService) secure(data string) error {
+	if !p.c.Secure {
+		return nil
+	}
+	s := p.c.secrets()
+	for src, dst := range map[string]string{s.ServerCert(): "server.crt", s.ServerKey(): "server.key"} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		if err := p.writeFile(filepath.Join(data, dst), string(b)); err != nil {
+			return err
+		}
+		if err := os.Chmod(filepath.Join(data, dst), 0o600); err != nil {
+			return err
+		}
+	}
+	if err := p.writeFile(filepath.Join(data, "pg_hba.conf"), pgHBA); err != nil {
+		return err
+	}
+	pw, err := s.Password("postgres")
+	if err != nil {
+		return err
+	}
+	pass := fmt.Sprintf("127.0.0.1:%[1]d:*:%[2]s:%[3]s\nlocalhost:%[1]d:*:%[2]s:%[3]s\n", p.c.PostgresPort, PostgresUser, pw)
+	return writeSecret(s.PGPassFile(), []byte(pass))
+}
+
+// initdbAuth is how initdb sets up logins: trust on a plain stack; on a secure one SCRAM, with
+// the generated password handed over in a file only the postgres user reads, removed after.
+func (p postgresService) initdbAuth(base string) (args []string, cleanup func(), err error) {
+	if !p.c.Secure {
+		return []string{"--auth=trust"}, func() {}, nil
+	}
+	pw, err := p.c.secrets().Password("postgres")
+	if err != nil {
+		return nil, nil, err
+	}
+	file := filepath.Join(base, "initdb-password")
+	if err := p.writeFile(file, pw+"\n"); err != nil {
+		return nil, nil, err
+	}
+	if err := os.Chmod(file, 0o600); err != nil {
+		return nil, nil, err
+	}
+	return []string{"--auth=scram-sha-256", "--pwfile=" + file}, func() { _ = os.Remove(file) }, nil
 }
 
 func (p postgresService) up(ctx context.Context, log io.Writer) (int, bool, error) {
@@ -93,7 +166,13 @@ func (p postgresService) up(ctx context.Context, log io.Writer) (int, bool, erro
 	}
 	if !fileExists(filepath.Join(data, "PG_VERSION")) {
 		_ = os.RemoveAll(data) // a half-made cluster from an interrupted initdb
-		if _, err := p.run(ctx, base, initdb, "-D", data, "-U", PostgresUser, "--auth=trust", "-E", "UTF8", "--no-locale"); err != nil {
+		auth, cleanup, err := p.initdbAuth(base)
+		if err != nil {
+			return 0, false, err
+		}
+		_, err = p.run(ctx, base, initdb, append([]string{"-D", data, "-U", PostgresUser, "-E", "UTF8", "--no-locale"}, auth...)...)
+		cleanup()
+		if err != nil {
 			return 0, false, err
 		}
 		if err := appendLine(filepath.Join(data, "postgresql.conf"), "include = 'fsctl.conf'"); err != nil {
@@ -102,6 +181,9 @@ func (p postgresService) up(ctx context.Context, log io.Writer) (int, bool, erro
 		fmt.Fprintf(log, "%-9s initialised %s\n", "postgres", data)
 	}
 	if err := p.writeFile(filepath.Join(data, "fsctl.conf"), p.conf(data)); err != nil {
+		return 0, false, err
+	}
+	if err := p.secure(data); err != nil {
 		return 0, false, err
 	}
 	if _, err := p.run(ctx, base, pgctl, "start", "-w", "-t", "60", "-D", data, "-l", logFile); err != nil {
@@ -158,7 +240,11 @@ func (p postgresService) run(ctx context.Context, dir, bin string, args ...strin
 func (p postgresService) createDatabase(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://%s@%s/postgres?sslmode=disable", PostgresUser, p.addr()))
+	url, err := p.c.postgresURL("postgres")
+	if err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		return fmt.Errorf("connect to create database %s: %w", PostgresDatabase, err)
 	}
@@ -177,9 +263,12 @@ func (p postgresService) createDatabase(ctx context.Context) error {
 }
 
 func (p postgresService) wait(ctx context.Context, logFile string) error {
-	url := p.c.Endpoints().PostgresURL
+	url, err := p.c.postgresURL(PostgresDatabase)
+	if err != nil {
+		return err
+	}
 	dead := func() error { return nil } // pg_ctl -w already waited for the postmaster
-	err := waitReady(ctx, 30*time.Second, dead, func(ctx context.Context) error {
+	err = waitReady(ctx, 30*time.Second, dead, func(ctx context.Context) error {
 		conn, err := pgx.Connect(ctx, url)
 		if err != nil {
 			return err
@@ -188,7 +277,7 @@ func (p postgresService) wait(ctx context.Context, logFile string) error {
 		return conn.Ping(ctx)
 	})
 	if err != nil {
-		return fmt.Errorf("connect %s: %w\nlog %s:\n%s", url, err, logFile, tail(logFile, 20))
+		return fmt.Errorf("connect %s: %w\nlog %s:\n%s", p.c.Endpoints().PostgresURL, err, logFile, tail(logFile, 20))
 	}
 	return nil
 }

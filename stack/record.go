@@ -21,6 +21,7 @@ type record struct {
 	KafkaPort           int    `json:"kafkaPort"`
 	KafkaControllerPort int    `json:"kafkaControllerPort"`
 	KafkaLibs           string `json:"kafkaLibs,omitempty"`
+	Secure              bool   `json:"secure,omitempty"`
 }
 
 func recordPath(dir string) string { return filepath.Join(dir, RecordFile) }
@@ -71,13 +72,36 @@ func (c *Config) applyRecord() error {
 	if c.KafkaLibs == "" {
 		c.KafkaLibs = r.KafkaLibs
 	}
+	switch {
+	case c.Secure && !r.Secure:
+		return fmt.Errorf("the stack in %s is plain (no TLS, no passwords): a secure stack needs a folder of its own, e.g. fsctl stack up --secure --dir %s", c.Dir, DefaultSecureDir)
+	case r.Secure:
+		c.Secure = true
+	}
+	return nil
+}
+
+// refusePlainData refuses to make a folder secure whose services were started plain before the
+// stack kept records: their PostgreSQL trusts every login and their Kafka log has no SCRAM users.
+func (c Config) refusePlainData() error {
+	if !c.Secure {
+		return nil
+	}
+	if _, ok, err := readRecord(c.Dir); err != nil || ok {
+		return err
+	}
+	for _, f := range []string{filepath.Join(c.redisDir(), "data"), filepath.Join(c.kafkaDir(), "data", "meta.properties"), filepath.Join(c.Dir, "postgres", "data")} {
+		if fileExists(f) {
+			return fmt.Errorf("%s holds a plain stack's data (%s): a secure stack needs a folder of its own, e.g. fsctl stack up --secure --dir %s", c.Dir, f, DefaultSecureDir)
+		}
+	}
 	return nil
 }
 
 // writeRecord keeps c's ports in its folder, unless the same record is there already.
 func (c Config) writeRecord() error {
 	r := record{RedisPort: c.RedisPort, PostgresPort: c.PostgresPort, KafkaPort: c.KafkaPort,
-		KafkaControllerPort: c.KafkaControllerPort, KafkaLibs: c.KafkaLibs}
+		KafkaControllerPort: c.KafkaControllerPort, KafkaLibs: c.KafkaLibs, Secure: c.Secure}
 	if old, ok, err := readRecord(c.Dir); err == nil && ok && old == r {
 		return nil
 	}

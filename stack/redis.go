@@ -10,8 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // redisService is redis-server, daemonized, with an append-only file and no eviction: a flash sale's
@@ -29,18 +27,50 @@ func (r redisService) status() ServiceStatus {
 	return ServiceStatus{Name: "redis", Address: r.addr(), PID: pid, Running: ok, DataDir: r.dataDir(), LogFile: r.logFile()}
 }
 
-// redisArgs is the server's whole configuration, passed on the command line so no config file can drift.
+func (r redisService) aclFile() string { return filepath.Join(r.dir(), "users.acl") }
+
+// redisArgs is the server's whole configuration, passed on the command line so no config file can
+// drift: on a secure stack, TLS only (no plaintext port) and the ACL file's users.
 func (r redisService) args() []string {
-	return []string{
+	return append([]string{
 		"--bind", "127.0.0.1",
-		"--port", strconv.Itoa(r.c.RedisPort),
 		"--dir", r.dataDir(),
 		"--pidfile", r.pidFile(),
 		"--logfile", r.logFile(),
 		"--appendonly", "yes",
 		"--maxmemory-policy", "noeviction",
 		"--daemonize", "yes",
+	}, r.c.redisListen(r.c.RedisPort, r.aclFile())...)
+}
+
+// redisListen is how a Redis node of the stack listens on port: plain, or TLS only with the
+// stack's certificate and the users of aclFile.
+func (c Config) redisListen(port int, aclFile string) []string {
+	if !c.Secure {
+		return []string{"--port", strconv.Itoa(port)}
 	}
+	s := c.secrets()
+	return []string{
+		"--port", "0", "--tls-port", strconv.Itoa(port),
+		"--tls-cert-file", s.ServerCert(), "--tls-key-file", s.ServerKey(), "--tls-ca-cert-file", s.CA(),
+		"--tls-auth-clients", "no", "--aclfile", aclFile,
+	}
+}
+
+// writeACL writes a secure Redis node's users (0600: it holds their passwords).
+func (c Config) writeACL(path string) error {
+	if !c.Secure {
+		return nil
+	}
+	pw, err := c.secrets().Password("redis")
+	if err != nil {
+		return err
+	}
+	admin, err := c.secrets().Password("redis-admin")
+	if err != nil {
+		return err
+	}
+	return writeSecret(path, []byte(redisACL(pw, admin)))
 }
 
 func (r redisService) up(ctx context.Context, _ io.Writer) (int, bool, error) {
@@ -58,6 +88,9 @@ func (r redisService) up(ctx context.Context, _ io.Writer) (int, bool, error) {
 		return 0, false, err
 	}
 	_ = os.Remove(r.pidFile())
+	if err := r.c.writeACL(r.aclFile()); err != nil {
+		return 0, false, err
+	}
 	if _, err := runTool(ctx, r.dir(), bin, r.args()...); err != nil {
 		return 0, false, fmt.Errorf("%w\nlog %s:\n%s", err, r.logFile(), tail(r.logFile(), 20))
 	}
@@ -69,7 +102,10 @@ func (r redisService) up(ctx context.Context, _ io.Writer) (int, bool, error) {
 }
 
 func (r redisService) wait(ctx context.Context) error {
-	client := redis.NewClient(&redis.Options{Addr: r.addr(), MaxRetries: -1, DialTimeout: time.Second})
+	client, err := r.c.redisAdmin(r.addr())
+	if err != nil {
+		return err
+	}
 	defer client.Close()
 	dead := func() error {
 		if pid, err := readPID(r.pidFile()); err == nil && !alive(pid, "redis-server") {
@@ -77,7 +113,7 @@ func (r redisService) wait(ctx context.Context) error {
 		}
 		return nil
 	}
-	err := waitReady(ctx, 20*time.Second, dead, func(ctx context.Context) error { return client.Ping(ctx).Err() })
+	err = waitReady(ctx, 20*time.Second, dead, func(ctx context.Context) error { return client.Ping(ctx).Err() })
 	if err != nil {
 		return fmt.Errorf("PING %s: %w\nlog %s:\n%s", r.addr(), err, r.logFile(), tail(r.logFile(), 20))
 	}

@@ -48,8 +48,24 @@ func Up(ctx context.Context, cfg Config) error {
 }
 
 func up(ctx context.Context, c Config) error {
+	if err := c.refusePlainData(); err != nil {
+		return err
+	}
 	if err := c.writeRecord(); err != nil {
 		return err
+	}
+	if c.Secure {
+		renewed, err := c.secrets().ensure(c.Renew, c.Log)
+		if err != nil {
+			return fmt.Errorf("secure stack: %w", err)
+		}
+		// A service serves the certificate it read at its start: a renewed one needs a restart.
+		if renewed && running(c) {
+			fmt.Fprintf(c.Log, "%-9s restarting the services on the new certificate\n", "tls")
+			if err := down(ctx, c); err != nil {
+				return err
+			}
+		}
 	}
 	out := &syncWriter{w: c.Log}
 	// Start in parallel: the JVM's start-up dominates, and the other two fit inside it.
@@ -75,6 +91,16 @@ func up(ctx context.Context, c Config) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// running reports whether any service of the stack runs.
+func running(c Config) bool {
+	for _, s := range services(c) {
+		if s.status().Running {
+			return true
+		}
+	}
+	return false
 }
 
 // Down stops every service of the stack and waits until its processes are gone. Data stays.

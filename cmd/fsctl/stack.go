@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/spf13/cobra"
 
+	"github.com/fsctl/fsctl/kafkaconn"
+	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/stack"
 )
 
@@ -39,6 +42,8 @@ func newStackCmd() *cobra.Command {
 	f.IntVar(&opts.cfg.RedisCluster.Port, "redis-cluster-port", stack.DefaultRedisClusterPort, "port of the cluster's first node on 127.0.0.1 (node i on port+i, its bus on port+i+10000)")
 	f.IntVar(&opts.cfg.KafkaCluster.Brokers, "kafka-brokers", 0, "also run a local replicated Kafka of this many KRaft brokers (3 to 9; topics get replication factor 3 and min.insync.replicas 2; remembered until the stack's kafka-cluster folder is deleted)")
 	f.IntVar(&opts.cfg.KafkaCluster.Port, "kafka-cluster-port", stack.DefaultKafkaClusterPort, "port of the Kafka cluster's first broker on 127.0.0.1 (broker i on port+i, its controller on port+100+i)")
+	f.BoolVar(&opts.cfg.Secure, "secure", false, "the stack in production posture: TLS only from a CA of its own, a password for every client (Redis ACL user, PostgreSQL SCRAM over verify-full TLS, Kafka SASL_SSL SCRAM-SHA-512); in ./"+stack.DefaultSecureDir+" on ports 16380, 15433, 19094/19095 unless --dir and the ports say otherwise; remembered by the folder")
+	f.BoolVar(&opts.cfg.Renew, "renew", false, "with up on a secure stack: issue a new server certificate and restart the services on it (done by itself 14 days before it expires)")
 	cmd.AddCommand(
 		&cobra.Command{
 			Use:   "up",
@@ -137,6 +142,9 @@ var stackPortFlags = []string{"redis-port", "postgres-port", "kafka-port", "kafk
 func (o *stackOptions) config(cmd *cobra.Command, out io.Writer) (stack.Config, error) {
 	cfg := o.cfg
 	cfg.Log = out
+	if cfg.Secure && !cmd.Flags().Changed("dir") && os.Getenv(stack.EnvStackDir) == "" {
+		cfg.Dir = stack.DefaultSecureDir
+	}
 	ports := map[string]*int{"redis-port": &cfg.RedisPort, "postgres-port": &cfg.PostgresPort,
 		"kafka-port": &cfg.KafkaPort, "kafka-controller-port": &cfg.KafkaControllerPort}
 	for _, name := range stackPortFlags {
@@ -147,6 +155,9 @@ func (o *stackOptions) config(cmd *cobra.Command, out io.Writer) (stack.Config, 
 	cfg, err := stack.Resolve(cfg)
 	if err != nil {
 		return cfg, usageError(err)
+	}
+	if cfg.Renew && !cfg.Secure {
+		return cfg, usageError(fmt.Errorf("--renew: the stack in %s is plain and has no certificates (fsctl stack up --secure makes a secure one)", cfg.Dir))
 	}
 	return cfg, nil
 }
@@ -273,14 +284,27 @@ func printEndpoints(w io.Writer, cfg stack.Config, prefix string, onCluster, onK
 	}
 	fmt.Fprintf(w, "%s%s=%s\n%s%s=%s\n%s%s=%s\n%s%s=%s\n",
 		prefix, stack.EnvStackDir, shellQuote(cfg.Dir),
-		prefix, stack.EnvRedisURL, redisURL,
-		prefix, stack.EnvPostgresURL, e.PostgresURL,
+		prefix, stack.EnvRedisURL, shellQuote(redisURL),
+		prefix, stack.EnvPostgresURL, shellQuote(e.PostgresURL),
 		prefix, stack.EnvKafkaBrokers, strings.Join(brokers, ","))
 	if hasCluster {
 		fmt.Fprintf(w, "%s%s=%s\n", prefix, stack.EnvRedisClusterURL, e.RedisClusterURL)
 	}
 	if hasKafkaCluster {
 		fmt.Fprintf(w, "%s%s=%s\n", prefix, stack.EnvKafkaClusterBrokers, strings.Join(e.KafkaClusterBrokers, ","))
+	}
+	if c := e.Credentials; c != nil {
+		// Passwords are read from their files when the shell evaluates the line: the output
+		// itself, on a screen or in a CI log, holds none.
+		cat := func(file string) string { return `"$(cat ` + shellQuote(file) + `)"` }
+		for _, kv := range [][2]string{
+			{redisconn.EnvCA, shellQuote(c.CA)}, {redisconn.EnvUser, c.User}, {redisconn.EnvPassword, cat(c.RedisPasswordFile)},
+			{"PGPASSFILE", shellQuote(c.PGPassFile)},
+			{kafkaconn.EnvTLS, "true"}, {kafkaconn.EnvCA, shellQuote(c.CA)}, {kafkaconn.EnvSASL, kafkaconn.ScramSHA512},
+			{kafkaconn.EnvUser, c.User}, {kafkaconn.EnvPassword, cat(c.KafkaPasswordFile)},
+		} {
+			fmt.Fprintf(w, "%s%s=%s\n", prefix, kv[0], kv[1])
+		}
 	}
 	return nil
 }
