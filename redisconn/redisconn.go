@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -46,8 +47,29 @@ type Addr struct {
 	cluster *redis.ClusterOptions
 }
 
-// Parse reads a Redis address; an error says what is wrong and which forms are meant.
+// lookupEnv is how Parse reads FSCTL_REDIS_* (a test's map in tests).
+var lookupEnv = os.LookupEnv
+
+// Parse reads a Redis address; an error says what is wrong and which forms are meant. A TLS
+// address (rediss://, rediss+cluster://) takes ca, cert, key and server_name query parameters;
+// FSCTL_REDIS_CA, _CERT, _KEY, _SERVER_NAME, _USER and _PASSWORD complete what it does not say
+// (see Security).
 func Parse(raw string) (Addr, error) {
+	rest, sec, err := splitSecurity(raw)
+	if err != nil {
+		return Addr{}, err
+	}
+	a, err := parse(rest)
+	if err != nil {
+		return a, err
+	}
+	if err := a.secure(sec.or(SecurityFromEnv(lookupEnv))); err != nil {
+		return Addr{}, fmt.Errorf("redis address %q: %w", Redact(rest), err)
+	}
+	return a, nil
+}
+
+func parse(raw string) (Addr, error) {
 	bad := func(why string, a ...any) (Addr, error) {
 		// A parser's message may quote the address: never with its password.
 		msg := fmt.Sprintf(why, a...)
