@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/preflight"
 	"github.com/fsctl/fsctl/stack"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
@@ -17,7 +18,7 @@ func BenchmarkPreflight(b *testing.B) {
 	c := checkouttest.Start(b, checkouttest.Options{Quantity: 1000, Shards: 4})
 	cfg := preflight.Config{
 		SaleID: c.Sale.ID, RedisURL: stack.EndpointsFromEnv().RedisURL, PostgresURL: c.PostgresURL,
-		Brokers: c.Brokers, OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic,
+		Kafka: kafkaconn.Conn{Brokers: c.Brokers}, OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic,
 		ConsumerGroup: c.ConsumerGroup, SwitchesKey: c.SwitchesKey, Servers: []string{c.Base},
 	}
 	ctx := context.Background()

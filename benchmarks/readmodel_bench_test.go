@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/provision"
 	"github.com/fsctl/fsctl/readmodel"
@@ -112,7 +113,10 @@ func pageLoad(b *testing.B, db *orders.Store, plain *stock.Store, sl sale.Sale, 
 
 	var snapshots *readmodel.Publisher
 	if mode == server.ReadModelEvents {
-		sink := events.NewPublisher(brokers, topic)
+		sink, err := events.NewPublisher(kafkaconn.Conn{Brokers: brokers}, topic)
+		if err != nil {
+			b.Fatal(err)
+		}
 		b.Cleanup(func() { _ = sink.Close() })
 		snapshots = readmodel.NewPublisher(countedRedis(b, &pubReads), sink, 0, 0, log)
 		wg.Go(func() { _ = snapshots.Run(ctx) })
@@ -124,7 +128,10 @@ func pageLoad(b *testing.B, db *orders.Store, plain *stock.Store, sl sale.Sale, 
 		cfg := server.DefaultConfig()
 		s := server.New(cfg, server.Deps{Stock: stock.New(apiRdb), Orders: db, Log: log})
 		if mode == server.ReadModelEvents {
-			v := readmodel.NewView(readmodel.ViewConfig{Brokers: brokers, Topic: topic}, apiRdb, log)
+			v, err := readmodel.NewView(readmodel.ViewConfig{Kafka: kafkaconn.Conn{Brokers: brokers}, Topic: topic}, apiRdb, log)
+			if err != nil {
+				b.Fatal(err)
+			}
 			wg.Go(func() { _ = v.Run(ctx) })
 			s.SetStockView(v)
 			views = append(views, v)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/stack"
@@ -43,7 +44,7 @@ func reconciledSale(b *testing.B) (*checkouttest.Checkout, reconcile.Config) {
 		}
 	}
 	return c, reconcile.Config{SaleID: c.Sale.ID, RedisURL: stack.EndpointsFromEnv().RedisURL, PostgresURL: c.PostgresURL,
-		Brokers: c.Brokers, OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic, ConsumerGroup: c.ConsumerGroup}
+		Kafka: kafkaconn.Conn{Brokers: c.Brokers}, OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic, ConsumerGroup: c.ConsumerGroup}
 }
 
 // BenchmarkReconcile is one whole `fsctl reconcile` (connect, Kafka, every order of both sides)

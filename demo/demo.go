@@ -118,7 +118,7 @@ func (d *run) reset(ctx context.Context) (string, bool, error) {
 	p.Kafka.Topic, p.Kafka.DeadLetter, p.Kafka.Group = events.LogNames(a.OrdersTopic, a.DeadLetterTopic, a.ConsumerGroup)
 	var err error
 	d.pipe, err = pipeline.Open(ctx, pipeline.Config{Profile: &p, Sale: d.sale.ID, Items: []string{d.item.ID},
-		RedisURL: a.RedisURL, PostgresURL: a.PostgresURL, Brokers: a.Brokers, Settle: d.cfg.Settle})
+		RedisURL: a.RedisURL, PostgresURL: a.PostgresURL, Kafka: a.Kafka, Settle: d.cfg.Settle})
 	if err != nil {
 		return "", false, err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/demo"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/server"
@@ -37,7 +38,7 @@ func testRun(t *testing.T, rm *sale.Room) {
 	rep, err := demo.Run(context.Background(), demo.Config{
 		App: server.AppConfig{
 			Server: server.DefaultConfig(), RedisURL: stack.EndpointsFromEnv().RedisURL, PostgresURL: pg,
-			Brokers: testenv.KafkaBrokers(t), OrdersTopic: testenv.KafkaTopic(t, 2), DeadLetterTopic: testenv.KafkaTopic(t, 1),
+			Kafka: kafkaconn.Conn{Brokers: testenv.KafkaBrokers(t)}, OrdersTopic: testenv.KafkaTopic(t, 2), DeadLetterTopic: testenv.KafkaTopic(t, 1),
 			ConsumerGroup: testenv.ID(t, "g"), JWTSecret: []byte("demo-test-secret-0123456789abcdef"),
 		},
 		Sale: sl, ItemID: "console", Buyers: 300, Conns: 32, Settle: 30 * time.Second, Room: rm,

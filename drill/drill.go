@@ -15,6 +15,7 @@ import (
 
 	"github.com/fsctl/fsctl/blast"
 	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/pipeline"
 	"github.com/fsctl/fsctl/profile"
@@ -33,8 +34,8 @@ type Config struct {
 	Items []string
 	// RedisURL and PostgresURL are the target's stores, read through the profile.
 	RedisURL, PostgresURL string
-	// Brokers carry the order log: its consumer lag says whether the sale has settled.
-	Brokers []string
+	// Kafka carries the order log: its consumer lag says whether the sale has settled.
+	Kafka kafkaconn.Conn
 	// Secret, when set, replaces an HS256 profile's secret (the bundled server's --jwt-secret).
 	Secret string
 	// Buyers is the size of the burst (default 2000).
@@ -111,7 +112,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 func (d *drill) connect(ctx context.Context) (string, bool, error) {
 	var err error
 	d.run, err = pipeline.Open(ctx, pipeline.Config{Profile: d.p, Sale: d.cfg.Sale, Items: d.cfg.Items,
-		RedisURL: d.cfg.RedisURL, PostgresURL: d.cfg.PostgresURL, Brokers: d.cfg.Brokers, Settle: d.cfg.Settle, Now: d.cfg.Now})
+		RedisURL: d.cfg.RedisURL, PostgresURL: d.cfg.PostgresURL, Kafka: d.cfg.Kafka, Settle: d.cfg.Settle, Now: d.cfg.Now})
 	if err != nil {
 		return "", false, err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/examples/articleshop/articletest"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/testenv"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
@@ -59,7 +60,7 @@ func testDrillBundled(t *testing.T, cluster bool) {
 	p := profile.Default()
 	p.Kafka.Topic, p.Kafka.DeadLetter, p.Kafka.Group = c.OrdersTopic, c.DeadLetterTopic, c.ConsumerGroup
 	rep := run(t, Config{Profile: p, Target: c.Base, Sale: c.Sale.ID, RedisURL: c.RedisURL,
-		PostgresURL: c.PostgresURL, Brokers: c.Brokers, Secret: string(checkouttest.Secret), Buyers: 400})
+		PostgresURL: c.PostgresURL, Kafka: kafkaconn.Conn{Brokers: c.Brokers}, Secret: string(checkouttest.Secret), Buyers: 400})
 	if !rep.Passed {
 		t.Fatalf("drill failed: %v", rep.Failures)
 	}
@@ -80,7 +81,7 @@ func TestDrillArticle(t *testing.T) {
 	t.Parallel()
 	s := articletest.Start(t, 60, 40)
 	rep := run(t, Config{Profile: s.Profile, Target: s.Base, Sale: s.Sale, RedisURL: s.RedisURL,
-		PostgresURL: s.PostgresURL, Brokers: s.Brokers, Buyers: 300})
+		PostgresURL: s.PostgresURL, Kafka: kafkaconn.Conn{Brokers: s.Brokers}, Buyers: 300})
 	if !rep.Passed {
 		t.Fatalf("drill failed: %v", rep.Failures)
 	}
@@ -108,7 +109,7 @@ func TestDrillOnASaleUnderWay(t *testing.T) {
 	}
 	s.WaitOrders(s.Items[0], 3)
 	rep := run(t, Config{Profile: s.Profile, Target: s.Base, Sale: s.Sale, RedisURL: s.RedisURL,
-		PostgresURL: s.PostgresURL, Brokers: s.Brokers, Buyers: 60, Settle: 20 * time.Second})
+		PostgresURL: s.PostgresURL, Kafka: kafkaconn.Conn{Brokers: s.Brokers}, Buyers: 60, Settle: 20 * time.Second})
 	if !rep.Passed || len(rep.Items) != 1 {
 		t.Fatalf("drill failed: %v", rep.Failures)
 	}
@@ -129,7 +130,7 @@ func TestDrillArticleOversold(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := run(t, Config{Profile: s.Profile, Target: s.Base, Sale: s.Sale, RedisURL: s.RedisURL,
-		PostgresURL: s.PostgresURL, Brokers: s.Brokers, Buyers: 200, Settle: 5 * time.Second})
+		PostgresURL: s.PostgresURL, Kafka: kafkaconn.Conn{Brokers: s.Brokers}, Buyers: 200, Settle: 5 * time.Second})
 	if rep.Passed {
 		t.Fatal("the drill passed with five units oversold")
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/segmentio/kafka-go/protocol"
 	"github.com/segmentio/kafka-go/protocol/produce"
 
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/testenv"
 )
 
@@ -193,7 +194,10 @@ func TestGroupProducerPartitionsLikeTheWriter(t *testing.T) {
 	t.Parallel()
 	const partitions = 4
 	topic := testenv.KafkaTopic(t, partitions)
-	p := NewPublisher(testenv.KafkaBrokers(t), topic)
+	p, err := NewPublisher(kafkaconn.Conn{Brokers: testenv.KafkaBrokers(t)}, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = p.Close() })
 	var msgs []kafka.Message
 	for i := range 20 {

@@ -9,15 +9,16 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/fsctl/fsctl/kafkaconn"
 )
 
 // NewClient is a Kafka client for reading offsets, lags and metadata, each call within timeout,
 // on a transport of its own: kafka-go's default one is shared by the process and caches metadata
 // for seconds, so it would call a topic created moments ago unknown. closeIdle releases its
 // connections.
-func NewClient(brokers []string, timeout time.Duration) (c *kafka.Client, closeIdle func()) {
-	tr := &kafka.Transport{DialTimeout: timeout, MetadataTTL: time.Second}
-	return &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: timeout, Transport: tr}, tr.CloseIdleConnections
+func NewClient(conn kafkaconn.Conn, timeout time.Duration) (c *kafka.Client, closeIdle func(), err error) {
+	return conn.Client(timeout)
 }
 
 // GroupState is how far a consumer group is behind on one topic.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/fsctl/fsctl/kafkaconn"
 )
 
 // Publisher writes events to Kafka. It is safe for concurrent use: concurrent publishes to one
@@ -19,18 +21,23 @@ type Publisher struct {
 	topic     string
 	transport *kafka.Transport
 	g         *groupProducer
+	conn      kafkaconn.Conn // explains a failed publish
 }
 
-// NewPublisher returns a publisher to topic on brokers.
+// NewPublisher returns a publisher to topic through conn; an error is a connection that is wrong
+// in form (a CA file that does not load).
 //
 // Each publisher has its own transport: kafka-go's shared default transport caches topic metadata
 // for 6 s, so a topic created after another writer's first request looked missing for that long.
 // Temporary broker errors (leader moves, a partition not ready yet) are retried inside the
 // caller's deadline.
-func NewPublisher(brokers []string, topic string) *Publisher {
-	tr := &kafka.Transport{MetadataTTL: time.Second, DialTimeout: 3 * time.Second}
-	client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr, Timeout: produceTimeout}
-	return &Publisher{topic: topic, transport: tr, g: newGroupProducer(client, topic)}
+func NewPublisher(conn kafkaconn.Conn, topic string) (*Publisher, error) {
+	tr, err := conn.Transport(3*time.Second, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	client := &kafka.Client{Addr: kafka.TCP(conn.Brokers...), Transport: tr, Timeout: produceTimeout}
+	return &Publisher{topic: topic, transport: tr, g: newGroupProducer(client, topic), conn: conn}, nil
 }
 
 // PublishOrderPlaced publishes one OrderPlaced event keyed by its item.
@@ -53,7 +60,7 @@ func (p *Publisher) publishEvent(ctx context.Context, orderID string, e Event) e
 	m := kafka.Message{Key: e.Key(), Value: b}
 	injectTrace(ctx, &m)
 	if err := p.g.publish(ctx, m); err != nil {
-		return fmt.Errorf("publish order %s to %s: %w", orderID, p.topic, err)
+		return fmt.Errorf("publish order %s to %s: %w", orderID, p.topic, p.conn.Explain(err))
 	}
 	return nil
 }
@@ -61,7 +68,7 @@ func (p *Publisher) publishEvent(ctx context.Context, orderID string, e Event) e
 // Publish writes raw messages (used for dead letters).
 func (p *Publisher) Publish(ctx context.Context, msgs ...kafka.Message) error {
 	if err := p.g.publish(ctx, msgs...); err != nil {
-		return fmt.Errorf("publish to %s: %w", p.topic, err)
+		return fmt.Errorf("publish to %s: %w", p.topic, p.conn.Explain(err))
 	}
 	return nil
 }
@@ -74,14 +81,14 @@ func (p *Publisher) Close() error {
 
 // EnsureTopic creates topic with the given partition count if it does not exist. Replication is 1
 // on a single broker and up to 3 otherwise, with min.insync.replicas 2 at three.
-func EnsureTopic(ctx context.Context, brokers []string, topic string, partitions int) error {
-	return ensureTopic(ctx, brokers, topic, partitions)
+func EnsureTopic(ctx context.Context, conn kafkaconn.Conn, topic string, partitions int) error {
+	return ensureTopic(ctx, conn, topic, partitions)
 }
 
 // ensureTopic creates topic with the replication EnsureTopic describes and the extra settings, if
 // it does not exist, and waits until every partition has a leader.
-func ensureTopic(ctx context.Context, brokers []string, topic string, partitions int, settings ...kafka.ConfigEntry) error {
-	conn, err := dial(ctx, brokers)
+func ensureTopic(ctx context.Context, kc kafkaconn.Conn, topic string, partitions int, settings ...kafka.ConfigEntry) error {
+	conn, err := dial(ctx, kc)
 	if err != nil {
 		return err
 	}
@@ -94,9 +101,13 @@ func ensureTopic(ctx context.Context, brokers []string, topic string, partitions
 	if err != nil {
 		return fmt.Errorf("kafka controller: %w", err)
 	}
-	cc, err := (&kafka.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", net.JoinHostPort(ctrl.Host, strconv.Itoa(ctrl.Port)))
+	d, err := kc.Dialer(5 * time.Second)
 	if err != nil {
-		return fmt.Errorf("dial kafka controller: %w", err)
+		return err
+	}
+	cc, err := d.DialContext(ctx, "tcp", net.JoinHostPort(ctrl.Host, strconv.Itoa(ctrl.Port)))
+	if err != nil {
+		return fmt.Errorf("dial kafka controller: %w", kc.Explain(err))
 	}
 	defer cc.Close()
 	tc := kafka.TopicConfig{Topic: topic, NumPartitions: partitions, ReplicationFactor: min(len(bs), 3), ConfigEntries: settings}
@@ -111,22 +122,26 @@ func ensureTopic(ctx context.Context, brokers []string, topic string, partitions
 }
 
 // Ping checks that a broker answers a metadata request.
-func Ping(ctx context.Context, brokers []string) error {
-	conn, err := dial(ctx, brokers)
+func Ping(ctx context.Context, kc kafkaconn.Conn) error {
+	conn, err := dial(ctx, kc)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
 	if _, err := conn.Brokers(); err != nil {
-		return fmt.Errorf("kafka metadata: %w", err)
+		return fmt.Errorf("kafka metadata: %w", kc.Explain(err))
 	}
 	return nil
 }
 
-func dial(ctx context.Context, brokers []string) (*kafka.Conn, error) {
+func dial(ctx context.Context, kc kafkaconn.Conn) (*kafka.Conn, error) {
+	d, err := kc.Dialer(3 * time.Second)
+	if err != nil {
+		return nil, err
+	}
 	var last error
-	for _, b := range brokers {
-		conn, err := (&kafka.Dialer{Timeout: 3 * time.Second}).DialContext(ctx, "tcp", b)
+	for _, b := range kc.Brokers {
+		conn, err := d.DialContext(ctx, "tcp", b)
 		if err == nil {
 			if dl, ok := ctx.Deadline(); ok {
 				_ = conn.SetDeadline(dl)
@@ -135,7 +150,7 @@ func dial(ctx context.Context, brokers []string) (*kafka.Conn, error) {
 		}
 		last = err
 	}
-	return nil, fmt.Errorf("kafka %v unreachable: %w", brokers, last)
+	return nil, fmt.Errorf("kafka unreachable: %w", kc.Explain(last))
 }
 
 func waitForLeaders(ctx context.Context, conn *kafka.Conn, topic string) error {

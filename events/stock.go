@@ -9,6 +9,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/sale"
 )
 
@@ -74,6 +75,6 @@ func DecodeStockSnapshot(b []byte) (StockSnapshot, error) {
 // EnsureCompactedTopic creates topic, compacted (cleanup.policy=compact), if it does not exist: a
 // topic that keeps the latest message per key forever, so a reader that starts from its beginning
 // learns every key's current value. An existing topic is left as it is.
-func EnsureCompactedTopic(ctx context.Context, brokers []string, topic string, partitions int) error {
-	return ensureTopic(ctx, brokers, topic, partitions, kafka.ConfigEntry{ConfigName: "cleanup.policy", ConfigValue: "compact"})
+func EnsureCompactedTopic(ctx context.Context, conn kafkaconn.Conn, topic string, partitions int) error {
+	return ensureTopic(ctx, conn, topic, partitions, kafka.ConfigEntry{ConfigName: "cleanup.policy", ConfigValue: "compact"})
 }

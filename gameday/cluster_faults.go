@@ -12,6 +12,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/stack"
 	"github.com/fsctl/fsctl/stock"
@@ -110,7 +111,10 @@ func killOrdersLeader(ctx context.Context, env *Env, down time.Duration) (string
 }
 
 func ordersLeader(ctx context.Context, env *Env) (string, error) {
-	c, closeIdle := events.NewClient(env.Endpoints.KafkaBrokers, 5*time.Second)
+	c, closeIdle, err := events.NewClient(kafkaconn.EnvFor(env.Endpoints.KafkaBrokers), 5*time.Second)
+	if err != nil {
+		return "", err
+	}
 	defer closeIdle()
 	meta, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{events.DefaultOrdersTopic}})
 	if err != nil {

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/kafkaconn"
 )
 
 // waitConsumers waits until every instance's order consumer has joined the group and the group is
@@ -15,7 +14,11 @@ import (
 // rebalancing (a fresh broker, or the members of an earlier run that are only now timing out), or
 // the first buyers' orders wait for it and their payments answer ORDER_NOT_RECORDED_YET.
 func (r *run) waitConsumers(ctx context.Context, want int, timeout time.Duration) (string, error) {
-	c := &kafka.Client{Addr: kafka.TCP(r.env.Endpoints.KafkaBrokers...), Timeout: 3 * time.Second}
+	c, closeIdle, err := events.NewClient(kafkaconn.EnvFor(r.env.Endpoints.KafkaBrokers), 3*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer closeIdle()
 	deadline := r.cfg.Now().Add(timeout)
 	last := "not asked yet"
 	for {

@@ -19,6 +19,7 @@ import (
 	"github.com/fsctl/fsctl/blast"
 	"github.com/fsctl/fsctl/faultnet"
 	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/payment/fake"
@@ -378,7 +379,7 @@ func (r *run) preflight(ctx context.Context) (string, error) {
 	deadline := r.cfg.Now().Add(30 * time.Second)
 	for {
 		rep, err := preflight.Run(ctx, preflight.Config{
-			SaleID: r.cfg.Scenario.Sale.ID, RedisURL: e.RedisURL, PostgresURL: e.PostgresURL, Brokers: e.KafkaBrokers,
+			SaleID: r.cfg.Scenario.Sale.ID, RedisURL: e.RedisURL, PostgresURL: e.PostgresURL, Kafka: kafkaconn.EnvFor(e.KafkaBrokers),
 			Servers: r.env.Fleet.URLs(), PaymentTimeout: time.Second, Fix: true,
 		})
 		if err != nil {

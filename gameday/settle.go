@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/outcome"
@@ -69,7 +70,7 @@ func (r *run) createSale(ctx context.Context) (string, error) {
 	// Every reservation must end before the sale counts as settled: the buyers pay and cancel,
 	// and the holds expire.
 	r.pipe, err = pipeline.Open(ctx, pipeline.Config{Sale: r.sale.ID, RedisURL: e.RedisURL, PostgresURL: e.PostgresURL,
-		Brokers: e.KafkaBrokers, Settle: r.cfg.Scenario.Settle, Ended: true, Checks: r.checks, Note: r.note, Now: r.cfg.Now})
+		Kafka: kafkaconn.EnvFor(e.KafkaBrokers), Settle: r.cfg.Scenario.Settle, Ended: true, Checks: r.checks, Note: r.note, Now: r.cfg.Now})
 	if err != nil {
 		return "", err
 	}
@@ -162,7 +163,7 @@ func (r *run) rebuild(ctx context.Context) (string, error) {
 func (r *run) rebuildOnce(ctx context.Context) (string, error) {
 	e := r.env.Endpoints
 	rep, err := reconcile.Run(ctx, reconcile.Config{
-		SaleID: r.sale.ID, RedisURL: e.RedisURL, PostgresURL: e.PostgresURL, Brokers: e.KafkaBrokers,
+		SaleID: r.sale.ID, RedisURL: e.RedisURL, PostgresURL: e.PostgresURL, Kafka: kafkaconn.EnvFor(e.KafkaBrokers),
 		RebuildRedis: true, DrainTimeout: time.Minute, Timeout: 5 * time.Second,
 	})
 	if err != nil {

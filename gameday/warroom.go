@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/stack"
 	"github.com/fsctl/fsctl/warroom"
 )
@@ -41,7 +42,7 @@ func NewWarRoom(e stack.Endpoints, saleID, path string) *WarRoom {
 func (w *WarRoom) Start(ctx context.Context, t0 time.Time, servers []string) error {
 	src, closeSources, err := warroom.Open(warroom.Endpoints{
 		Sale: w.SaleID, RedisURL: w.Endpoints.RedisURL, PostgresURL: w.Endpoints.PostgresURL,
-		Brokers: w.Endpoints.KafkaBrokers, Servers: servers,
+		Kafka: kafkaconn.EnvFor(w.Endpoints.KafkaBrokers), Servers: servers,
 	})
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/stock"
 )
@@ -55,7 +56,7 @@ type Metrics struct {
 
 // Config configures a Consumer.
 type Config struct {
-	Brokers []string
+	Kafka   kafkaconn.Conn
 	Topic   string
 	GroupID string
 	// BatchSize is the most messages recorded in one transaction.
@@ -77,9 +78,9 @@ type Config struct {
 const DefaultSessionTimeout = 6 * time.Second
 
 // DefaultConfig returns the settings the server uses.
-func DefaultConfig(brokers []string) Config {
+func DefaultConfig(conn kafkaconn.Conn) Config {
 	return Config{
-		Brokers:        brokers,
+		Kafka:          conn,
 		Topic:          events.DefaultOrdersTopic,
 		GroupID:        events.DefaultConsumerGroup,
 		BatchSize:      500,
@@ -124,10 +125,15 @@ func NewRecorder(placer Placer, release Releaser, dlq DeadLetters, m Metrics, lo
 	return &Recorder{placer: placer, release: release, dlq: dlq, metrics: m, log: log}
 }
 
-// New returns a consumer; Run starts it.
-func New(cfg Config, placer Placer, release Releaser, dlq DeadLetters, m Metrics, log *slog.Logger) *Consumer {
+// New returns a consumer; Run starts it. An error is a Kafka connection wrong in form.
+func New(cfg Config, placer Placer, release Releaser, dlq DeadLetters, m Metrics, log *slog.Logger) (*Consumer, error) {
+	dialer, err := cfg.Kafka.Dialer(10 * time.Second)
+	if err != nil {
+		return nil, err
+	}
 	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:        cfg.Brokers,
+		Brokers:        cfg.Kafka.Brokers,
+		Dialer:         dialer,
 		GroupID:        cfg.GroupID,
 		Topic:          cfg.Topic,
 		MinBytes:       1,
@@ -143,7 +149,7 @@ func New(cfg Config, placer Placer, release Releaser, dlq DeadLetters, m Metrics
 		RebalanceTimeout:  max(2*cfg.SessionTimeout, time.Second),
 		JoinGroupBackoff:  time.Second,
 	})
-	return &Consumer{cfg: cfg, reader: r, Recorder: NewRecorder(placer, release, dlq, m, log)}
+	return &Consumer{cfg: cfg, reader: r, Recorder: NewRecorder(placer, release, dlq, m, log)}, nil
 }
 
 // Close leaves the consumer group.

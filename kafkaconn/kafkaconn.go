@@ -110,6 +110,14 @@ func FromEnv(lookup func(string) (string, bool), def []string) Conn {
 // Env is the connection from the process's environment.
 func Env(def []string) Conn { return FromEnv(os.LookupEnv, def) }
 
+// EnvFor is brokers with the TLS and SASL of the process's environment: for brokers a command
+// chose itself (a stack's cluster), reached the way FSCTL_KAFKA_* say.
+func EnvFor(brokers []string) Conn {
+	c := Env(nil)
+	c.Brokers = brokers
+	return c
+}
+
 func truthy(v string) bool {
 	b, err := strconv.ParseBool(v)
 	return err == nil && b

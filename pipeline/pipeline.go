@@ -18,6 +18,7 @@ import (
 
 	"github.com/fsctl/fsctl/blast"
 	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/profile"
@@ -35,8 +36,8 @@ type Config struct {
 	Items []string
 	// RedisURL and PostgresURL are the target's stores, read through the profile.
 	RedisURL, PostgresURL string
-	// Brokers carry the order log: its consumer lag says whether the sale has settled.
-	Brokers []string
+	// Kafka carries the order log: its consumer lag says whether the sale has settled.
+	Kafka kafkaconn.Conn
 	// Settle bounds the wait for the sale to settle after the burst (default 60s).
 	Settle time.Duration
 	// Ended makes a sale settled only once every reservation has ended (no pending order, no

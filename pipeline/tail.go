@@ -21,10 +21,13 @@ func (r *Run) Settle(ctx context.Context) (string, bool, error) {
 	deadline := r.cfg.Now().Add(r.cfg.Settle)
 	p := r.cfg.Profile
 	var client *kafka.Client
-	if len(r.cfg.Brokers) > 0 && p.Kafka.Topic != "" && p.Kafka.Group != "" {
-		var closeIdle func()
-		client, closeIdle = events.NewClient(r.cfg.Brokers, 5*time.Second)
+	if len(r.cfg.Kafka.Brokers) > 0 && p.Kafka.Topic != "" && p.Kafka.Group != "" {
+		c, closeIdle, err := events.NewClient(r.cfg.Kafka, 5*time.Second)
+		if err != nil {
+			return "", false, err
+		}
 		defer closeIdle()
+		client = c
 	}
 	start := r.cfg.Now()
 	last, noted := "", time.Time{}
@@ -138,7 +141,7 @@ func (r *Run) Reconcile(ctx context.Context) (string, bool, error) {
 		items[i] = it.Item
 	}
 	rep, err := reconcile.Run(ctx, reconcile.Config{SaleID: r.cfg.Sale, Profile: r.cfg.Profile, Items: items, RedisURL: r.cfg.RedisURL,
-		PostgresURL: r.cfg.PostgresURL, Brokers: r.cfg.Brokers, Now: r.cfg.Now})
+		PostgresURL: r.cfg.PostgresURL, Kafka: r.cfg.Kafka, Now: r.cfg.Now})
 	if err != nil {
 		return "", false, err
 	}

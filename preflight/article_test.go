@@ -7,6 +7,7 @@ import (
 
 	"github.com/fsctl/fsctl/examples/articleshop/articletest"
 	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/preflight"
 	"github.com/fsctl/fsctl/testenv"
 )
@@ -22,7 +23,7 @@ func TestArticleShop(t *testing.T) {
 	}
 	s.WaitOrders(hot, 1)
 	cfg := preflight.Config{SaleID: s.Sale, Profile: s.Profile, RedisURL: s.RedisURL, PostgresURL: s.PostgresURL,
-		Brokers: s.Brokers, Servers: []string{s.Base}, Timeout: 3 * time.Second}
+		Kafka: kafkaconn.Conn{Brokers: s.Brokers}, Servers: []string{s.Base}, Timeout: 3 * time.Second}
 	rep := run(t, cfg)
 	// The shop's consumer commits its offset after PostgreSQL has the order, so the group may
 	// still show the order as lag for a moment: a warning, until it catches up.

@@ -129,12 +129,17 @@ func (e *env) openPostgres(ctx context.Context) {
 }
 
 func (e *env) dialKafka(ctx context.Context) {
-	if len(e.cfg.Brokers) == 0 {
+	if len(e.cfg.Kafka.Brokers) == 0 {
 		e.add(finding.Finding{Group: "kafka", Check: "kafka reachable", Status: finding.Fail, Detail: "no brokers given",
 			Fix: "set --kafka-brokers / FSCTL_KAFKA_BROKERS"})
 		return
 	}
-	c, closeIdle := events.NewClient(e.cfg.Brokers, e.cfg.Timeout)
+	c, closeIdle, err := events.NewClient(e.cfg.Kafka, e.cfg.Timeout)
+	if err != nil {
+		e.add(finding.Finding{Group: "kafka", Check: "kafka reachable", Status: finding.Fail, Detail: err.Error(),
+			Fix: "fix the Kafka connection's form (--kafka-* / FSCTL_KAFKA_*)"})
+		return
+	}
 	e.closeKafka = closeIdle
 	var topics []string
 	for _, t := range []string{e.cfg.OrdersTopic, e.cfg.DeadLetterTopic} {
@@ -145,7 +150,7 @@ func (e *env) dialKafka(ctx context.Context) {
 	meta, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
 	if err != nil {
 		e.add(finding.Finding{Group: "kafka", Check: "kafka reachable", Status: finding.Fail,
-			Detail: fmt.Sprintf("%v: %v", e.cfg.Brokers, err),
+			Detail: e.cfg.Kafka.Explain(err).Error(),
 			Fix:    "start Kafka (fsctl stack up) or point --kafka-brokers / FSCTL_KAFKA_BROKERS at it"})
 		return
 	}

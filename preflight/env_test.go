@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/preflight"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
 )
@@ -22,7 +23,7 @@ func newTarget(t *testing.T, o checkouttest.Options) *target {
 	c := checkouttest.Start(t, o)
 	return &target{c: c, cfg: preflight.Config{
 		SaleID: c.Sale.ID, RedisURL: c.RedisURL, PostgresURL: c.PostgresURL,
-		Brokers: c.Brokers, OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic,
+		Kafka: kafkaconn.Conn{Brokers: c.Brokers}, OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic,
 		ConsumerGroup: c.ConsumerGroup, SwitchesKey: c.SwitchesKey, Servers: []string{c.Base},
 		Timeout: 3 * time.Second, // generous: the race detector on 2 cores, not a healthy stack's speed
 	}}

@@ -56,7 +56,7 @@ func topicCheck(e *env, name, what string, partitions int) finding.Finding {
 		r.Status, r.Detail, r.Fix = finding.Fail, fmt.Sprintf("%s: %s", name, reason), e.fix.topic
 		if e.fix.createTopic {
 			r.Repair = fmt.Sprintf("create topic %s with %d partition(s)", name, partitions)
-			r.Apply = func(ctx context.Context) error { return events.EnsureTopic(ctx, e.cfg.Brokers, name, partitions) }
+			r.Apply = func(ctx context.Context) error { return events.EnsureTopic(ctx, e.cfg.Kafka, name, partitions) }
 		}
 		return r
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/lifecycle"
 	"github.com/fsctl/fsctl/profile"
 )
@@ -57,7 +58,7 @@ type Config struct {
 	TokenSecret string
 	RedisURL    string
 	PostgresURL string
-	Brokers     []string
+	Kafka       kafkaconn.Conn
 	// OrdersTopic, DeadLetterTopic and ConsumerGroup default to the profile's kafka section (no
 	// topic there: no order log to check).
 	OrdersTopic, DeadLetterTopic, ConsumerGroup string

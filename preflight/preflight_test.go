@@ -13,6 +13,7 @@ import (
 
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/preflight"
 	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/testenv"
@@ -65,7 +66,10 @@ func TestReadyOnRedisCluster(t *testing.T) {
 func TestReadyOnReplicatedKafka(t *testing.T) {
 	tg := newTarget(t, checkouttest.Options{Quantity: 10, Kafka: testenv.KafkaClusterBrokers(t)})
 	// A fresh group's coordinator on a fresh cluster takes a moment to seat its consumer.
-	kc, closeIdle := events.NewClient(tg.cfg.Brokers, 3*time.Second)
+	kc, closeIdle, err := events.NewClient(tg.cfg.Kafka, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer closeIdle()
 	waiting, err := verify.Settle(context.Background(), 30*time.Second, 100*time.Millisecond, func(ctx context.Context) ([]string, error) {
 		if g, err := events.GroupLag(ctx, kc, tg.cfg.OrdersTopic, tg.cfg.ConsumerGroup); err != nil || g.Members == 0 {
@@ -284,7 +288,7 @@ func TestUnreachableServicesFailFast(t *testing.T) {
 	testenv.Redis(t) // an integration test like the others: skipped under -short
 	rep := run(t, preflight.Config{
 		SaleID: "any", RedisURL: "redis://127.0.0.1:1/0", PostgresURL: "postgres://u@127.0.0.1:1/db?sslmode=disable",
-		Brokers: []string{"127.0.0.1:1"}, Servers: []string{"http://127.0.0.1:1"}, Timeout: 2 * time.Second,
+		Kafka: kafkaconn.Conn{Brokers: []string{"127.0.0.1:1"}}, Servers: []string{"http://127.0.0.1:1"}, Timeout: 2 * time.Second,
 	})
 	expect(t, rep, "redis reachable", finding.Fail, "127.0.0.1:1")
 	expect(t, rep, "postgres reachable", finding.Fail, "127.0.0.1:1")

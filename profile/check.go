@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/redisconn"
 )
 
@@ -34,8 +35,8 @@ type CheckConfig struct {
 	Base string
 	// Secret replaces an hs256 profile's secret.
 	Secret string
-	// Brokers reach the order log the profile names; empty skips it.
-	Brokers []string
+	// Kafka reaches the order log the profile names; no brokers skips it.
+	Kafka kafkaconn.Conn
 	// Client makes the HTTP probes; nil means a 3 s client.
 	Client *http.Client
 	// Now is the clock; nil means time.Now.
@@ -62,7 +63,7 @@ func (t *Target) Check(ctx context.Context, cfg CheckConfig) CheckReport {
 		queries, shards := f.Queries(ctx, t.DB, items)
 		stores = slices.Concat([]finding.Finding{fi}, queries, t.keys(ctx, f, items, shards))
 	}
-	lines := slices.Concat(f.Templates(cfg.Base, items), f.HTTP(ctx, cfg.Client, cfg.Base), stores, f.Kafka(ctx, cfg.Brokers))
+	lines := slices.Concat(f.Templates(cfg.Base, items), f.HTTP(ctx, cfg.Client, cfg.Base), stores, f.Kafka(ctx, cfg.Kafka))
 	return CheckReport{Profile: t.P.Name, Source: t.P.Source(), Sale: cfg.Sale, Lines: lines}
 }
 

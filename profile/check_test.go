@@ -7,6 +7,7 @@ import (
 
 	"github.com/fsctl/fsctl/examples/articleshop/articletest"
 	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/stack"
 	"github.com/fsctl/fsctl/stock"
@@ -39,7 +40,7 @@ func TestCheckArticleTarget(t *testing.T) {
 	s.Buy("ann", s.Items[0])
 	s.WaitOrders(s.Items[0], 1)
 	tg := connect(t, s.Profile, s.RedisURL, s.PostgresURL)
-	rep := tg.Check(context.Background(), profile.CheckConfig{Sale: s.Sale, Base: s.Base, Brokers: s.Brokers})
+	rep := tg.Check(context.Background(), profile.CheckConfig{Sale: s.Sale, Base: s.Base, Kafka: kafkaconn.Conn{Brokers: s.Brokers}})
 	if rep.Failed() {
 		t.Fatalf("the shipped profile does not fit its shop: %v", lines(rep, finding.Fail))
 	}
@@ -80,7 +81,7 @@ func TestCheckBundledTarget(t *testing.T) {
 	p := profile.Default()
 	p.Kafka.Topic, p.Kafka.DeadLetter, p.Kafka.Group = c.OrdersTopic, c.DeadLetterTopic, c.ConsumerGroup
 	rep := connect(t, p, stack.EndpointsFromEnv().RedisURL, c.PostgresURL).Check(context.Background(),
-		profile.CheckConfig{Sale: c.Sale.ID, Base: c.Base, Secret: string(checkouttest.Secret), Brokers: c.Brokers})
+		profile.CheckConfig{Sale: c.Sale.ID, Base: c.Base, Secret: string(checkouttest.Secret), Kafka: kafkaconn.Conn{Brokers: c.Brokers}})
 	if rep.Failed() {
 		t.Fatalf("the bundled profile does not fit the bundled server: %v", lines(rep, finding.Fail))
 	}

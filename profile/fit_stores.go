@@ -7,10 +7,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/redisconn"
 )
 
@@ -94,18 +93,22 @@ func (f Fit) Keys(ctx context.Context, st *Stocks, item string, shards int) []fi
 }
 
 // Kafka finds the order log's topic and consumer group; no brokers is a skip.
-func (f Fit) Kafka(ctx context.Context, brokers []string) []finding.Finding {
+func (f Fit) Kafka(ctx context.Context, conn kafkaconn.Conn) []finding.Finding {
 	k := f.P.Kafka
 	switch {
 	case k.Topic == "":
 		return nil
-	case len(brokers) == 0:
+	case len(conn.Brokers) == 0:
 		return []finding.Finding{found("kafka.topic", finding.Skip, "no --kafka-brokers to reach", "")}
 	}
-	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 3 * time.Second}
+	client, closeIdle, err := conn.Client(3 * time.Second)
+	if err != nil {
+		return []finding.Finding{found("kafka.topic", finding.Fail, err.Error(), "fix the Kafka connection (--kafka-* / FSCTL_KAFKA_*)")}
+	}
+	defer closeIdle()
 	offs, err := events.TopicOffsets(ctx, client, k.Topic)
 	if err != nil {
-		return []finding.Finding{found("kafka.topic", finding.Fail, err.Error(), "fix kafka.topic, or create the topic")}
+		return []finding.Finding{found("kafka.topic", finding.Fail, conn.Explain(err).Error(), "fix kafka.topic, or create the topic")}
 	}
 	out := []finding.Finding{found("kafka.topic", finding.Pass, fmt.Sprintf("%s: %d partitions, %d messages", k.Topic, len(offs.End), offs.Messages()), "")}
 	if k.Group == "" {

@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/readmodel"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
@@ -36,7 +38,7 @@ func TestApplyKeepsTheLatestRead(t *testing.T) {
 		{"another item is kept", snap("b", 9, t0.Add(-time.Second)), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := readmodel.NewView(readmodel.ViewConfig{}, nil, quiet)
+			v := newView(t, readmodel.ViewConfig{Kafka: kafkaconn.Conn{Brokers: []string{"127.0.0.1:1"}}}, nil)
 			if !v.Apply(snap("a", 5, t0)) {
 				t.Fatal("first snapshot not kept")
 			}
@@ -47,11 +49,21 @@ func TestApplyKeepsTheLatestRead(t *testing.T) {
 	}
 }
 
+// newView is readmodel.NewView for a test: a connection wrong in form fails it.
+func newView(t testing.TB, cfg readmodel.ViewConfig, rdb redis.UniversalClient) *readmodel.View {
+	t.Helper()
+	v, err := readmodel.NewView(cfg, rdb, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 // runView starts a View of topic and waits until it is live.
 func runView(t *testing.T, brokers []string, topic string) *readmodel.View {
 	t.Helper()
-	v := readmodel.NewView(readmodel.ViewConfig{Brokers: brokers, Topic: topic, Probe: 100 * time.Millisecond, MaxStale: time.Second},
-		testenv.Redis(t), quiet)
+	v := newView(t, readmodel.ViewConfig{Kafka: kafkaconn.Conn{Brokers: brokers}, Topic: topic, Probe: 100 * time.Millisecond, MaxStale: time.Second},
+		testenv.Redis(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = v.Run(ctx) }()
@@ -98,7 +110,10 @@ func TestPublishedSnapshotsReachAFreshView(t *testing.T) {
 	set("plain", 0, 0, 7)
 	set("sharded", 0, 2, 3)
 	set("sharded", 1, 2, 4)
-	pubc := events.NewPublisher(brokers, topic)
+	pubc, err := events.NewPublisher(kafkaconn.Conn{Brokers: brokers}, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pubc.Close()
 	p := readmodel.NewPublisher(rdb, pubc, 0, -1, quiet)
 	p.Changed(stock.ItemRef{SaleID: saleID, ItemID: "plain"}, stock.ItemRef{SaleID: saleID, ItemID: "sharded", Shards: 2})
@@ -131,7 +146,10 @@ func TestRefreshPublishesSilentChanges(t *testing.T) {
 		}
 	}
 	set(7)
-	pubc := events.NewPublisher(brokers, topic)
+	pubc, err := events.NewPublisher(kafkaconn.Conn{Brokers: brokers}, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pubc.Close()
 	p := readmodel.NewPublisher(rdb, pubc, 0, 200*time.Millisecond, quiet)
 	rctx, cancel := context.WithCancel(ctx)
@@ -149,7 +167,10 @@ func TestRefreshPublishesSilentChanges(t *testing.T) {
 // does not replace the newer one, in a running view or in a fresh one replaying the topic.
 func TestOlderSnapshotNeverWins(t *testing.T) {
 	brokers, topic, saleID := testenv.KafkaBrokers(t), testenv.KafkaTopic(t, 1), testenv.ID(t, "sale")
-	pubc := events.NewPublisher(brokers, topic)
+	pubc, err := events.NewPublisher(kafkaconn.Conn{Brokers: brokers}, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pubc.Close()
 	v := runView(t, brokers, topic)
 	t0 := time.Now().UTC()
@@ -180,7 +201,7 @@ func TestViewNotLiveWithoutItsTopic(t *testing.T) {
 	brokers, topic := testenv.KafkaBrokers(t), testenv.ID(t, "fsctl-t-stock")
 	ctx0, cancel0 := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel0()
-	if err := events.EnsureCompactedTopic(ctx0, brokers, topic, 1); err != nil {
+	if err := events.EnsureCompactedTopic(ctx0, kafkaconn.Conn{Brokers: brokers}, topic, 1); err != nil {
 		t.Fatal(err)
 	}
 	if got := topicConfig(t, brokers, topic, "cleanup.policy"); got != "compact" {
@@ -209,7 +230,7 @@ func TestViewNotLiveWithoutItsTopic(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	down := readmodel.NewView(readmodel.ViewConfig{Brokers: []string{"127.0.0.1:1"}, Topic: topic, Probe: 50 * time.Millisecond}, nil, quiet)
+	down := newView(t, readmodel.ViewConfig{Kafka: kafkaconn.Conn{Brokers: []string{"127.0.0.1:1"}}, Topic: topic, Probe: 50 * time.Millisecond}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	go func() { _ = down.Run(ctx) }()

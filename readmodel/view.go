@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
 )
@@ -27,8 +28,8 @@ const (
 
 // ViewConfig configures a View.
 type ViewConfig struct {
-	Brokers []string
-	Topic   string
+	Kafka kafkaconn.Conn
+	Topic string
 	// Probe and MaxStale default to DefaultProbe and DefaultMaxStale.
 	Probe, MaxStale time.Duration
 }
@@ -40,6 +41,7 @@ type View struct {
 	rdb    redis.UniversalClient
 	log    *slog.Logger
 	client *kafka.Client
+	dialer *kafka.Dialer
 
 	mu    sync.RWMutex
 	items map[string]events.StockSnapshot
@@ -52,17 +54,25 @@ type View struct {
 	live     atomic.Bool
 }
 
-// NewView returns a View of cfg.Topic that seeds items no snapshot names from rdb; Run tails.
-func NewView(cfg ViewConfig, rdb redis.UniversalClient, log *slog.Logger) *View {
+// NewView returns a View of cfg.Topic that seeds items no snapshot names from rdb; Run tails. An
+// error is a Kafka connection wrong in form.
+func NewView(cfg ViewConfig, rdb redis.UniversalClient, log *slog.Logger) (*View, error) {
 	if cfg.Probe <= 0 {
 		cfg.Probe = DefaultProbe
 	}
 	if cfg.MaxStale <= 0 {
 		cfg.MaxStale = DefaultMaxStale
 	}
-	tr := &kafka.Transport{MetadataTTL: time.Second, DialTimeout: 2 * time.Second}
+	client, _, err := cfg.Kafka.Client(2 * time.Second)
+	if err != nil {
+		return nil, err
+	}
+	dialer, err := cfg.Kafka.Dialer(2 * time.Second)
+	if err != nil {
+		return nil, err
+	}
 	return &View{cfg: cfg, rdb: rdb, log: log, items: map[string]events.StockSnapshot{}, seeded: map[string]time.Time{},
-		client: &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Transport: tr, Timeout: 2 * time.Second}}
+		client: client, dialer: dialer}, nil
 }
 
 // ErrNotLive says the View cannot vouch for its numbers: the caller reads Redis instead.
@@ -189,7 +199,7 @@ func (v *View) Run(ctx context.Context) error {
 	next := make([]atomic.Int64, len(parts)) // the next offset to read, per partition
 	var wg sync.WaitGroup
 	for i, p := range parts {
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: v.cfg.Brokers, Topic: v.cfg.Topic, Partition: p,
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: v.cfg.Kafka.Brokers, Dialer: v.dialer, Topic: v.cfg.Topic, Partition: p,
 			MinBytes: 1, MaxBytes: 4 << 20, MaxWait: 100 * time.Millisecond, ReadBackoffMax: time.Second})
 		if err := r.SetOffset(kafka.FirstOffset); err != nil {
 			return fmt.Errorf("stock topic partition %d: %w", p, err)

@@ -73,7 +73,11 @@ func (b *book) read(ctx context.Context, r *run, items []*itemRead, lag int64) e
 	if r.kafka != nil {
 		a.republish = func(ctx context.Context, h stock.Hold, it sale.Item) error {
 			sec, nsec := h.OrderID.Time().UnixTime()
-			return b.publisher(r.cfg).PublishOrderPlaced(ctx, events.OrderPlaced{
+			pub, err := b.publisher(r.cfg)
+			if err != nil {
+				return err
+			}
+			return pub.PublishOrderPlaced(ctx, events.OrderPlaced{
 				OrderID: h.OrderID, SaleID: sl.ID, ItemID: it.ID, UserID: h.UserID, Slot: h.Slot, Shard: h.Shard, Shards: it.ShardCount(),
 				// it.Epoch was read from PostgreSQL (openBook) before the holds: never newer than the hold's state.
 				CreatedAt: time.Unix(sec, nsec).UTC(), ExpiresAt: h.ExpiresAt, IdemKey: h.IdemKey, Epoch: it.Epoch,
@@ -139,9 +143,13 @@ func (b *book) adjust(r *run, s profile.ItemState, delta int64) (string, func(co
 }
 
 // publisher is created on first use: only a repair re-publishes.
-func (b *book) publisher(cfg Config) *events.Publisher {
+func (b *book) publisher(cfg Config) (*events.Publisher, error) {
 	if b.pub == nil {
-		b.pub = events.NewPublisher(cfg.Brokers, cfg.OrdersTopic)
+		pub, err := events.NewPublisher(cfg.Kafka, cfg.OrdersTopic)
+		if err != nil {
+			return nil, err
+		}
+		b.pub = pub
 	}
-	return b.pub
+	return b.pub, nil
 }

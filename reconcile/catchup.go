@@ -119,7 +119,11 @@ func (r *run) record(ctx context.Context, rec *ingest.Recorder, next, ends map[i
 
 // readLog hands fn every message of one partition of topic from offset first up to end.
 func (r *run) readLog(ctx context.Context, topic string, partition int, first, end int64, fn func(kafka.Message) error) error {
-	rd := kafka.NewReader(kafka.ReaderConfig{Brokers: r.cfg.Brokers, Topic: topic, Partition: partition,
+	dialer, err := r.cfg.Kafka.Dialer(r.cfg.Timeout)
+	if err != nil {
+		return err
+	}
+	rd := kafka.NewReader(kafka.ReaderConfig{Brokers: r.cfg.Kafka.Brokers, Dialer: dialer, Topic: topic, Partition: partition,
 		MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 100 * time.Millisecond})
 	defer rd.Close()
 	if err := rd.SetOffset(first); err != nil {

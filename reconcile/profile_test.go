@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/stack"
@@ -51,7 +52,7 @@ func runProfile(t *testing.T, p *profile.Profile, redisURL, postgresURL, sale st
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rep, err := reconcile.Run(ctx, reconcile.Config{Profile: p, RedisURL: redisURL, PostgresURL: postgresURL, SaleID: sale,
-		Brokers: brokers, Fix: fix, Confirm: 50 * time.Millisecond})
+		Kafka: kafkaconn.Conn{Brokers: brokers}, Fix: fix, Confirm: 50 * time.Millisecond})
 	return &rep, err
 }
 
@@ -206,7 +207,7 @@ func TestRunProfileLeavesACounterThatMovesBetweenReads(t *testing.T) {
 		}
 	}()
 	rep, err := reconcile.Run(ctx, reconcile.Config{Profile: &p, RedisURL: stack.EndpointsFromEnv().RedisURL, PostgresURL: g.tg.c.PostgresURL,
-		SaleID: g.tg.c.Sale.ID, Brokers: g.tg.c.Brokers, Fix: true, Confirm: 1500 * time.Millisecond,
+		SaleID: g.tg.c.Sale.ID, Kafka: kafkaconn.Conn{Brokers: g.tg.c.Brokers}, Fix: true, Confirm: 1500 * time.Millisecond,
 		Progress: &onLine{prefix: "reconcile: " + g.tg.c.Sale.ID + ": something differs", seen: pausing}})
 	if err != nil {
 		t.Fatal(err)

@@ -43,9 +43,12 @@ func open(ctx context.Context, cfg Config, p *profile.Profile) (*run, error) {
 		r.close()
 		return nil, err
 	}
-	if len(cfg.Brokers) > 0 && p.Kafka.Topic != "" && p.Kafka.Group != "" {
+	if len(cfg.Kafka.Brokers) > 0 && p.Kafka.Topic != "" && p.Kafka.Group != "" {
 		var closeIdle func()
-		r.kafka, closeIdle = events.NewClient(cfg.Brokers, cfg.Timeout)
+		if r.kafka, closeIdle, err = events.NewClient(cfg.Kafka, cfg.Timeout); err != nil {
+			r.close()
+			return nil, err
+		}
 		r.closer = append(r.closer, closeIdle)
 	}
 	if p.IsDeep() {

@@ -212,7 +212,10 @@ func (lg *stalledLog) reserve(t *testing.T, ctx context.Context, n int) []events
 }
 
 func (lg *stalledLog) publish(t *testing.T, ctx context.Context, topic string, placed []events.OrderPlaced) {
-	pub := events.NewPublisher(lg.cfg.Brokers, topic)
+	pub, err := events.NewPublisher(lg.cfg.Kafka, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
 	for _, e := range placed {
 		if err := pub.PublishOrderPlaced(ctx, e); err != nil {

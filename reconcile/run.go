@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/sale"
 )
@@ -26,8 +27,9 @@ type Config struct {
 	Items []string
 	// Confirm is the pause between the two reads a finding must show in.
 	Confirm time.Duration
-	// Brokers, when set, add the order log: consumer lag, dead letters, and re-publishing orphans.
-	Brokers []string
+	// Kafka, when it names brokers, adds the order log: consumer lag, dead letters, and
+	// re-publishing orphans.
+	Kafka kafkaconn.Conn
 	// OrdersTopic, DeadLetterTopic and ConsumerGroup default to the profile's (the bundled
 	// server's without one).
 	OrdersTopic, DeadLetterTopic, ConsumerGroup string

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/redisconn"
@@ -38,7 +39,7 @@ func startTarget(t *testing.T, o checkouttest.Options) *target {
 	c := checkouttest.Start(t, o)
 	return &target{c: c, cfg: reconcile.Config{
 		SaleID: c.Sale.ID, RedisURL: c.RedisURL, PostgresURL: c.PostgresURL,
-		Brokers: c.Brokers, OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic, ConsumerGroup: c.ConsumerGroup,
+		Kafka: kafkaconn.Conn{Brokers: c.Brokers}, OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic, ConsumerGroup: c.ConsumerGroup,
 		OrphanAge: time.Hour, DrainTimeout: 30 * time.Second,
 	}}
 }

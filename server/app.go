@@ -20,6 +20,7 @@ import (
 	"github.com/fsctl/fsctl/control"
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/ingest"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/lifecycle"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/payment"
@@ -41,7 +42,7 @@ type AppConfig struct {
 	StartWait   time.Duration
 	RedisURL    string
 	PostgresURL string
-	Brokers     []string
+	Kafka       kafkaconn.Conn
 	// OrdersTopic and DeadLetterTopic default to events.DefaultOrdersTopic / DefaultDeadLetterTopic.
 	OrdersTopic, DeadLetterTopic string
 	// Partitions is the orders topic's partition count when the server creates it.
@@ -223,20 +224,24 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 	// serves: every error is waited out.
 	err = waitReady(ctx, "kafka", cfg.StartWait, 30*time.Second, log, func(ctx context.Context) error {
 		for _, t := range []string{cfg.OrdersTopic, cfg.DeadLetterTopic} {
-			if err := events.EnsureTopic(ctx, cfg.Brokers, t, cfg.Partitions); err != nil {
+			if err := events.EnsureTopic(ctx, cfg.Kafka, t, cfg.Partitions); err != nil {
 				return err
 			}
 		}
 		if cfg.ReadModel == ReadModelEvents {
-			return events.EnsureCompactedTopic(ctx, cfg.Brokers, cmp.Or(cfg.StockTopic, events.DefaultStockTopic), stockPartitions)
+			return events.EnsureCompactedTopic(ctx, cfg.Kafka, cmp.Or(cfg.StockTopic, events.DefaultStockTopic), stockPartitions)
 		}
 		return nil
 	}, nil)
 	if err != nil {
 		return nil, err
 	}
-	a.pub = events.NewPublisher(cfg.Brokers, cfg.OrdersTopic)
-	a.dlq = events.NewPublisher(cfg.Brokers, cfg.DeadLetterTopic)
+	if a.pub, err = events.NewPublisher(cfg.Kafka, cfg.OrdersTopic); err != nil {
+		return nil, err
+	}
+	if a.dlq, err = events.NewPublisher(cfg.Kafka, cfg.DeadLetterTopic); err != nil {
+		return nil, err
+	}
 	verifier, err := auth.NewVerifier(cfg.JWTSecret, nil)
 	if err != nil {
 		return nil, err
@@ -262,7 +267,7 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 		Probes: map[string]Probe{
 			"redis":    a.probeRedis,
 			"postgres": func(ctx context.Context) error { return a.Orders.Pool().Ping(ctx) },
-			"kafka":    func(ctx context.Context) error { return events.Ping(ctx, cfg.Brokers) },
+			"kafka":    func(ctx context.Context) error { return events.Ping(ctx, cfg.Kafka) },
 		},
 	})
 	a.Lifecycle = lifecycle.New(cfg.Lifecycle, lifecycle.Deps{
@@ -276,7 +281,7 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 		a.Server.probes["reservation"] = a.reservations.Check
 	}
 	if cfg.Consumer {
-		icfg := ingest.DefaultConfig(cfg.Brokers)
+		icfg := ingest.DefaultConfig(cfg.Kafka)
 		icfg.Topic = cfg.OrdersTopic
 		if cfg.ConsumerSession > 0 {
 			icfg.SessionTimeout = cfg.ConsumerSession
@@ -284,10 +289,14 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 		if cfg.ConsumerGroup != "" {
 			icfg.GroupID = cfg.ConsumerGroup
 		}
-		a.consumer = ingest.New(icfg, a.Orders, a.Stock, a.dlq, a.Server.ConsumerMetrics(), log)
+		if a.consumer, err = ingest.New(icfg, a.Orders, a.Stock, a.dlq, a.Server.ConsumerMetrics(), log); err != nil {
+			return nil, err
+		}
 		a.consumer.Trace(cfg.Tracer)
 	}
-	a.openReadModel(cfg)
+	if err := a.openReadModel(cfg); err != nil {
+		return nil, err
+	}
 	a.watchSale() // stock, holds, consumer lag and readiness gauges, read on scrape (metrics_sale.go)
 	ok = true
 	return a, nil
@@ -499,22 +508,31 @@ const stockPartitions = 1
 // openReadModel wires the event-fed read model of the sale page (ReadModelEvents): the order
 // consumer and the lifecycle jobs tell a snapshot publisher which items they changed, and the API
 // serves the page from a view of the stock topic (package readmodel says why).
-func (a *App) openReadModel(cfg AppConfig) {
+func (a *App) openReadModel(cfg AppConfig) error {
 	if cfg.ReadModel != ReadModelEvents {
-		return
+		return nil
 	}
 	topic := cmp.Or(cfg.StockTopic, events.DefaultStockTopic)
 	if cfg.API {
-		a.view = readmodel.NewView(readmodel.ViewConfig{Brokers: cfg.Brokers, Topic: topic}, a.rdb, a.log)
+		view, err := readmodel.NewView(readmodel.ViewConfig{Kafka: cfg.Kafka, Topic: topic}, a.rdb, a.log)
+		if err != nil {
+			return err
+		}
+		a.view = view
 		a.Server.SetStockView(a.view)
 	}
 	if a.consumer == nil && !cfg.Workers {
-		return
+		return nil
 	}
-	a.stockPub = events.NewPublisher(cfg.Brokers, topic)
+	pub, err := events.NewPublisher(cfg.Kafka, topic)
+	if err != nil {
+		return err
+	}
+	a.stockPub = pub
 	a.snapshots = readmodel.NewPublisher(a.rdb, a.stockPub, 0, 0, a.log)
 	a.Lifecycle.StockChanged = func(item stock.ItemRef) { a.snapshots.Changed(item) }
 	if a.consumer != nil {
 		a.consumer.OnRecorded(func(items []stock.ItemRef) { a.snapshots.Changed(items...) })
 	}
+	return nil
 }

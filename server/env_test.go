@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fsctl/fsctl/auth"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/lifecycle"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/payment"
@@ -147,7 +148,7 @@ func (e *env) start(api bool) (*server.App, string) {
 		lc.ClaimTimeout = e.opts.ClaimTimeout
 	}
 	return checkouttest.StartApp(t, server.AppConfig{
-		Server: cfg, RedisURL: e.redisURL(), PostgresURL: e.pgURL, Brokers: e.brokers,
+		Server: cfg, RedisURL: e.redisURL(), PostgresURL: e.pgURL, Kafka: kafkaconn.Conn{Brokers: e.brokers},
 		OrdersTopic: e.topic, DeadLetterTopic: e.dlq, JWTSecret: testSecret, API: api, Consumer: true,
 		ConsumerGroup: "g-" + e.topic, Migrate: true, PaymentURL: e.opts.PaymentURL, Breaker: e.opts.Breaker,
 		Lifecycle: lc, Workers: e.opts.Workers, SwitchesKey: e.switches, ControlPoll: 20 * time.Millisecond,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/fsctl/fsctl/auth"
 	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/sale"
@@ -181,7 +182,7 @@ func TestSaleMissingInRedisIsARetryNotANotFound(t *testing.T) {
 		t.Fatalf("a purchase while Redis has lost the sale: %d %s, want 503 UNAVAILABLE and a retry", code, body)
 	}
 	rep, err := reconcile.Run(ctx, reconcile.Config{SaleID: c.Sale.ID, RedisURL: c.RedisURL, PostgresURL: c.PostgresURL,
-		Brokers: c.Brokers, OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic, ConsumerGroup: c.ConsumerGroup, RebuildRedis: true})
+		Kafka: kafkaconn.Conn{Brokers: c.Brokers}, OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic, ConsumerGroup: c.ConsumerGroup, RebuildRedis: true})
 	if err != nil || !rep.OK() {
 		t.Fatalf("rebuild: %v %+v", err, rep)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/ingest"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
 )
@@ -72,7 +73,7 @@ type saleStock interface {
 // orderPipeline names the consumer group whose lag, and the dead-letter topic whose size, an
 // instance running the consumer role exports.
 type orderPipeline struct {
-	brokers                []string
+	kafka                  kafkaconn.Conn
 	topic, deadLetterTopic string
 	group                  string
 }
@@ -98,9 +99,9 @@ func (a *App) watchSale() {
 	if a.consumer != nil {
 		group := a.cfg.ConsumerGroup
 		if group == "" {
-			group = ingest.DefaultConfig(nil).GroupID
+			group = ingest.DefaultConfig(kafkaconn.Conn{}).GroupID
 		}
-		pipe = &orderPipeline{brokers: a.cfg.Brokers, topic: a.cfg.OrdersTopic, deadLetterTopic: a.cfg.DeadLetterTopic, group: group}
+		pipe = &orderPipeline{kafka: a.cfg.Kafka, topic: a.cfg.OrdersTopic, deadLetterTopic: a.cfg.DeadLetterTopic, group: group}
 	}
 	a.Server.watchSale(a.Stock, pipe)
 }
@@ -228,7 +229,10 @@ func (p *orderPipeline) read(ctx context.Context) ([]prometheus.Metric, error) {
 	if p == nil {
 		return nil, nil
 	}
-	c, closeIdle := events.NewClient(p.brokers, consumeTimeout)
+	c, closeIdle, err := events.NewClient(p.kafka, consumeTimeout)
+	if err != nil {
+		return nil, err
+	}
 	defer closeIdle()
 	var out []prometheus.Metric
 	var errs []error

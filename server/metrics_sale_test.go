@@ -17,6 +17,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/server"
 	"github.com/fsctl/fsctl/stock"
 )
@@ -92,7 +93,10 @@ func TestSaleGaugesShowStockHoldsAndLag(t *testing.T) {
 		}
 	}
 	// An event nobody can decode goes to the dead-letter topic.
-	pub := events.NewPublisher(e.brokers, e.topic)
+	pub, err := events.NewPublisher(kafkaconn.Conn{Brokers: e.brokers}, e.topic)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
 	if err := pub.Publish(ctx, kafka.Message{Key: []byte("garbage"), Value: []byte("not an event")}); err != nil {
 		t.Fatal(err)

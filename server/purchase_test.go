@@ -15,6 +15,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/server"
@@ -129,7 +130,10 @@ func TestRedeliveryChangesNothing(t *testing.T) {
 			CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Minute)})
 	}
 	before := e.counts(5)
-	pub := events.NewPublisher(e.brokers, e.topic)
+	pub, err := events.NewPublisher(kafkaconn.Conn{Brokers: e.brokers}, e.topic)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
 	for _, ev := range sent {
 		if err := pub.PublishOrderPlaced(context.Background(), ev); err != nil {
@@ -215,7 +219,10 @@ func TestDeadLetterReleasesUnit(t *testing.T) {
 	}
 	rdb.ZAdd(ctx, k.Holds(), redis.Z{Score: float64(time.Now().Add(time.Minute).UnixMilli()), Member: forged.String()})
 	rdb.Decr(ctx, k.Stock())
-	pub := events.NewPublisher(e.brokers, e.topic)
+	pub, err := events.NewPublisher(kafkaconn.Conn{Brokers: e.brokers}, e.topic)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
 	if err := pub.PublishOrderPlaced(ctx, events.OrderPlaced{OrderID: forged, SaleID: e.sale.ID, ItemID: "hot",
 		UserID: "dup-user", CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Minute)}); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/lifecycle"
 	"github.com/fsctl/fsctl/provision"
 	"github.com/fsctl/fsctl/sale"
@@ -66,7 +67,7 @@ func (e *eventsEnv) startEvents(readModel string) (*server.App, string) {
 		log = slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	return checkouttest.StartApp(e.t, server.AppConfig{
-		Server: cfg, RedisURL: e.redisURL(), PostgresURL: e.pgURL, Brokers: e.brokers,
+		Server: cfg, RedisURL: e.redisURL(), PostgresURL: e.pgURL, Kafka: kafkaconn.Conn{Brokers: e.brokers},
 		OrdersTopic: e.topic, DeadLetterTopic: e.dlq, JWTSecret: testSecret, API: true, Consumer: true,
 		ConsumerGroup: "g-" + e.topic, Migrate: true, Lifecycle: lc, Workers: e.opts.Workers, SwitchesKey: e.switches,
 		ControlPoll: 20 * time.Millisecond, RoomTick: 20 * time.Millisecond,
@@ -199,7 +200,7 @@ func TestReadModelFallsBackWhenTheTopicIsGone(t *testing.T) {
 	// Back for testenv's cleanup, which deletes it.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := events.EnsureCompactedTopic(ctx, e.brokers, e.stockTopic, 1); err != nil {
+	if err := events.EnsureCompactedTopic(ctx, kafkaconn.Conn{Brokers: e.brokers}, e.stockTopic, 1); err != nil {
 		t.Fatal(err)
 	}
 }

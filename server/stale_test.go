@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/stock"
@@ -30,7 +31,10 @@ func TestStaleHandOffIsNotRecorded(t *testing.T) {
 		ForgetUser: "u", ForgetKey: "k"}); err != nil {
 		t.Fatal(err)
 	}
-	pub := events.NewPublisher(c.Brokers, c.OrdersTopic)
+	pub, err := events.NewPublisher(kafkaconn.Conn{Brokers: c.Brokers}, c.OrdersTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
 	if err := pub.PublishOrderPlaced(ctx, events.OrderPlaced{OrderID: stale, SaleID: c.Sale.ID, ItemID: "hot", UserID: "u",
 		CreatedAt: time.Now(), ExpiresAt: rv.ExpiresAt, IdemKey: "k"}); err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/fsctl/fsctl/auth"
 	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/server"
 	"github.com/fsctl/fsctl/stock"
@@ -41,7 +42,10 @@ func BenchmarkPurchaseTracing(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pub := events.NewPublisher(testenv.KafkaBrokers(b), testenv.KafkaTopic(b, 6))
+	pub, err := events.NewPublisher(kafkaconn.Conn{Brokers: testenv.KafkaBrokers(b)}, testenv.KafkaTopic(b, 6))
+	if err != nil {
+		b.Fatal(err)
+	}
 	defer pub.Close()
 	for _, ratio := range []float64{-1, 0.01, 1} {
 		name := "trace=off"

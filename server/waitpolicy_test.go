@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/lifecycle"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/server"
@@ -227,7 +228,7 @@ func waitFailover(t *testing.T, policy string) {
 	cfg := server.DefaultConfig()
 	cfg.Addr, cfg.ReadModelTTL = "127.0.0.1:0", 0
 	_, base := checkouttest.StartApp(t, server.AppConfig{
-		Server: cfg, RedisURL: replica.URL, PostgresURL: c.PostgresURL, Brokers: c.Brokers,
+		Server: cfg, RedisURL: replica.URL, PostgresURL: c.PostgresURL, Kafka: kafkaconn.Conn{Brokers: c.Brokers},
 		OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic, JWTSecret: checkouttest.Secret, API: true,
 		ConsumerGroup: c.ConsumerGroup, Lifecycle: lifecycle.DefaultConfig(), SwitchesKey: c.SwitchesKey,
 		ControlPoll: 20 * time.Millisecond, RoomTick: 20 * time.Millisecond,

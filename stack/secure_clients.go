@@ -97,4 +97,4 @@ func redisACL(checkoutPassword, adminPassword string) string {
 // CheckoutRedisRights are the ACL rules of the checkout's Redis user on a secure stack: the
 // rights preflight checks a production user for.
 const CheckoutRedisRights = "resetkeys ~fs:* ~{fs:* ~{fs-room:* resetchannels &fs:* -@all +@read +@write +@scripting +@transaction +@connection +@keyspace +@pubsub -@dangerous " +
-	"+info +cluster|slots +cluster|shards +cluster|nodes +cluster|info +cluster|myid +wait +scan +memory|usage +config|get"
+	"+time +info +cluster|slots +cluster|shards +cluster|nodes +cluster|info +cluster|myid +wait +scan +memory|usage +config|get"

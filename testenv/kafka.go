@@ -13,6 +13,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/stack"
 )
 
@@ -26,6 +27,13 @@ func KafkaBrokers(tb testing.TB) []string {
 		tb.Fatalf("kafka at %v unreachable: %v%s", brokers, err, hint(stack.EnvKafkaBrokers))
 	}
 	return brokers
+}
+
+// Kafka is the connection to KafkaBrokers, plain as the local stack's (tests of secured brokers
+// build theirs from SecureStack).
+func Kafka(tb testing.TB) kafkaconn.Conn {
+	tb.Helper()
+	return kafkaconn.Conn{Brokers: KafkaBrokers(tb)}
 }
 
 // KafkaTopic creates a topic named fsctl-t-<random hex> with the given number of partitions and

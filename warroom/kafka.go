@@ -7,30 +7,33 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/kafkaconn"
 )
 
 // KafkaPipeline reads the order consumer group's lag per partition of the orders topic (end offset
 // minus committed offset) and the dead-letter topic's size, with admin requests only.
 type KafkaPipeline struct {
-	Brokers         []string
+	Kafka           kafkaconn.Conn
 	Topic           string
 	DeadLetterTopic string
 	Group           string
 	client          *kafka.Client
-	transport       *kafka.Transport
+	closeIdle       func()
 }
 
 // NewKafkaPipeline returns the pipeline source. It has its own transport: kafka-go's default one
 // is shared by the whole process and caches the cluster's topics for seconds, so a topic created
 // after any other Kafka use in the process would read as unknown.
-func NewKafkaPipeline(brokers []string, topic, deadLetterTopic, group string) *KafkaPipeline {
-	tr := &kafka.Transport{}
-	return &KafkaPipeline{Brokers: brokers, Topic: topic, DeadLetterTopic: deadLetterTopic, Group: group, transport: tr,
-		client: &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 2 * time.Second, Transport: tr}}
+func NewKafkaPipeline(conn kafkaconn.Conn, topic, deadLetterTopic, group string) (*KafkaPipeline, error) {
+	client, closeIdle, err := conn.Client(2 * time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return &KafkaPipeline{Kafka: conn, Topic: topic, DeadLetterTopic: deadLetterTopic, Group: group, client: client, closeIdle: closeIdle}, nil
 }
 
 // Close closes the pipeline's idle connections to the brokers.
-func (k *KafkaPipeline) Close() { k.transport.CloseIdleConnections() }
+func (k *KafkaPipeline) Close() { k.closeIdle() }
 
 // Pipeline returns the lag and dead-letter count.
 func (k *KafkaPipeline) Pipeline(ctx context.Context) (Pipeline, error) {

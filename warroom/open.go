@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/stock"
@@ -21,7 +22,7 @@ type Endpoints struct {
 	Sale        string
 	RedisURL    string
 	PostgresURL string
-	Brokers     []string
+	Kafka       kafkaconn.Conn
 	// OrdersTopic, DeadLetterTopic and ConsumerGroup override the profile's kafka names.
 	OrdersTopic     string
 	DeadLetterTopic string
@@ -137,12 +138,16 @@ func openServers(src *Sources, e Endpoints, p *profile.Profile, client *http.Cli
 func openPipeline(src *Sources, closers *[]func(), e Endpoints, p *profile.Profile) {
 	topic, dlq, group := cmp.Or(e.OrdersTopic, p.Kafka.Topic), cmp.Or(e.DeadLetterTopic, p.Kafka.DeadLetter), cmp.Or(e.ConsumerGroup, p.Kafka.Group)
 	switch {
-	case len(e.Brokers) == 0:
+	case len(e.Kafka.Brokers) == 0:
 		src.Absent["pipeline"] = noKafka
 	case topic == "" || group == "":
 		src.Absent["pipeline"] = "the profile declares no kafka topic and group (kafka.topic, kafka.group)"
 	default:
-		kp := NewKafkaPipeline(e.Brokers, topic, dlq, group)
+		kp, err := NewKafkaPipeline(e.Kafka, topic, dlq, group)
+		if err != nil {
+			src.Absent["pipeline"] = err.Error()
+			return
+		}
 		src.Pipeline = kp
 		*closers = append(*closers, kp.Close)
 	}

@@ -15,6 +15,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/stock"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
@@ -27,7 +28,7 @@ var capture = flag.String("warroom.capture", "", "write a mid-burst text capture
 func stackSources(t testing.TB, c *checkouttest.Checkout, servers ...string) Sources {
 	t.Helper()
 	src, closeFn, err := Open(Endpoints{Sale: c.Sale.ID, RedisURL: c.RedisURL, PostgresURL: c.PostgresURL,
-		Brokers: c.Brokers, OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic, ConsumerGroup: c.ConsumerGroup,
+		Kafka: kafkaconn.Conn{Brokers: c.Brokers}, OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic, ConsumerGroup: c.ConsumerGroup,
 		Servers: append([]string{c.Base}, servers...), AdminToken: checkouttest.AdminToken})
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +208,7 @@ func TestDownPartsShowDownAgainstTheRealStack(t *testing.T) {
 	c := checkouttest.Start(t, checkouttest.Options{Quantity: 10, Limit: 1})
 	dead := closedPort(t)
 	src, closeFn, err := Open(Endpoints{Sale: c.Sale.ID, RedisURL: strings.Replace(dead, "http", "redis", 1), PostgresURL: c.PostgresURL,
-		Brokers: []string{strings.TrimPrefix(dead, "http://")}, OrdersTopic: c.OrdersTopic, ConsumerGroup: c.ConsumerGroup,
+		Kafka: kafkaconn.Conn{Brokers: []string{strings.TrimPrefix(dead, "http://")}}, OrdersTopic: c.OrdersTopic, ConsumerGroup: c.ConsumerGroup,
 		Servers: []string{c.Base, dead}, AdminToken: "wrong-token"})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fsctl/fsctl/examples/articleshop/articletest"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/lua"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/stack"
@@ -38,7 +39,7 @@ func genericProfile(c *checkouttest.Checkout, keep bool) *profile.Profile {
 func openProfileSources(t *testing.T, c *checkouttest.Checkout, p *profile.Profile) Sources {
 	t.Helper()
 	src, closeFn, err := Open(Endpoints{Sale: c.Sale.ID, RedisURL: stack.EndpointsFromEnv().RedisURL, PostgresURL: c.PostgresURL,
-		Brokers: c.Brokers, Servers: []string{c.Base}, AdminToken: checkouttest.AdminToken, Profile: p})
+		Kafka: kafkaconn.Conn{Brokers: c.Brokers}, Servers: []string{c.Base}, AdminToken: checkouttest.AdminToken, Profile: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestArticleShopThroughItsShippedProfile(t *testing.T) {
 		t.Fatalf("answers %v, want 20 accepted and 10 sold out", got)
 	}
 	shop.WaitOrders(item, 20)
-	src, closeFn, err := Open(Endpoints{Sale: shop.Sale, RedisURL: shop.RedisURL, PostgresURL: shop.PostgresURL, Brokers: shop.Brokers,
+	src, closeFn, err := Open(Endpoints{Sale: shop.Sale, RedisURL: shop.RedisURL, PostgresURL: shop.PostgresURL, Kafka: kafkaconn.Conn{Brokers: shop.Brokers},
 		Servers: []string{shop.Base}, Profile: shop.Profile})
 	if err != nil {
 		t.Fatal(err)

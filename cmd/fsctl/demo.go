@@ -81,10 +81,14 @@ func runDemo(cmd *cobra.Command, o demoOptions) error {
 		room = &sale.Room{Enabled: true, AdmissionRate: o.roomRate, MaxActive: max(1, int(o.roomRate/2)),
 			FairStart: sale.FairStartFIFO, PowDifficulty: 10}
 	}
+	kc, err := o.endpoints.kafkaConn(cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
 	rep, err := demo.Run(cmd.Context(), demo.Config{
 		App: server.AppConfig{
 			Server: server.DefaultConfig(), RedisURL: o.endpoints.redisURL, PostgresURL: o.endpoints.postgresURL,
-			Brokers: o.endpoints.brokers, JWTSecret: []byte(defaultJWTSecret()),
+			Kafka: kc, JWTSecret: []byte(defaultJWTSecret()),
 		},
 		Sale: sl, ItemID: o.items[0], Buyers: o.buyers, Conns: o.conns, Settle: 60 * time.Second, Room: room,
 	}, progress, log)

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/stack"
 )
 
@@ -14,16 +18,57 @@ import (
 type endpointFlags struct {
 	redisURL    string
 	postgresURL string
-	brokers     []string
+	kafka       kafkaconn.Conn
+	// kafkaPasswordFile, when set, holds the SASL password (read at use).
+	kafkaPasswordFile string
 }
 
 func (e *endpointFlags) bind(fs *pflag.FlagSet, kafka bool) {
 	env := stack.EndpointsFromEnv()
-	fs.StringVar(&e.redisURL, "redis-url", env.RedisURL, "Redis: redis://host:port/db, or redis+cluster://host:port,host:port for a Redis Cluster (env "+stack.EnvRedisURL+")")
-	fs.StringVar(&e.postgresURL, "postgres-url", env.PostgresURL, "PostgreSQL URL (env "+stack.EnvPostgresURL+")")
+	fs.StringVar(&e.redisURL, "redis-url", env.RedisURL, "Redis: redis://host:port/db, or redis+cluster://host:port,host:port for a Redis Cluster; rediss:// for TLS, with ?ca=FILE&cert=FILE&key=FILE&server_name=NAME (env "+stack.EnvRedisURL+"; FSCTL_REDIS_CA, _CERT, _KEY, _SERVER_NAME, _USER and _PASSWORD complete it)")
+	fs.StringVar(&e.postgresURL, "postgres-url", env.PostgresURL, "PostgreSQL URL; sslmode=verify-full&sslrootcert=FILE for verified TLS, the password from PGPASSWORD or a PGPASSFILE (env "+stack.EnvPostgresURL+")")
 	if kafka {
-		fs.StringSliceVar(&e.brokers, "kafka-brokers", env.KafkaBrokers, "Kafka bootstrap brokers, comma separated (env "+stack.EnvKafkaBrokers+")")
+		bindKafka(fs, &e.kafka, &e.kafkaPasswordFile, env.KafkaBrokers)
 	}
+}
+
+// bindKafka adds the Kafka connection's flags, each defaulting to its FSCTL_KAFKA_* variable.
+func bindKafka(fs *pflag.FlagSet, c *kafkaconn.Conn, passwordFile *string, brokers []string) {
+	*c = kafkaconn.Env(brokers)
+	fs.StringSliceVar(&c.Brokers, "kafka-brokers", c.Brokers, "Kafka bootstrap brokers, comma separated (env "+kafkaconn.EnvBrokers+")")
+	fs.BoolVar(&c.TLS.Enabled, "kafka-tls", c.TLS.Enabled, "reach the brokers over TLS (SSL or SASL_SSL listeners; env "+kafkaconn.EnvTLS+")")
+	fs.StringVar(&c.TLS.CA, "kafka-ca", c.TLS.CA, "PEM file of the CA the brokers' certificates chain to; implies --kafka-tls (env "+kafkaconn.EnvCA+")")
+	fs.StringVar(&c.TLS.Cert, "kafka-cert", c.TLS.Cert, "client certificate (PEM) for brokers that ask for one, with --kafka-key (env "+kafkaconn.EnvCert+")")
+	fs.StringVar(&c.TLS.Key, "kafka-key", c.TLS.Key, "the client certificate's private key (PEM; env "+kafkaconn.EnvKey+")")
+	fs.StringVar(&c.TLS.ServerName, "kafka-server-name", c.TLS.ServerName, "name to check the brokers' certificates against instead of their host names (env "+kafkaconn.EnvServerName+")")
+	fs.BoolVar(&c.TLS.InsecureSkipVerify, "kafka-insecure-skip-verify", c.TLS.InsecureSkipVerify, "do not check the brokers' certificates (tests only: anyone on the path can read and change the orders; env "+kafkaconn.EnvInsecure+")")
+	fs.StringVar(&c.SASL.Mechanism, "kafka-sasl", c.SASL.Mechanism, "SASL login: plain, scram-sha-256 or scram-sha-512 (env "+kafkaconn.EnvSASL+")")
+	fs.StringVar(&c.SASL.User, "kafka-user", c.SASL.User, "SASL user (env "+kafkaconn.EnvUser+")")
+	fs.StringVar(passwordFile, "kafka-password-file", "", "file holding the SASL password (else env "+kafkaconn.EnvPassword+"; never a flag of its own: ps would show it)")
+}
+
+// kafkaConn is the Kafka connection the flags describe, its form checked: a wrong part is a usage
+// error naming its flag; a check turned off is said on warn.
+func (e *endpointFlags) kafkaConn(warn io.Writer) (kafkaconn.Conn, error) {
+	c := e.kafka
+	c.SASL.Mechanism = strings.ToLower(c.SASL.Mechanism)
+	if e.kafkaPasswordFile != "" {
+		b, err := os.ReadFile(e.kafkaPasswordFile)
+		if err != nil {
+			return c, usageError(fmt.Errorf("--kafka-password-file: %w", err))
+		}
+		c.SASL.Password = strings.TrimRight(string(b), "\r\n")
+	}
+	if len(c.Brokers) == 0 {
+		return c, nil // the command says what it does without Kafka
+	}
+	if err := c.Validate(); err != nil {
+		return c, usageError(err)
+	}
+	for _, w := range c.Warnings() {
+		fmt.Fprintln(warn, "warning:", w)
+	}
+	return c, nil
 }
 
 // envJWTSecret names the variable holding the HS256 secret buyers' tokens are signed with.

@@ -73,8 +73,12 @@ func runGamedayDrill(cmd *cobra.Command, o gamedayDrillOptions) error {
 	if o.buyers < 1 || o.conns < 1 || o.settle <= 0 {
 		return usageError(errors.New("--buyers and --conns must be at least 1, --settle positive"))
 	}
+	kc, err := o.endpoints.kafkaConn(cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
 	cfg := drill.Config{Profile: prof, Target: o.target, Sale: o.sale, Items: o.items,
-		RedisURL: o.endpoints.redisURL, PostgresURL: o.endpoints.postgresURL, Brokers: o.endpoints.brokers,
+		RedisURL: o.endpoints.redisURL, PostgresURL: o.endpoints.postgresURL, Kafka: kc,
 		Buyers: o.buyers, Conns: o.conns, Settle: o.settle, Secret: o.secret.forProfile(prof), Progress: cmd.ErrOrStderr()}
 	if o.rate != "" {
 		if cfg.Rate, err = loadgen.ParseRate(o.rate); err != nil {

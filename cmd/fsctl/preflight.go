@@ -118,7 +118,10 @@ func runPreflight(cmd *cobra.Command, o preflightOptions) error {
 	}
 	// The bundled server's secret, as serve reads it, so the profile check mints a real token.
 	cfg.TokenSecret = prof.SecretOverride(defaultJWTSecret(), false)
-	cfg.RedisURL, cfg.PostgresURL, cfg.Brokers = o.endpoints.redisURL, o.endpoints.postgresURL, o.endpoints.brokers
+	if cfg.Kafka, err = o.endpoints.kafkaConn(cmd.ErrOrStderr()); err != nil {
+		return err
+	}
+	cfg.RedisURL, cfg.PostgresURL = o.endpoints.redisURL, o.endpoints.postgresURL
 	if cfg.Fix {
 		announceChange(cmd.ErrOrStderr(), "preflight: checking, then applying the safe fixes to sale "+cfg.SaleID+" and checking again,",
 			cfg.RedisURL, cfg.PostgresURL)

@@ -91,8 +91,12 @@ func runProfileCheck(ctx context.Context, out io.Writer, o profileCheckOptions) 
 		return usageError(err)
 	}
 	defer t.Close()
+	kc, err := o.endpoints.kafkaConn(os.Stderr)
+	if err != nil {
+		return err
+	}
 	rep := t.Check(ctx, profile.CheckConfig{Sale: o.sale, Items: o.items, Base: strings.TrimRight(o.target, "/"),
-		Secret: o.secret, Brokers: o.endpoints.brokers})
+		Secret: o.secret, Kafka: kc})
 	err = writeReport(out, o.output, rep)
 	if err == nil && rep.Failed() {
 		err = checkFailed(fmt.Errorf("profile %s does not fit the target: see the failed lines", p.Name))

@@ -92,7 +92,10 @@ func runReconcile(cmd *cobra.Command, o reconcileOptions) error {
 	}
 	cfg := o.cfg
 	cfg.Profile = p
-	cfg.RedisURL, cfg.PostgresURL, cfg.Brokers = o.endpoints.redisURL, o.endpoints.postgresURL, o.endpoints.brokers
+	if cfg.Kafka, err = o.endpoints.kafkaConn(cmd.ErrOrStderr()); err != nil {
+		return err
+	}
+	cfg.RedisURL, cfg.PostgresURL = o.endpoints.redisURL, o.endpoints.postgresURL
 	cfg.Progress = cmd.ErrOrStderr()
 	if err := cfg.Validate(); err != nil {
 		return usageError(err)

@@ -237,9 +237,13 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 		cfg.CrashAfterReserve = n
 		log.Warn("game day fault armed: this process exits after its Nth fresh reservation", "n", n)
 	}
+	kc, err := o.endpoints.kafkaConn(cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
 	app, err := server.Open(cmd.Context(), server.AppConfig{
 		Server: cfg, RedisURL: o.endpoints.redisURL, PostgresURL: o.endpoints.postgresURL,
-		Brokers: o.endpoints.brokers, JWTSecret: []byte(o.jwtSecret), Partitions: o.partitions, StartWait: o.startWait, ConsumerSession: o.session, IdemTTL: o.idemTTL,
+		Kafka: kc, JWTSecret: []byte(o.jwtSecret), Partitions: o.partitions, StartWait: o.startWait, ConsumerSession: o.session, IdemTTL: o.idemTTL,
 		API: slices.Contains(o.roles, "api"), Consumer: slices.Contains(o.roles, "consumer"),
 		Migrate:    o.migrate,
 		PaymentURL: o.paymentURL, Breaker: o.breaker, Lifecycle: lc, Workers: o.workers,

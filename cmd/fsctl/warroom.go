@@ -117,7 +117,10 @@ func runWarroom(cmd *cobra.Command, o warroomOptions) error {
 	}
 	e := o.wr
 	e.Profile = prof
-	e.RedisURL, e.PostgresURL, e.Brokers = o.endpoints.redisURL, o.endpoints.postgresURL, o.endpoints.brokers
+	if e.Kafka, err = o.endpoints.kafkaConn(cmd.ErrOrStderr()); err != nil {
+		return err
+	}
+	e.RedisURL, e.PostgresURL = o.endpoints.redisURL, o.endpoints.postgresURL
 	if o.noRedis {
 		e.RedisURL = ""
 	}
@@ -125,7 +128,7 @@ func runWarroom(cmd *cobra.Command, o warroomOptions) error {
 		e.PostgresURL = ""
 	}
 	if o.noKafka {
-		e.Brokers = nil
+		e.Kafka.Brokers = nil
 	}
 	src, closeSources, err := warroom.Open(e)
 	if err != nil {

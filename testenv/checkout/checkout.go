@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/auth"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/lifecycle"
 	"github.com/fsctl/fsctl/provision"
 	"github.com/fsctl/fsctl/sale"
@@ -99,7 +100,7 @@ func Start(t testing.TB, o Options) *Checkout {
 	lc.ExpiryInterval, lc.SweepInterval = 50*time.Millisecond, 200*time.Millisecond
 	app, base := StartApp(t, server.AppConfig{
 		Server: cfg, RedisURL: c.RedisURL, PostgresURL: c.PostgresURL,
-		Brokers: c.Brokers, OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic,
+		Kafka: kafkaconn.Conn{Brokers: c.Brokers}, OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic,
 		JWTSecret: Secret, API: true, Consumer: true, ConsumerGroup: c.ConsumerGroup, Migrate: true,
 		Lifecycle: lc, Workers: o.Workers, SwitchesKey: c.SwitchesKey, ControlPoll: 20 * time.Millisecond,
 		RoomTick: 20 * time.Millisecond,
