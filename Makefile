@@ -160,3 +160,12 @@ proto-check: proto-tools ## fail when the checked-in reservation/reservationpb i
 		proto/fsctl/reservation/v1/reservation.proto && \
 	diff -r $$tmp/reservation/reservationpb reservation/reservationpb && echo "reservationpb is current"; \
 	rc=$$?; rm -rf $$tmp; exit $$rc
+
+# The alert rules checked and unit-tested by Prometheus's own promtool (deploy/prometheus/*_test.yaml),
+# from Debian's prometheus package when missing; this target never starts its service.
+.PHONY: promtool-test
+promtool-test: ## check the alert rules and run their promtool unit tests (installs promtool if missing)
+	@command -v promtool >/dev/null 2>&1 || { echo "promtool-test: installing prometheus (for promtool)"; \
+		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; }
+	promtool check rules deploy/prometheus/fsctl-alerts.yaml
+	promtool test rules deploy/prometheus/*_test.yaml

@@ -43,7 +43,10 @@ func blastMetrics() map[string][]string {
 }
 
 // targetLabels are the labels Prometheus adds to every scraped series; up is its own series.
-var targetLabels = []string{"job", "instance"}
+// Beyond job and instance, the shipped scrape job (prometheus/scrape.yaml) adds the pod's
+// namespace, name and labels (TestScrapeJobFindsEveryInstance keeps this list complete).
+var targetLabels = []string{"job", "instance", "namespace", "pod", "pod_template_hash",
+	"app_kubernetes_io_name", "app_kubernetes_io_component"}
 
 // noEquivalent are the war-room metrics the rules file cannot mirror, each named in its comments
 // and in the README.

@@ -59,14 +59,17 @@ sql.items/sql.item; orders (sold, live, paid) through its queries, with drift = 
 quantity - stock against the live orders; Kafka lag when it names kafka.topic and kafka.group;
 traffic, admission and payment only with http.metrics, the control panel only with http.admin.
 The rest shows "not available" with the reason, never DOWN. When stdout is not a
-terminal, or with --once, it prints one snapshot (rates over --window) as a table or JSON;
---fail-on warn|crit makes that exit 3 when such an alert fires.
+terminal, or with --once, it prints one snapshot (rates over --window) as a table or JSON,
+and exits 3 when a critical alert fires (--fail-on crit, the default), so a CI gate fails
+during an outage without being told to: --fail-on warn fails on warnings too, --fail-on none
+never fails. The live dashboard never exits on an alert.
 --record appends every snapshot as a JSON line, the timeline of a game day.`,
 		Example: `  fsctl warroom --sale black-friday --admin-token $FSCTL_ADMIN_TOKEN
   fsctl warroom --sale black-friday --target http://10.0.0.5:8080 --target http://10.0.0.6:8080 --alerts examples/warroom-alerts.yaml
   fsctl warroom --sale black-friday --record gameday.jsonl
   fsctl warroom --sale black-friday --once --output json
-  fsctl warroom --sale black-friday --once --fail-on crit   # CI: exit 3 on a critical alert
+  fsctl warroom --sale black-friday --once                  # CI: exit 3 on a critical alert
+  fsctl warroom --sale black-friday --once --fail-on none   # print the snapshot, never fail
   fsctl warroom --sale article --profile profiles/spring-article.yaml --once`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runWarroom(cmd, o) },
@@ -92,7 +95,8 @@ terminal, or with --once, it prints one snapshot (rates over --window) as a tabl
 	f.IntVar(&o.slowEvery, "slow-every", warroom.DefaultSlowEvery, "read Redis, PostgreSQL and the admin API every N refreshes")
 	f.DurationVar(&o.window, "window", time.Second, "with --once: the window rates are measured over (0: cumulative only)")
 	f.DurationVar(&o.timeout, "timeout", warroom.DefaultProbeTimeout, "timeout of each source's probe")
-	f.StringVar(&o.failOn, "fail-on", "none", "with --once: exit 3 when an alert of this level (warn or crit) fires; none never fails")
+	// crit by default: a gate that forgot the flag must not pass while every source is down
+	f.StringVar(&o.failOn, "fail-on", warroom.Crit, "with --once: exit 3 when an alert of this level or worse fires (warn, crit); none never fails")
 	_ = cmd.MarkFlagRequired("sale")
 	return cmd
 }

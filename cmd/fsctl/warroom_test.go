@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -98,13 +99,46 @@ func TestWarroomFailOnFiringAlerts(t *testing.T) {
 		"--no-redis", "--no-postgres", "--no-kafka"}
 	out, code, err := runCLI(t, args...)
 	if code != 0 || err != nil || !strings.Contains(out, "warn sources_down 3") {
-		t.Fatalf("without --fail-on: exit %d %v\n%s", code, err, out)
+		t.Fatalf("without --fail-on (crit by default) and a warning: exit %d %v\n%s", code, err, out)
 	}
 	if _, code, err = runCLI(t, append(args, "--fail-on", "crit")...); code != 0 {
 		t.Fatalf("--fail-on crit with a warning: exit %d %v", code, err)
 	}
 	if _, code, err = runCLI(t, append(args, "--fail-on", "warn")...); code != exitCheck || !strings.Contains(err.Error(), "sources_down") {
 		t.Fatalf("--fail-on warn: exit %d %v", code, err)
+	}
+}
+
+// closedPort returns a loopback port nothing listens on: a source there is down at once.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// TestWarroomOnceFailsDuringAnOutage: with every source down, --once exits 3 without being told
+// to (--fail-on crit is its default), so a CI gate that forgot the flag does not pass during an
+// outage; --fail-on none opts out.
+func TestWarroomOnceFailsDuringAnOutage(t *testing.T) {
+	args := []string{"warroom", "--once", "--window", "0", "--sale", "s", "--timeout", "2s",
+		"--target", "http://" + closedPort(t), "--admin-token", "t", "--redis-url", "redis://" + closedPort(t) + "/0",
+		"--postgres-url", "postgres://fsctl@" + closedPort(t) + "/fsctl?sslmode=disable", "--kafka-brokers", closedPort(t)}
+	out, code, err := runCLI(t, args...)
+	if code != exitCheck || err == nil || !strings.Contains(err.Error(), "sources_down") {
+		t.Fatalf("every source down, no --fail-on: exit %d, %v; want exit %d naming sources_down\n%s", code, err, exitCheck, out)
+	}
+	if !strings.Contains(out, "crit sources_down") {
+		t.Errorf("the snapshot does not show the critical alert:\n%s", out)
+	}
+	if out, code, err = runCLI(t, append(args, "--fail-on", "none")...); code != 0 || err != nil || !strings.Contains(out, "crit sources_down") {
+		t.Fatalf("--fail-on none: exit %d, %v; want 0 with the alert shown\n%s", code, err, out)
 	}
 }
 
