@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/fsctl/fsctl/reach"
 )
 
 // Publisher writes events to Kafka. It is safe for concurrent use: concurrent publishes to one
@@ -135,7 +138,7 @@ func dial(ctx context.Context, brokers []string) (*kafka.Conn, error) {
 		}
 		last = err
 	}
-	return nil, fmt.Errorf("kafka %v unreachable: %w", brokers, last)
+	return nil, reach.Unreachable("kafka", strings.Join(brokers, ","), last)
 }
 
 func waitForLeaders(ctx context.Context, conn *kafka.Conn, topic string) error {

@@ -19,8 +19,8 @@ type endpointFlags struct {
 
 func (e *endpointFlags) bind(fs *pflag.FlagSet, kafka bool) {
 	env := stack.EndpointsFromEnv()
-	fs.StringVar(&e.redisURL, "redis-url", env.RedisURL, "Redis: redis://host:port/db, or redis+cluster://host:port,host:port for a Redis Cluster (env "+stack.EnvRedisURL+")")
-	fs.StringVar(&e.postgresURL, "postgres-url", env.PostgresURL, "PostgreSQL URL (env "+stack.EnvPostgresURL+")")
+	addressString(fs, &e.redisURL, "redis-url", env.RedisURL, "Redis: redis://host:port/db, or redis+cluster://host:port,host:port for a Redis Cluster (env "+stack.EnvRedisURL+")")
+	addressString(fs, &e.postgresURL, "postgres-url", env.PostgresURL, "PostgreSQL URL (env "+stack.EnvPostgresURL+")")
 	if kafka {
 		fs.StringSliceVar(&e.brokers, "kafka-brokers", env.KafkaBrokers, "Kafka bootstrap brokers, comma separated (env "+stack.EnvKafkaBrokers+")")
 	}
@@ -39,6 +39,12 @@ const (
 
 // devJWTSecret is the secret of the local stack and the demo; serve warns when it is used.
 const devJWTSecret = "fsctl-local-dev-secret-do-not-use-in-production"
+
+// bindJWTSecret adds --jwt-secret of the commands that sign or verify buyers' tokens with one secret.
+func bindJWTSecret(f *pflag.FlagSet, p *string, usage string) {
+	f.StringVar(p, "jwt-secret", defaultJWTSecret(), usage+" (env "+envJWTSecret+")")
+	markSecret(f, "jwt-secret")
+}
 
 func defaultJWTSecret() string {
 	if v := os.Getenv(envJWTSecret); v != "" {
