@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -204,14 +205,35 @@ func TestServeLogsItsServicesWithoutSecrets(t *testing.T) {
 }
 
 // TestHelpShowsAddressesAsGiven: a PostgreSQL URL without a password shows without one (an
-// invented fsctl:xxxxx@ read as if a password were set).
+// invented fsctl:xxxxx@ read as if a password were set), and --dir's default is ./.stack or the
+// variable as given, not this machine's absolute path.
 func TestHelpShowsAddressesAsGiven(t *testing.T) {
 	t.Setenv(stack.EnvPostgresURL, "")
-	out, _, err := runCLI(t, "migrate", "--help")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out, `(default "postgres://fsctl@127.0.0.1:15432/fsctl?sslmode=disable")`) || strings.Contains(out, "xxxxx") {
-		t.Errorf("--postgres-url without a password:\n%s", out)
+	t.Setenv(stack.EnvStackDir, "")
+	wd, _ := os.Getwd()
+	for _, tc := range []struct {
+		args       []string
+		env        string
+		want, flag string
+	}{
+		{[]string{"migrate", "--help"}, "", `"postgres://fsctl@127.0.0.1:15432/fsctl?sslmode=disable"`, "--postgres-url"},
+		{[]string{"stack", "status", "--help"}, "", `(default "./.stack")`, "--dir"},
+		{[]string{"gameday", "--help"}, "", `(default "./.stack")`, "--dir"},
+		{[]string{"stack", "env", "--help"}, "mine/stack", `(default "mine/stack")`, "--dir"},
+	} {
+		t.Setenv(stack.EnvStackDir, tc.env)
+		out, _, err := runCLI(t, tc.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := ""
+		for l := range strings.Lines(out) {
+			if strings.Contains(l, tc.flag+" ") {
+				line = l
+			}
+		}
+		if !strings.Contains(line, tc.want) || strings.Contains(line, wd) || strings.Contains(line, "xxxxx") {
+			t.Errorf("%v: %s is %q, want %s", tc.args, tc.flag, line, tc.want)
+		}
 	}
 }

@@ -29,6 +29,7 @@ func newStackCmd() *cobra.Command {
 	}
 	f := cmd.PersistentFlags()
 	f.StringVar(&opts.cfg.Dir, "dir", opts.cfg.Dir, "folder for the services' data, logs and pidfiles (env "+stack.EnvStackDir+")")
+	showStackDir(f)
 	f.IntVar(&opts.cfg.RedisPort, "redis-port", opts.cfg.RedisPort, "Redis port on 127.0.0.1")
 	f.IntVar(&opts.cfg.PostgresPort, "postgres-port", opts.cfg.PostgresPort, "PostgreSQL port on 127.0.0.1")
 	f.IntVar(&opts.cfg.KafkaPort, "kafka-port", opts.cfg.KafkaPort, "Kafka broker port on 127.0.0.1")
