@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/redisconn"
+	"github.com/fsctl/fsctl/reach"
 )
 
 // Defaults of RemoteWrite's zero fields.
@@ -44,7 +44,7 @@ func (rw RemoteWrite) Validate() error {
 	u, err := url.Parse(rw.URL)
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return fmt.Errorf("metrics remote-write URL %q: want an http:// or https:// URL", redisconn.Redact(rw.URL))
+		return fmt.Errorf("metrics remote-write URL %q: want an http:// or https:// URL", reach.Redact(rw.URL))
 	case rw.Interval < 0 || rw.Timeout < 0:
 		return errors.New("metrics push interval and timeout must be positive")
 	}
@@ -122,7 +122,7 @@ func newExporter(rw RemoteWrite, p loadgen.Plan, warn io.Writer) (*exporter, err
 		external: []label{{"job", MetricsJob}, {"burst", p.At.UTC().Format(time.RFC3339Nano)},
 			{"shard", strconv.Itoa(shard.Index) + "/" + strconv.Itoa(shard.Count)}},
 		client: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
-		rep:    MetricsExport{URL: redisconn.Redact(rw.URL)},
+		rep:    MetricsExport{URL: reach.Redact(rw.URL)},
 	}
 	if e.now == nil {
 		e.now = time.Now

@@ -150,7 +150,7 @@ func dial(ctx context.Context, kc kafkaconn.Conn) (*kafka.Conn, error) {
 		}
 		last = err
 	}
-	return nil, fmt.Errorf("kafka unreachable: %w", kc.Explain(last))
+	return nil, kc.Unreachable(last)
 }
 
 func waitForLeaders(ctx context.Context, conn *kafka.Conn, topic string) error {

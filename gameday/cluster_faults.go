@@ -13,6 +13,7 @@ import (
 
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/kafkaconn"
+	"github.com/fsctl/fsctl/reach"
 	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/stack"
 	"github.com/fsctl/fsctl/stock"
@@ -208,7 +209,7 @@ func firstShardMaster(ctx context.Context, env *Env) (string, error) {
 	defer rdb.Close()
 	cc, ok := rdb.(*redis.ClusterClient)
 	if !ok {
-		return "", fmt.Errorf("%s is not a Redis Cluster", env.Endpoints.RedisURL)
+		return "", fmt.Errorf("%s is not a Redis Cluster", reach.Redact(env.Endpoints.RedisURL))
 	}
 	m, err := cc.MasterForKey(ctx, stock.ShardKeys(env.SaleID, env.FirstItem, 0, env.FirstItemShards).Stock())
 	if err != nil {

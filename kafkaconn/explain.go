@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"strings"
 	"syscall"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/fsctl/fsctl/reach"
 )
 
 // Error is a Kafka failure said the way an operator can act on: which brokers, what failed, what
@@ -31,6 +32,16 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// Unreachable is err, met while reaching the brokers, said on one line: where TLS or SASL failed,
+// as Explain says it; else as package reach says any service that did not answer (the address
+// once, the cause, and the hint that fits where the command ends).
+func (c Conn) Unreachable(err error) error {
+	if e := c.Explain(err); e != err {
+		return e
+	}
+	return reach.Unreachable("kafka", strings.Join(c.Brokers, ","), err)
+}
 
 // Explain turns an error met while talking to the brokers into an *Error that says what failed
 // (a refused login, an unknown CA, an expired or misnamed certificate, a plaintext/TLS mismatch,
@@ -56,7 +67,6 @@ func (c Conn) diagnose(err error) (what, fix string) {
 		invalid   x509.CertificateInvalidError
 		hostname  x509.HostnameError
 		record    tls.RecordHeaderError
-		opErr     *net.OpError
 	)
 	login := fmt.Sprintf("%s as %q", c.SASL.Mechanism, c.SASL.User)
 	switch {
@@ -79,15 +89,11 @@ func (c Conn) diagnose(err error) (what, fix string) {
 		return "the broker does not offer SASL " + c.SASL.Mechanism, "ask its operator which mechanism the listener enables (--kafka-sasl " + mechanismSet + ")"
 	case errors.Is(err, kafka.IllegalSASLState):
 		return "the broker expects no SASL login on this listener", "drop --kafka-sasl, or use its SASL_SSL port"
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused", "no broker listens there: check the address and that the broker runs"
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET):
 		if !c.TLS.On() || c.SASL.Mechanism == "" {
 			return "the broker closed the connection", "it may expect TLS (--kafka-tls) or a SASL login (--kafka-sasl): match the listener's security protocol"
 		}
 		return "the broker closed the connection", "check that this is its SASL_SSL listener"
-	case errors.As(err, &opErr) && opErr.Timeout():
-		return "no answer in time", "check the address, the network path and that the broker runs; a TLS listener reached in plaintext also stays silent (--kafka-tls)"
 	}
 	return "", ""
 }

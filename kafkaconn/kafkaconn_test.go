@@ -99,7 +99,6 @@ func TestExplain(t *testing.T) {
 		{x509.UnknownAuthorityError{}, "authority this client does not trust", "--kafka-ca"},
 		{x509.CertificateInvalidError{Reason: x509.Expired, Detail: "current time is after 2026-01-01"}, "expired", "--renew"},
 		{x509.HostnameError{Certificate: &x509.Certificate{}, Host: "10.0.0.1"}, "not for 10.0.0.1", "--kafka-server-name"},
-		{fmt.Errorf("dial tcp: %w", syscall.ECONNREFUSED), "connection refused", "no broker listens"},
 	} {
 		err := c.Explain(tc.err)
 		var e *Error
@@ -113,6 +112,10 @@ func TestExplain(t *testing.T) {
 		if c.Explain(err) != err {
 			t.Error("an explained error explained twice")
 		}
+	}
+	refused := c.Unreachable(fmt.Errorf("dial tcp: %w", syscall.ECONNREFUSED))
+	if !strings.Contains(refused.Error(), "k1:9093") || strings.Count(refused.Error(), "k1:9093") != 1 || !errors.Is(refused, syscall.ECONNREFUSED) {
+		t.Errorf("refused: %v, want the broker once and the cause kept", refused)
 	}
 	other := errors.New("something else")
 	if c.Explain(other) != other || c.Explain(nil) != nil {

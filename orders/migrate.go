@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/fsctl/fsctl/migrations"
+	"github.com/fsctl/fsctl/reach"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -78,7 +79,7 @@ func withProvider(ctx context.Context, url string, fn func(*goose.Provider) erro
 	db := stdlib.OpenDB(*cfg)
 	defer db.Close()
 	if err := db.PingContext(ctx); err != nil {
-		return fmt.Errorf("postgres %s unreachable (is the stack up? try `fsctl stack up`): %w", addr, err)
+		return reach.Unreachable("postgres", addr, err)
 	}
 	p, err := newProvider(db)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"strconv"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fsctl/fsctl/reach"
 )
 
 // Store is the order store over a pgx connection pool.
@@ -37,7 +39,7 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("postgres %s unreachable (is the stack up? try `fsctl stack up`): %w", addr, err)
+		return nil, reach.Unreachable("postgres", addr, err)
 	}
 	return &Store{pool: pool}, nil
 }

@@ -12,8 +12,10 @@ import (
 	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/reach"
 	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/stack"
 )
 
 // env is what one run connected to. A nil client means the service was unreachable; the checks
@@ -110,7 +112,7 @@ func (e *env) dialRedis(ctx context.Context, name, url, flag string) redis.Unive
 	if err := redisconn.Check(ctx, c); err != nil {
 		_ = c.Close()
 		e.add(finding.Finding{Group: "redis", Check: name + " reachable", Status: finding.Fail,
-			Detail: err.Error(), Fix: "start Redis (fsctl stack up) or point " + flag + " at it"})
+			Detail: err.Error(), Fix: reachFix(err, flag)})
 		return nil
 	}
 	return c
@@ -120,7 +122,7 @@ func (e *env) openPostgres(ctx context.Context) {
 	db, err := orders.Open(ctx, e.cfg.PostgresURL)
 	if err != nil {
 		e.add(finding.Finding{Group: "schema", Check: "postgres reachable", Status: finding.Fail, Detail: err.Error(),
-			Fix: "start PostgreSQL (fsctl stack up) or point --postgres-url / FSCTL_POSTGRES_URL at it"})
+			Fix: reachFix(err, "--postgres-url / FSCTL_POSTGRES_URL")})
 		return
 	}
 	e.db = db
@@ -149,12 +151,21 @@ func (e *env) dialKafka(ctx context.Context) {
 	}
 	meta, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
 	if err != nil {
+		err := e.cfg.Kafka.Unreachable(err)
 		e.add(finding.Finding{Group: "kafka", Check: "kafka reachable", Status: finding.Fail,
-			Detail: e.cfg.Kafka.Explain(err).Error(),
-			Fix:    "start Kafka (fsctl stack up) or point --kafka-brokers / FSCTL_KAFKA_BROKERS at it"})
+			Detail: err.Error(), Fix: reachFix(err, "--kafka-brokers / FSCTL_KAFKA_BROKERS")})
 		return
 	}
 	e.kafka, e.meta = c, meta
+}
+
+// reachFix is the fix for a service that did not answer at the address flag sets: the local
+// stack's start for its own addresses only, else a check of the address (reach.Hint).
+func reachFix(err error, flag string) string {
+	if h := reach.Hint(err, stack.DefaultAddrs()); h != "" {
+		return h + " (" + flag + ")"
+	}
+	return "check " + flag
 }
 
 // listItems runs sql.items once for every group that needs the items.

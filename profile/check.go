@@ -54,8 +54,8 @@ func (t *Target) Check(ctx context.Context, cfg CheckConfig) CheckReport {
 	f := Fit{P: t.P, Sale: cfg.Sale, Secret: cfg.Secret, Now: cfg.Now}
 	var items []string
 	var stores []finding.Finding
-	if err := t.Pool().Ping(ctx); err != nil {
-		stores = []finding.Finding{found("sql", finding.Fail, fmt.Sprintf("PostgreSQL unreachable: %v", err), "check --postgres-url")}
+	if err := t.pingPostgres(ctx); err != nil {
+		stores = []finding.Finding{found("sql", finding.Fail, err.Error(), "check --postgres-url")}
 	} else {
 		listed, err := t.Items(ctx, cfg.Sale, nil)
 		var fi finding.Finding

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fsctl/fsctl/reach"
 	"github.com/fsctl/fsctl/redisconn"
 )
 
@@ -54,9 +57,14 @@ func (t *Target) Ping(ctx context.Context, timeout time.Duration) error {
 	if err := redisconn.Check(ctx, t.rdb); err != nil {
 		return err
 	}
+	return t.pingPostgres(ctx)
+}
+
+// pingPostgres reaches the target's PostgreSQL; its error names the address once.
+func (t *Target) pingPostgres(ctx context.Context) error {
 	if err := t.pool.Ping(ctx); err != nil {
 		c := t.pool.Config().ConnConfig
-		return fmt.Errorf("postgres %s:%d/%s unreachable (is the stack up? try `fsctl stack up`): %w", c.Host, c.Port, c.Database, err)
+		return reach.Unreachable("postgres", net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port)))+"/"+c.Database, err)
 	}
 	return nil
 }

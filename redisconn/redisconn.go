@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fsctl/fsctl/reach"
 )
 
 // The schemes of a Redis Cluster address.
@@ -64,7 +66,7 @@ func Parse(raw string) (Addr, error) {
 		return a, err
 	}
 	if err := a.secure(sec.or(SecurityFromEnv(lookupEnv))); err != nil {
-		return Addr{}, fmt.Errorf("redis address %q: %w", Redact(rest), err)
+		return Addr{}, fmt.Errorf("redis address %q: %w", reach.Redact(rest), err)
 	}
 	return a, nil
 }
@@ -76,7 +78,7 @@ func parse(raw string) (Addr, error) {
 		if pw := password(raw); pw != "" {
 			msg = strings.ReplaceAll(msg, pw, "xxxxx")
 		}
-		return Addr{}, fmt.Errorf("redis address %q: %s (want %s)", Redact(raw), msg, Forms)
+		return Addr{}, fmt.Errorf("redis address %q: %s (want %s)", reach.Redact(raw), msg, Forms)
 	}
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok || rest == "" {
@@ -237,7 +239,7 @@ func Check(ctx context.Context, c redis.UniversalClient) error {
 		if err != nil {
 			// A provider may rename or refuse INFO: then the node is only reached, not told apart.
 			if perr := c.Ping(ctx).Err(); perr != nil {
-				return fmt.Errorf("redis %s unreachable (is the stack up? try `fsctl stack up`): %w", name, perr)
+				return reach.Unreachable("redis", c.Options().Addr, perr)
 			}
 			return nil
 		}
@@ -266,7 +268,7 @@ func Check(ctx context.Context, c redis.UniversalClient) error {
 			return fmt.Errorf("redis %s is not a node of a Redis Cluster: give it as redis://%s/0: %w", seed, seed, ErrWrongKind)
 		}
 		if err != nil && !errors.Is(err, nodeErr) {
-			return fmt.Errorf("redis %s unreachable: %w", name, err)
+			return reach.Unreachable("redis cluster", strings.Join(c.Options().Addrs, ","), err)
 		}
 		return err
 	}
@@ -292,20 +294,6 @@ func password(raw string) string {
 		}
 	}
 	return ""
-}
-
-// Redact drops the password from an address for a message.
-func Redact(raw string) string {
-	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok {
-		return raw
-	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return raw
-	}
-	user, _, _ := strings.Cut(rest[:at], ":")
-	return scheme + "://" + user + ":xxxxx@" + rest[at+1:]
 }
 
 // Scan calls fn with every key matching pattern, one call at a time: one SCAN per master on a

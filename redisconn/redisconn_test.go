@@ -68,18 +68,6 @@ func TestParseRefuses(t *testing.T) {
 	}
 }
 
-func TestRedact(t *testing.T) {
-	for in, want := range map[string]string{
-		"redis://:pw@a:1/0":            "redis://:xxxxx@a:1/0",
-		"redis+cluster://u:pw@a:1,b:2": "redis+cluster://u:xxxxx@a:1,b:2",
-		"redis://a:1/0":                "redis://a:1/0",
-	} {
-		if got := Redact(in); got != want {
-			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"redis://127.0.0.1:6379/0", "redis+cluster://a:1,b:2", "rediss+cluster://u:p@a:1?dial_timeout=1s", "redis+cluster://"} {
 		f.Add(s)
@@ -124,5 +112,19 @@ func TestTune(t *testing.T) {
 	defer cl.Close()
 	if o := cl.(*redis.ClusterClient).Options(); o.PoolSize != 7 || o.DialTimeout != 3*time.Second || o.MaxRetries > 0 || len(o.Addrs) != 2 {
 		t.Errorf("cluster: pool %d dial %s retries %d addrs %v", o.PoolSize, o.DialTimeout, o.MaxRetries, o.Addrs)
+	}
+}
+
+// TestCheckUnreachableIsOneLine: a node nothing answers at is named once, with the cause, and no
+// advice to start the local stack from a package that cannot tell whether the address is its.
+func TestCheckUnreachableIsOneLine(t *testing.T) {
+	c, err := Open("redis://127.0.0.1:1/0", Tune{MaxRetries: -1, DialerRetries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	err = Check(t.Context(), c)
+	if err == nil || err.Error() != "redis 127.0.0.1:1 unreachable: connection refused" {
+		t.Errorf("Check: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ func KafkaBrokers(tb testing.TB) []string {
 	skipShort(tb)
 	brokers := stack.EndpointsFromEnv().KafkaBrokers
 	if _, err := dialAny(brokers); err != nil {
-		tb.Fatalf("kafka at %v unreachable: %v%s", brokers, err, hint(stack.EnvKafkaBrokers))
+		unreachable(tb, "kafka", strings.Join(brokers, ","), err, stack.EnvKafkaBrokers, "`make stack-up`")
 	}
 	return brokers
 }
@@ -51,8 +52,7 @@ func KafkaClusterBrokers(tb testing.TB) []string {
 	skipShort(tb)
 	brokers := stack.EndpointsFromEnv().KafkaClusterBrokers
 	if _, err := dialAny(brokers); err != nil {
-		tb.Fatalf("kafka cluster at %v unreachable: %v; start it with `fsctl stack up --kafka-brokers 3` (make test does), or set %s",
-			brokers, err, stack.EnvKafkaClusterBrokers)
+		unreachable(tb, "kafka cluster", strings.Join(brokers, ","), err, stack.EnvKafkaClusterBrokers, "`fsctl stack up --kafka-brokers 3` (make test does)")
 	}
 	return brokers
 }

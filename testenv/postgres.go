@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fsctl/fsctl/reach"
 	"github.com/fsctl/fsctl/stack"
 )
 
@@ -21,7 +22,7 @@ func Postgres(tb testing.TB) string {
 	serverURL := stack.EndpointsFromEnv().PostgresURL
 	u, err := url.Parse(serverURL)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		tb.Fatalf("%s must be a postgres:// URL, got %q", stack.EnvPostgresURL, serverURL)
+		tb.Fatalf("%s must be a postgres:// URL, got %q", stack.EnvPostgresURL, reach.Redact(serverURL))
 	}
 	var b [6]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -45,7 +46,7 @@ func Postgres(tb testing.TB) string {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, serverURL)
 	if err != nil {
-		tb.Fatalf("postgres at %s unreachable: %v%s", serverURL, err, hint(stack.EnvPostgresURL))
+		unreachable(tb, "postgres", u.Host+u.Path, err, stack.EnvPostgresURL, "`make stack-up`")
 	}
 	defer conn.Close(context.Background())
 	if _, err := conn.Exec(context.Background(), "CREATE DATABASE "+ident); err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fsctl/fsctl/reach"
 	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/stack"
 )
@@ -24,9 +25,16 @@ import (
 // dialTimeout bounds each reachability check, so a missing stack fails fast rather than hanging.
 const dialTimeout = 3 * time.Second
 
-// hint ends every "unreachable" failure with how to fix it.
-func hint(env string) string {
-	return "; start the local stack with `make stack-up` (or set " + env + ")"
+// unreachable fails tb in one line: the address once, the cause, and what fits — start (the
+// command that starts what the test needs) for the local stack's own addresses, else a check of
+// the address; env sets another.
+func unreachable(tb testing.TB, service, addr string, err error, env, start string) {
+	tb.Helper()
+	e := reach.Unreachable(service, addr, err)
+	if reach.Local(addr, stack.DefaultAddrs()) {
+		tb.Fatalf("%v; start it with %s (or set %s)", e, start, env)
+	}
+	tb.Fatalf("%v; %s (or set %s)", e, reach.Hint(e, stack.DefaultAddrs()), env)
 }
 
 func skipShort(tb testing.TB) {
@@ -44,14 +52,14 @@ func Redis(tb testing.TB) *redis.Client {
 	url := stack.EndpointsFromEnv().RedisURL
 	opts, err := redis.ParseURL(url)
 	if err != nil {
-		tb.Fatalf("redis url %q: %v", url, err)
+		tb.Fatalf("redis url %q: %v", reach.Redact(url), err)
 	}
 	client := redis.NewClient(opts)
 	tb.Cleanup(func() { _ = client.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
 	defer cancel()
 	if err := client.Ping(ctx).Err(); err != nil {
-		tb.Fatalf("redis at %s unreachable: %v%s", url, err, hint(stack.EnvRedisURL))
+		unreachable(tb, "redis", opts.Addr, err, stack.EnvRedisURL, "`make stack-up`")
 	}
 	return client
 }
@@ -70,7 +78,7 @@ func RedisCluster(tb testing.TB) redis.UniversalClient {
 	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
 	defer cancel()
 	if err := redisconn.Check(ctx, client); err != nil {
-		tb.Fatalf("redis cluster at %s: %v; start it with `fsctl stack up --redis-cluster 3` (make test does), or set %s", url, err, stack.EnvRedisClusterURL)
+		tb.Fatalf("%v; start it with `fsctl stack up --redis-cluster 3` (make test does), or set %s", err, stack.EnvRedisClusterURL)
 	}
 	return client
 }

@@ -20,6 +20,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/fsctl/fsctl/reach"
 )
 
 // DefaultRatio is the share of purchases traced whole when neither a flag nor OTEL_TRACES_SAMPLER_ARG
@@ -142,7 +144,7 @@ func exporter(ctx context.Context, to, endpoint string) (sdktrace.SpanExporter, 
 		if endpoint != "" {
 			u, err := url.Parse(endpoint)
 			if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-				return nil, fmt.Errorf("trace endpoint %q: want the collector's base URL, e.g. http://otel-collector:4318", endpoint)
+				return nil, fmt.Errorf("trace endpoint %q: want the collector's base URL, e.g. http://otel-collector:4318", reach.Redact(endpoint))
 			}
 			if u.Path == "" || u.Path == "/" {
 				u.Path = "/v1/traces" // a base URL, as OTEL_EXPORTER_OTLP_ENDPOINT is

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/fsctl/fsctl/blast"
-	"github.com/fsctl/fsctl/redisconn"
+	"github.com/fsctl/fsctl/reach"
 )
 
 // Variables of blast's metrics export. The receiver's address may carry a password and a header
@@ -32,12 +32,13 @@ type metricsFlags struct {
 }
 
 func (m *metricsFlags) bind(f *pflag.FlagSet) {
-	f.StringVar(&m.url, "metrics-remote-write", os.Getenv(envMetricsRemoteWrite), "push the burst's metrics while it runs to this Prometheus "+
+	addressString(f, &m.url, "metrics-remote-write", os.Getenv(envMetricsRemoteWrite), "push the burst's metrics while it runs to this Prometheus "+
 		"remote-write `URL` (e.g. http://prometheus:9090/api/v1/write; Mimir, Grafana Cloud and VictoriaMetrics too; env "+envMetricsRemoteWrite+")")
 	f.DurationVar(&m.interval, "metrics-interval", blast.DefaultMetricsInterval, "with --metrics-remote-write, the time between pushes")
 	m.header.fromEnv(os.Getenv(envMetricsHeader))
 	f.Var(&m.header, "metrics-header", "with --metrics-remote-write, send this `header` (\"Name: value\") with every push, e.g. the "+
 		"Authorization of a hosted receiver; repeatable (env "+envMetricsHeader+", one a line); a value is never printed")
+	markSecret(f, "metrics-header")
 }
 
 // remoteWrite is the export the flags ask for, or a usage error naming the flag; none without
@@ -47,7 +48,7 @@ func (m metricsFlags) remoteWrite() (blast.RemoteWrite, error) {
 		return blast.RemoteWrite{}, nil
 	}
 	if u, err := url.Parse(m.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return blast.RemoteWrite{}, fmt.Errorf("--metrics-remote-write %q: want an http:// or https:// URL", redisconn.Redact(m.url))
+		return blast.RemoteWrite{}, fmt.Errorf("--metrics-remote-write %q: want an http:// or https:// URL", reach.Redact(m.url))
 	}
 	if m.interval <= 0 {
 		return blast.RemoteWrite{}, fmt.Errorf("--metrics-interval %s: must be positive", m.interval)
@@ -102,6 +103,9 @@ func (f *headerFlag) Set(v string) error {
 	f.add(v, "--metrics-header")
 	return nil
 }
+
+// Redacted is String, which already hides the values: markSecret shows it in --help.
+func (f *headerFlag) Redacted() string { return f.String() }
 
 // String names the headers set, with their values hidden.
 func (f *headerFlag) String() string {

@@ -25,8 +25,8 @@ type endpointFlags struct {
 
 func (e *endpointFlags) bind(fs *pflag.FlagSet, kafka bool) {
 	env := stack.EndpointsFromEnv()
-	fs.StringVar(&e.redisURL, "redis-url", env.RedisURL, "Redis: redis://host:port/db, or redis+cluster://host:port,host:port for a Redis Cluster; rediss:// for TLS, with ?ca=FILE&cert=FILE&key=FILE&server_name=NAME (env "+stack.EnvRedisURL+"; FSCTL_REDIS_CA, _CERT, _KEY, _SERVER_NAME, _USER and _PASSWORD complete it)")
-	fs.StringVar(&e.postgresURL, "postgres-url", env.PostgresURL, "PostgreSQL URL; sslmode=verify-full&sslrootcert=FILE for verified TLS, the password from PGPASSWORD or a PGPASSFILE (env "+stack.EnvPostgresURL+")")
+	addressString(fs, &e.redisURL, "redis-url", env.RedisURL, "Redis: redis://host:port/db, or redis+cluster://host:port,host:port for a Redis Cluster; rediss:// for TLS, with ?ca=FILE&cert=FILE&key=FILE&server_name=NAME (env "+stack.EnvRedisURL+"; FSCTL_REDIS_CA, _CERT, _KEY, _SERVER_NAME, _USER and _PASSWORD complete it)")
+	addressString(fs, &e.postgresURL, "postgres-url", env.PostgresURL, "PostgreSQL URL; sslmode=verify-full&sslrootcert=FILE for verified TLS, the password from PGPASSWORD or a PGPASSFILE (env "+stack.EnvPostgresURL+")")
 	if kafka {
 		bindKafka(fs, &e.kafka, &e.kafkaPasswordFile, env.KafkaBrokers)
 	}
@@ -40,11 +40,13 @@ func bindKafka(fs *pflag.FlagSet, c *kafkaconn.Conn, passwordFile *string, broke
 	fs.StringVar(&c.TLS.CA, "kafka-ca", c.TLS.CA, "PEM file of the CA the brokers' certificates chain to; implies --kafka-tls (env "+kafkaconn.EnvCA+")")
 	fs.StringVar(&c.TLS.Cert, "kafka-cert", c.TLS.Cert, "client certificate (PEM) for brokers that ask for one, with --kafka-key (env "+kafkaconn.EnvCert+")")
 	fs.StringVar(&c.TLS.Key, "kafka-key", c.TLS.Key, "the client certificate's private key (PEM; env "+kafkaconn.EnvKey+")")
+	markSecret(fs, "kafka-key") // only a path, yet where a key lives is nobody's business
 	fs.StringVar(&c.TLS.ServerName, "kafka-server-name", c.TLS.ServerName, "name to check the brokers' certificates against instead of their host names (env "+kafkaconn.EnvServerName+")")
 	fs.BoolVar(&c.TLS.InsecureSkipVerify, "kafka-insecure-skip-verify", c.TLS.InsecureSkipVerify, "do not check the brokers' certificates (tests only: anyone on the path can read and change the orders; env "+kafkaconn.EnvInsecure+")")
 	fs.StringVar(&c.SASL.Mechanism, "kafka-sasl", c.SASL.Mechanism, "SASL login: plain, scram-sha-256 or scram-sha-512 (env "+kafkaconn.EnvSASL+")")
 	fs.StringVar(&c.SASL.User, "kafka-user", c.SASL.User, "SASL user (env "+kafkaconn.EnvUser+")")
 	fs.StringVar(passwordFile, "kafka-password-file", "", "file holding the SASL password (else env "+kafkaconn.EnvPassword+"; never a flag of its own: ps would show it)")
+	markSecret(fs, "kafka-password-file")
 }
 
 // kafkaConn is the Kafka connection the flags describe, its form checked: a wrong part is a usage
@@ -84,6 +86,12 @@ const (
 
 // devJWTSecret is the secret of the local stack and the demo; serve warns when it is used.
 const devJWTSecret = "fsctl-local-dev-secret-do-not-use-in-production"
+
+// bindJWTSecret adds --jwt-secret of the commands that sign or verify buyers' tokens with one secret.
+func bindJWTSecret(f *pflag.FlagSet, p *string, usage string) {
+	f.StringVar(p, "jwt-secret", defaultJWTSecret(), usage+" (env "+envJWTSecret+")")
+	markSecret(f, "jwt-secret")
+}
 
 func defaultJWTSecret() string {
 	if v := os.Getenv(envJWTSecret); v != "" {

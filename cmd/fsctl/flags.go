@@ -20,7 +20,7 @@ func bindTarget(f *pflag.FlagSet, p *string, def, usage string) {
 	if v := os.Getenv(envTarget); v != "" {
 		def = v
 	}
-	f.StringVar(p, "target", def, usage+" (env "+envTarget+")")
+	addressString(f, p, "target", def, usage+" (env "+envTarget+")")
 }
 
 // bindTargets adds --target for commands that read every instance of a checkout: repeatable
@@ -32,6 +32,7 @@ func bindTargets(f *pflag.FlagSet, p *[]string, def []string, usage string) {
 		}
 	}
 	f.StringSliceVar(p, "target", def, usage+"; repeat for each (env "+envTarget+", comma separated)")
+	markAddress(f, "target")
 	deprecatedAlias(f, "server", "target")
 }
 

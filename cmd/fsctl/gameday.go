@@ -75,6 +75,7 @@ it; --chaos-steps keeps some of its steps, to shrink it by hand.`,
 	f.BoolVar(&o.print, "print-default", false, "print the built-in scenario and exit")
 	f.BoolVar(&o.noWarroom, "no-warroom", false, "do not record the war room's timeline (warroom.jsonl) during the run")
 	f.StringVar(&o.stack.cfg.Dir, "dir", o.stack.cfg.Dir, "stack folder (env "+stack.EnvStackDir+")")
+	showStackDir(f)
 	f.IntVar(&o.stack.cfg.RedisPort, "redis-port", o.stack.cfg.RedisPort, "Redis port of the stack")
 	f.IntVar(&o.stack.cfg.PostgresPort, "postgres-port", o.stack.cfg.PostgresPort, "PostgreSQL port of the stack")
 	f.IntVar(&o.stack.cfg.KafkaPort, "kafka-port", o.stack.cfg.KafkaPort, "Kafka broker port of the stack")

@@ -17,6 +17,7 @@ type jwtSecretFlag struct {
 func (s *jwtSecretFlag) bind(f *pflag.FlagSet) {
 	s.value = defaultJWTSecret()
 	f.Var(s, "jwt-secret", "HS256 secret of the buyers' tokens (env "+envJWTSecret+"); with a --profile, replaces its token secret only when given")
+	markSecret(f, "jwt-secret")
 }
 
 func (s *jwtSecretFlag) String() string { return s.value }

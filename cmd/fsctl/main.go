@@ -14,6 +14,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/spf13/cobra"
+
+	"github.com/fsctl/fsctl/reach"
+	"github.com/fsctl/fsctl/stack"
 )
 
 // quietRedis drops go-redis's own log lines ("connection pool: failed to dial ..."): every failure
@@ -44,7 +47,9 @@ func execute(ctx context.Context, root *cobra.Command) (int, error) {
 	if err == nil {
 		return 0, nil
 	}
-	return exitCode(err, ran), err
+	// A service that did not answer gets the advice that fits where it is: `fsctl stack up` for
+	// the local stack's own addresses only.
+	return exitCode(err, ran), reach.WithHint(err, stack.DefaultAddrs())
 }
 
 func newRootCmd() *cobra.Command {
@@ -75,7 +80,6 @@ func newRootCmd() *cobra.Command {
 		newVersionCmd(),
 	)
 	attachCompleters(root)
-	hideSecrets(root)
 	return root
 }
 

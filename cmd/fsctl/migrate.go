@@ -35,7 +35,7 @@ func newMigrateCmd() *cobra.Command {
 			}})
 		},
 	}
-	cmd.PersistentFlags().StringVar(&opts.postgresURL, "postgres-url", opts.postgresURL,
+	addressString(cmd.PersistentFlags(), &opts.postgresURL, "postgres-url", opts.postgresURL,
 		"PostgreSQL URL (env "+stack.EnvPostgresURL+")")
 	bindOutput(cmd.PersistentFlags(), &opts.output, "the schema version")
 	cmd.AddCommand(&cobra.Command{

@@ -85,7 +85,7 @@ run; 2 a bad flag.`,
 	bindItems(f, &c.Items, "check only this item (default every item sql.items returns)")
 	bindTargets(f, &c.Servers, []string{"http://127.0.0.1:8080"}, "base URL of a checkout instance")
 	f.StringVarP(&c.SaleFile, "file", "f", "", "sale file the stored sale must match")
-	f.StringVar(&c.RoomRedisURL, "room-redis-url", os.Getenv(envRoomRedisURL), "Redis of the waiting rooms when not --redis-url (env "+envRoomRedisURL+")")
+	addressString(f, &c.RoomRedisURL, "room-redis-url", os.Getenv(envRoomRedisURL), "Redis of the waiting rooms when not --redis-url (env "+envRoomRedisURL+")")
 	f.StringVar(&c.OrdersTopic, "orders-topic", "", "orders topic (default the server's)")
 	f.StringVar(&c.DeadLetterTopic, "dead-letter-topic", "", "dead-letter topic (default the server's)")
 	f.StringVar(&c.ConsumerGroup, "consumer-group", "", "the order consumer's group (default the server's "+preflight.DefaultConsumerGroup+", or the profile's kafka.group)")

@@ -69,7 +69,7 @@ names the line and the field), 1 the check could not run.`,
 	bindSale(f, &o.sale, "sale to check it against (the article-style profile ignores it: give any label)")
 	bindItems(f, &o.items, "check only this item; default: every item sql.items returns")
 	bindTarget(f, &o.target, "", "the checkout's base URL, to reach its HTTP endpoints (omit to skip them)")
-	f.StringVar(&o.secret, "jwt-secret", "", "an hs256 profile's secret, replacing its secretEnv (env of the profile)")
+	secretString(f, &o.secret, "jwt-secret", "", "an hs256 profile's secret, replacing its secretEnv (env of the profile)")
 	bindOutput(f, &o.output, "the report")
 	f.DurationVar(&o.timeout, "deadline", 30*time.Second, "bound on the whole check")
 	deprecatedAlias(f, "timeout", "deadline")
@@ -157,7 +157,7 @@ at prepare time, which for RS256 is about a millisecond per buyer on 2 cores.`,
 	f.DurationVar(&o.ttl, "ttl", 3*time.Hour, "how long the tokens stay valid: past the end of the burst")
 	f.StringVar(&o.out, "out", "", "write the tokens to this file (default stdout)")
 	deprecatedAliasP(f, "output", "o", "out")
-	f.StringVar(&o.secret, "jwt-secret", "", "an hs256 profile's secret, replacing its secretEnv")
+	secretString(f, &o.secret, "jwt-secret", "", "an hs256 profile's secret, replacing its secretEnv")
 	return cmd
 }
 

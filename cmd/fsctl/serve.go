@@ -122,11 +122,11 @@ buyers' tokens or pause the sale with them.`,
 	fs.StringSliceVar(&o.roles, "role", []string{"api", "consumer"}, "roles to run: api, consumer; or reservation alone (the gRPC reservation service on --grpc-addr, needing only Redis)")
 	fs.StringVar(&o.grpcAddr, "grpc-addr", ":9091", "listen address of the gRPC reservation service (--role reservation)")
 	fs.StringVar(&o.reservationAddr, "reservation-addr", os.Getenv(envReservationAddr), "host:port of a reservation service (fsctl serve --role reservation) the api role reserves through over gRPC; empty runs the reserve scripts in-process (env "+envReservationAddr+")")
-	fs.StringVar(&o.grpcSec.Token, "grpc-token", os.Getenv(envGRPCToken), "shared secret of the reservation service: --role reservation refuses calls without it (its health service excepted), the api role sends it (env "+envGRPCToken+")")
+	secretString(fs, &o.grpcSec.Token, "grpc-token", envGRPCToken, "shared secret of the reservation service: --role reservation refuses calls without it (its health service excepted), the api role sends it")
 	fs.StringVar(&o.grpcSec.CertFile, "grpc-tls-cert", "", "TLS certificate (PEM) of the reservation service; with --grpc-tls-key it speaks TLS only (--role reservation)")
 	fs.StringVar(&o.grpcSec.KeyFile, "grpc-tls-key", "", "TLS key (PEM) of --grpc-tls-cert (--role reservation)")
 	fs.StringVar(&o.grpcSec.CAFile, "reservation-ca", "", "CA certificate (PEM) the api role verifies the reservation service's TLS certificate against; with it the api role speaks TLS to --reservation-addr")
-	fs.StringVar(&o.jwtSecret, "jwt-secret", defaultJWTSecret(), "HS256 secret of buyers' tokens (env "+envJWTSecret+")")
+	bindJWTSecret(fs, &o.jwtSecret, "HS256 secret of buyers' tokens")
 	fs.IntVar(&o.maxConns, "max-conns", d.MaxConns, "most client connections the checkout serves at once; beyond them a connection is shed (--shed-conns); 0 serves every one. Keep --max-conns plus --shed-conns below the open-file limit (ulimit -n)")
 	fs.IntVar(&o.shedConns, "shed-conns", d.ShedConns, "most connections beyond --max-conns that still get an answer, at once: 503 OVERLOADED with Retry-After and Connection: close (GET /healthz answers 200 there, so a liveness probe does not fail because the instance is busy); beyond those a connection is closed unanswered")
 	fs.DurationVar(&o.publishLinger, "publish-linger", 0, "ignored")
@@ -138,8 +138,8 @@ buyers' tokens or pause the sale with them.`,
 	fs.DurationVar(&o.startWait, "redis-wait", 30*time.Second, "the old name of --start-wait")
 	_ = fs.MarkDeprecated("redis-wait", "use --start-wait, which waits for PostgreSQL and Kafka too")
 	fs.BoolVar(&o.migrate, "migrate", true, "apply database migrations at start")
-	fs.StringVar(&o.adminToken, "admin-token", os.Getenv(envAdminToken), "operator token of /admin/v1; empty turns the admin API off (env "+envAdminToken+")")
-	fs.StringVar(&o.paymentURL, "payment-url", os.Getenv(envPaymentURL), "payment provider base URL; empty runs the bundled fake in-process (env "+envPaymentURL+")")
+	secretString(fs, &o.adminToken, "admin-token", envAdminToken, "operator token of /admin/v1; empty turns the admin API off")
+	addressString(fs, &o.paymentURL, "payment-url", os.Getenv(envPaymentURL), "payment provider base URL; empty runs the bundled fake in-process (env "+envPaymentURL+")")
 	fs.StringVar(&o.soldOut, "sold-out-flag", string(d.SoldOut), "local sold-out flag: off, verify (the reserve script on the buyer's home shard only, no borrowing: every answer stays the script's own) or trust (answer SOLD_OUT from memory)")
 	fs.BoolVar(&o.workers, "workers", true, "run the expiry job, orphaned-hold sweeper and payment claim resolver in this process")
 	lc := lifecycle.DefaultConfig()
@@ -149,8 +149,8 @@ buyers' tokens or pause the sale with them.`,
 	fs.DurationVar(&o.lifecycle.OrphanAge, "orphan-age", lc.OrphanAge, "age after which a hold with no order in PostgreSQL is re-published")
 	fs.DurationVar(&o.lifecycle.ClaimTimeout, "claim-timeout", lc.ClaimTimeout, "age after which an unfinished payment is settled with the provider")
 	fs.DurationVar(&o.lifecycle.ClaimAge, "sale-claim-age", lc.ClaimAge, "age after which a per-sale limit's claim that no live order holds is given back (a crash left it); keep it well above the longest purchase (publish timeout 5s + 2s)")
-	fs.StringVar(&o.roomRedisURL, "room-redis-url", os.Getenv(envRoomRedisURL), "Redis of the waiting rooms; empty uses --redis-url (env "+envRoomRedisURL+")")
-	fs.StringVar(&o.roomSecret, "room-secret", os.Getenv(envRoomSecret), "secret of admission tokens and proof-of-work challenges, the same on every instance; empty derives one from the JWT secret (env "+envRoomSecret+")")
+	addressString(fs, &o.roomRedisURL, "room-redis-url", os.Getenv(envRoomRedisURL), "Redis of the waiting rooms; empty uses --redis-url (env "+envRoomRedisURL+")")
+	secretString(fs, &o.roomSecret, "room-secret", envRoomSecret, "secret of admission tokens and proof-of-work challenges, the same on every instance; empty derives one from the JWT secret")
 	fs.StringVar(&o.clientIP, "client-ip-header", "", "header a trusted proxy puts the client address in (e.g. X-Forwarded-For), for per-address rate limits")
 	fs.IntVar(&o.redisBatch, "redis-batch", stock.DefaultBatchMax, "most commands of concurrent purchases sent to Redis in one pipeline (whatever arrives while one is in flight goes in the next); 0 sends each alone")
 	fs.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "Go's GC target (GOGC) for the server: heap growth allowed between collections, in percent; the GOGC environment variable, when set, wins")
@@ -179,6 +179,9 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 			return fmt.Errorf("--role %q: must be api, consumer or reservation", r)
 		}
 	}
+	// What the instance was given, as the marks show it: the addresses without their passwords and
+	// of each secret only that it is set.
+	log.Info("starting", append([]any{"roles", strings.Join(o.roles, ",")}, loggedFlags(cmd.Flags())...)...)
 	if slices.Contains(o.roles, "reservation") {
 		return serveReservation(cmd, o, log)
 	}

@@ -32,6 +32,7 @@ func newStackCmd() *cobra.Command {
 	}
 	f := cmd.PersistentFlags()
 	f.StringVar(&opts.cfg.Dir, "dir", opts.cfg.Dir, "folder for the services' data, logs and pidfiles (env "+stack.EnvStackDir+")")
+	showStackDir(f)
 	f.IntVar(&opts.cfg.RedisPort, "redis-port", opts.cfg.RedisPort, "Redis port on 127.0.0.1")
 	f.IntVar(&opts.cfg.PostgresPort, "postgres-port", opts.cfg.PostgresPort, "PostgreSQL port on 127.0.0.1")
 	f.IntVar(&opts.cfg.KafkaPort, "kafka-port", opts.cfg.KafkaPort, "Kafka broker port on 127.0.0.1")
@@ -42,7 +43,7 @@ func newStackCmd() *cobra.Command {
 	f.IntVar(&opts.cfg.RedisCluster.Port, "redis-cluster-port", stack.DefaultRedisClusterPort, "port of the cluster's first node on 127.0.0.1 (node i on port+i, its bus on port+i+10000)")
 	f.IntVar(&opts.cfg.KafkaCluster.Brokers, "kafka-brokers", 0, "also run a local replicated Kafka of this many KRaft brokers (3 to 9; topics get replication factor 3 and min.insync.replicas 2; remembered until the stack's kafka-cluster folder is deleted)")
 	f.IntVar(&opts.cfg.KafkaCluster.Port, "kafka-cluster-port", stack.DefaultKafkaClusterPort, "port of the Kafka cluster's first broker on 127.0.0.1 (broker i on port+i, its controller on port+100+i)")
-	f.BoolVar(&opts.cfg.Secure, "secure", false, "the stack in production posture: TLS only from a CA of its own, a password for every client (Redis ACL user, PostgreSQL SCRAM over verify-full TLS, Kafka SASL_SSL SCRAM-SHA-512); in ./"+stack.DefaultSecureDir+" on ports 16380, 15433, 19094/19095 unless --dir and the ports say otherwise; remembered by the folder")
+	f.BoolVar(&opts.cfg.Secure, "secure", false, "the stack in production posture: TLS only from a CA of its own, a password for every client (Redis ACL user, PostgreSQL SCRAM over verify-full TLS, Kafka SASL_SSL SCRAM-SHA-512); in ./"+stack.DefaultSecureDir+" on ports 16380, 15433, 19094/19095 unless the folder and ports are given; remembered by the folder")
 	f.BoolVar(&opts.cfg.Renew, "renew", false, "with up on a secure stack: issue a new server certificate and restart the services on it (done by itself 14 days before it expires)")
 	cmd.AddCommand(
 		&cobra.Command{

@@ -66,7 +66,7 @@ func TestPrivateStackKnowsItsPorts(t *testing.T) {
 	for _, want := range []string{
 		"export FSCTL_STACK_DIR=" + dir + "\n",
 		"export FSCTL_REDIS_URL=redis://" + redisAddr + "/0\n",
-		fmt.Sprintf("export FSCTL_POSTGRES_URL=postgres://fsctl@127.0.0.1:%d/fsctl", p[1]),
+		fmt.Sprintf("export FSCTL_POSTGRES_URL='postgres://fsctl@127.0.0.1:%d/fsctl?sslmode=disable'", p[1]),
 		fmt.Sprintf("export FSCTL_KAFKA_BROKERS=127.0.0.1:%d\n", p[2]),
 	} {
 		if !strings.Contains(out, want) {

@@ -31,7 +31,7 @@ func newTokenCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&secret, "jwt-secret", defaultJWTSecret(), "HS256 secret (env "+envJWTSecret+")")
+	bindJWTSecret(cmd.Flags(), &secret, "HS256 secret")
 	cmd.Flags().DurationVar(&ttl, "ttl", time.Hour, "how long the token is valid")
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/fsctl/fsctl/reach"
 	"github.com/fsctl/fsctl/tracing"
 )
 
@@ -19,7 +20,7 @@ type traceFlags struct {
 }
 
 func (t *traceFlags) bind(fs *pflag.FlagSet) {
-	fs.StringVar(&t.endpoint, "trace-endpoint", "", "send traces over OTLP to this collector, e.g. http://otel-collector:4318 (grpc with OTEL_EXPORTER_OTLP_PROTOCOL=grpc); empty: OTEL_EXPORTER_OTLP_ENDPOINT decides, and without it tracing is off")
+	addressString(fs, &t.endpoint, "trace-endpoint", "", "send traces over OTLP to this collector, e.g. http://otel-collector:4318 (grpc with OTEL_EXPORTER_OTLP_PROTOCOL=grpc); empty: OTEL_EXPORTER_OTLP_ENDPOINT decides, and without it tracing is off")
 	fs.Float64Var(&t.ratio, "trace-sample", tracing.DefaultRatio, "share of purchases traced whole, 0 to 1 (default OTEL_TRACES_SAMPLER_ARG when set); a caller's sampled traceparent is followed, and a request answered 5xx is always kept")
 	t.set = func() bool { return fs.Changed("trace-sample") }
 }
@@ -39,7 +40,7 @@ func (t *traceFlags) setup(ctx context.Context, service, version string, log *sl
 		return nil, usageError(err)
 	}
 	if p.Enabled() {
-		log.Info("tracing on", "endpoint", p.Endpoint, "sample", p.Ratio, "failures", "always kept")
+		log.Info("tracing on", "endpoint", reach.Redact(p.Endpoint), "sample", p.Ratio, "failures", "always kept")
 	}
 	return p, nil
 }

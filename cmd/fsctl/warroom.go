@@ -80,7 +80,7 @@ never fails. The live dashboard never exits on an alert.
 	bindItems(f, &o.wr.Items, "an item to watch (default every item the profile's sql.items returns)")
 	bindSale(f, &o.wr.Sale, "sale to watch (required)")
 	bindTargets(f, &o.wr.Servers, []string{"http://127.0.0.1:8080"}, "base URL of a checkout instance")
-	f.StringVar(&o.wr.AdminToken, "admin-token", os.Getenv(envAdminToken), "operator token for the control panel and actions (env "+envAdminToken+")")
+	secretString(f, &o.wr.AdminToken, "admin-token", envAdminToken, "operator token for the control panel and actions")
 	f.StringVar(&o.wr.OrdersTopic, "orders-topic", "", "orders topic (default the server's)")
 	f.StringVar(&o.wr.DeadLetterTopic, "dead-letter-topic", "", "dead-letter topic (default the server's)")
 	f.StringVar(&o.wr.ConsumerGroup, "consumer-group", "", "the order consumer's group (default the server's)")
