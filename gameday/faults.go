@@ -91,12 +91,7 @@ var faultKinds = map[string]faultKind{
 		func(m fields, p *parser) (Fault, error) {
 			f := redisMasterKill{Down: 2 * time.Second}
 			p.dur(m, "down", &f.Down)
-			if n := p.scalar(m, "wipe"); n != nil {
-				if n.Value != "true" && n.Value != "false" {
-					return nil, lineErr(n, "wipe %q: want true or false", n.Value)
-				}
-				f.Wipe = n.Value == "true"
-			}
+			p.bool(m, "wipe", &f.Wipe)
 			return f, nil
 		}},
 	"postgres-stop": {[]string{"for"}, "stop PostgreSQL (fast shutdown) and start it again after `for`",
@@ -123,12 +118,7 @@ var faultKinds = map[string]faultKind{
 			if m.get("jitter") != nil {
 				p.dur(m, "jitter", &f.Jitter)
 			}
-			if n := p.scalar(m, "outage"); n != nil {
-				f.Outage = n.Value == "true"
-				if n.Value != "true" && n.Value != "false" {
-					return nil, lineErr(n, "outage %q: want true or false", n.Value)
-				}
-			}
+			p.bool(m, "outage", &f.Outage)
 			p.dur(m, "for", &f.For)
 			if p.err == nil && !f.Outage && f.DeclineRate < 0 && f.ErrorRate < 0 && f.Latency < 0 && f.Jitter < 0 {
 				return nil, lineErr(m.node, "payment: say what changes (declineRate, errorRate, latency, jitter or outage: true)")

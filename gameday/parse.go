@@ -3,61 +3,38 @@ package gameday
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/fsctl/fsctl/yamlfield"
 )
 
-// LineError is a problem with a scenario file, at the line it was found.
-type LineError struct {
-	Line int
-	Msg  string
-}
-
-func (e *LineError) Error() string {
-	if e.Line <= 0 {
-		return e.Msg
-	}
-	return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
-}
-
+// lineErr is a problem with a scenario file at node n's line that no one field holds.
 func lineErr(n *yaml.Node, format string, args ...any) error {
-	return &LineError{Line: n.Line, Msg: fmt.Sprintf(format, args...)}
+	return &yamlfield.Error{Line: n.Line, Err: fmt.Errorf(format, args...)}
 }
 
-// LoadFile reads and parses a scenario file; errors name the file and the line.
+// LoadFile reads and parses a scenario file. A file that cannot be read is os.ReadFile's error;
+// one that is read but wrong is a *yamlfield.Error naming the file and the line.
 func LoadFile(path string) (Scenario, error) {
-	b, err := os.ReadFile(path)
+	return yamlfield.Load(path, Parse)
+}
+
+// Parse reads a scenario. Unknown keys, missing ones and values of the wrong kind are
+// *yamlfield.Errors that name their line, in the words every fsctl file uses; defaults fill what
+// may be left out.
+func Parse(b []byte) (Scenario, error) {
+	doc, err := yamlfield.Parse(b)
 	if err != nil {
 		return Scenario{}, err
 	}
-	s, err := Parse(b)
-	if err != nil {
-		return s, fmt.Errorf("%s: %w", path, err)
+	if yamlfield.Empty(doc) {
+		return Scenario{}, &yamlfield.Error{Line: 1, Err: errors.New("empty scenario")}
 	}
-	return s, nil
-}
-
-// Parse reads a scenario. Unknown keys, missing ones and values of the wrong kind are errors that
-// name their line; defaults fill what may be left out.
-func Parse(b []byte) (Scenario, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		var te *yaml.TypeError
-		if errors.As(err, &te) {
-			return Scenario{}, &LineError{Msg: strings.Join(te.Errors, "; ")}
-		}
-		line, msg := yamlErrLine(err.Error())
-		return Scenario{}, &LineError{Line: line, Msg: msg}
-	}
-	if len(doc.Content) == 0 {
-		return Scenario{}, &LineError{Line: 1, Msg: "empty scenario"}
-	}
-	root, err := mapping(doc.Content[0], "name", "seed", "sale", "servers", "buyers", "rate", "ramp",
+	root, err := mapping(doc.Content[0], "", "name", "seed", "sale", "servers", "buyers", "rate", "ramp",
 		"pay", "cancel", "retries", "replays", "settle", "budget", "steps")
 	if err != nil {
 		return Scenario{}, err
@@ -79,7 +56,7 @@ func Parse(b []byte) (Scenario, error) {
 		return s, p.err
 	}
 	if n := root.get("budget"); n != nil {
-		bm, err := mapping(n, "undecided", "outage")
+		bm, err := mapping(n, "budget", "undecided", "outage")
 		if err != nil {
 			return s, err
 		}
@@ -108,8 +85,8 @@ func Parse(b []byte) (Scenario, error) {
 		if n.Kind != yaml.SequenceNode {
 			return s, lineErr(n, "steps: want a list of steps")
 		}
-		for _, sn := range n.Content {
-			st, err := parseStep(sn)
+		for i, sn := range n.Content {
+			st, err := parseStep(sn, fmt.Sprintf("steps[%d]", i))
 			if err != nil {
 				return s, err
 			}
@@ -120,7 +97,7 @@ func Parse(b []byte) (Scenario, error) {
 }
 
 func parseSale(n *yaml.Node) (SaleSpec, error) {
-	m, err := mapping(n, "id", "holdTTL", "perUserLimit", "items", "room")
+	m, err := mapping(n, "sale", "id", "holdTTL", "perUserLimit", "items", "room")
 	if err != nil {
 		return SaleSpec{}, err
 	}
@@ -133,7 +110,7 @@ func parseSale(n *yaml.Node) (SaleSpec, error) {
 		return sp, p.err
 	}
 	if rn := m.get("room"); rn != nil {
-		rm, err := mapping(rn, "admissionRate", "maxActive", "powDifficulty")
+		rm, err := mapping(rn, "sale.room", "admissionRate", "maxActive", "powDifficulty")
 		if err != nil {
 			return sp, err
 		}
@@ -155,8 +132,8 @@ func parseSale(n *yaml.Node) (SaleSpec, error) {
 	if items == nil || items.Kind != yaml.SequenceNode || len(items.Content) == 0 {
 		return sp, lineErr(n, "sale: want items, a list of at least one {id, quantity}")
 	}
-	for _, in := range items.Content {
-		im, err := mapping(in, "id", "quantity", "shards")
+	for i, in := range items.Content {
+		im, err := mapping(in, fmt.Sprintf("sale.items[%d]", i), "id", "quantity", "shards")
 		if err != nil {
 			return sp, err
 		}
@@ -177,21 +154,25 @@ func parseSale(n *yaml.Node) (SaleSpec, error) {
 	return sp, nil
 }
 
-func parseStep(n *yaml.Node) (Step, error) {
+func parseStep(n *yaml.Node, path string) (Step, error) {
 	if n.Kind != yaml.MappingNode {
 		return Step{}, lineErr(n, "step: want a mapping with at and fault")
 	}
 	// The fault decides which other keys it takes, so the keys are checked in two passes.
-	all := fieldsOf(n)
+	all := fieldsOf(n, path)
 	fn := all.get("fault")
 	if fn == nil {
 		return Step{}, lineErr(n, "step: missing \"fault\" (one of %s)", strings.Join(FaultNames(), ", "))
 	}
 	kind, ok := faultKinds[fn.Value]
 	if !ok {
-		return Step{}, lineErr(fn, "unknown fault %q (want one of %s)", fn.Value, strings.Join(FaultNames(), ", "))
+		hint := ""
+		if near := yamlfield.Suggest(fn.Value, FaultNames()); near != "" {
+			hint = "did you mean " + near + "? "
+		}
+		return Step{}, lineErr(fn, "unknown fault %q (%swant one of %s)", fn.Value, hint, strings.Join(FaultNames(), ", "))
 	}
-	m, err := mapping(n, append([]string{"at", "jitter", "fault"}, kind.params...)...)
+	m, err := mapping(n, path, append([]string{"at", "jitter", "fault"}, kind.params...)...)
 	if err != nil {
 		return Step{}, err
 	}
@@ -211,43 +192,49 @@ func parseStep(n *yaml.Node) (Step, error) {
 	return st, p.err
 }
 
-// fields is a YAML mapping by key, keeping the nodes for their lines.
+// fields is a YAML mapping by key, keeping the nodes for their lines and its path for messages.
 type fields struct {
 	node *yaml.Node
+	path string
 	keys map[string]*yaml.Node
 }
 
 func (f fields) get(k string) *yaml.Node { return f.keys[k] }
 
-func fieldsOf(n *yaml.Node) fields {
-	f := fields{node: n, keys: map[string]*yaml.Node{}}
+// field is key k's path in the file, as messages name it.
+func (f fields) field(k string) string {
+	if f.path == "" {
+		return k
+	}
+	return f.path + "." + k
+}
+
+func fieldsOf(n *yaml.Node, path string) fields {
+	f := fields{node: n, path: path, keys: map[string]*yaml.Node{}}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		f.keys[n.Content[i].Value] = n.Content[i+1]
 	}
 	return f
 }
 
-// mapping checks n is a mapping of only the allowed keys, each once.
-func mapping(n *yaml.Node, allowed ...string) (fields, error) {
-	if n.Kind != yaml.MappingNode {
-		return fields{}, lineErr(n, "want a mapping of %s", strings.Join(allowed, ", "))
+// mapping checks n is a mapping, at path, of only the allowed keys, each once.
+func mapping(n *yaml.Node, path string, allowed ...string) (fields, error) {
+	if err := yamlfield.CheckKeys(n, path, allowed); err != nil {
+		return fields{}, err
 	}
-	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k := n.Content[i]
-		if !slices.Contains(allowed, k.Value) {
-			return fields{}, lineErr(k, "unknown key %q (want one of %s)", k.Value, strings.Join(allowed, ", "))
-		}
-		if seen[k.Value] {
-			return fields{}, lineErr(k, "key %q given twice", k.Value)
-		}
-		seen[k.Value] = true
-	}
-	return fieldsOf(n), nil
+	return fieldsOf(n, path), nil
 }
 
-// parser reads typed values, keeping the first error.
+// parser reads typed values, keeping the first error; a value of the wrong kind is said as
+// every fsctl file says it (yamlfield's words), a value out of range names the range.
 type parser struct{ err error }
+
+// fail keeps the first error: err about key k of m, at node n.
+func (p *parser) fail(m fields, k string, n *yaml.Node, err error) {
+	if p.err == nil {
+		p.err = yamlfield.At(n, m.field(k), err)
+	}
+}
 
 func (p *parser) scalar(m fields, k string) *yaml.Node {
 	n := m.get(k)
@@ -255,7 +242,7 @@ func (p *parser) scalar(m fields, k string) *yaml.Node {
 		return nil
 	}
 	if n.Kind != yaml.ScalarNode {
-		p.err = lineErr(n, "%s: want a single value", k)
+		p.fail(m, k, n, errors.New("want a single value, not a list or a mapping"))
 		return nil
 	}
 	return n
@@ -285,23 +272,33 @@ func (p *parser) int(m fields, k string, dst *int, lo, hi int) {
 	if n == nil {
 		return
 	}
-	v, err := strconv.Atoi(strings.ReplaceAll(n.Value, "_", ""))
-	if err != nil {
-		p.err = lineErr(n, "%s %q: want a whole number", k, n.Value)
-		return
+	v, err := yamlfield.Int(n)
+	switch {
+	case err != nil:
+		p.fail(m, k, n, err)
+	case v < int64(lo) || v > int64(hi):
+		p.fail(m, k, n, fmt.Errorf("want %d..%d, not %d", lo, hi, v))
+	default:
+		*dst = int(v)
 	}
-	if v < lo || v > hi {
-		p.err = lineErr(n, "%s %d: want %d..%d", k, v, lo, hi)
-		return
-	}
-	*dst = v
 }
 
 func (p *parser) uint(m fields, k string, dst *uint64) {
 	if n := p.scalar(m, k); n != nil {
-		v, err := strconv.ParseUint(n.Value, 10, 64)
+		v, err := yamlfield.Uint(n)
 		if err != nil {
-			p.err = lineErr(n, "%s %q: want a number >= 0", k, n.Value)
+			p.fail(m, k, n, err)
+			return
+		}
+		*dst = v
+	}
+}
+
+func (p *parser) bool(m fields, k string, dst *bool) {
+	if n := p.scalar(m, k); n != nil {
+		v, err := yamlfield.Bool(n)
+		if err != nil {
+			p.fail(m, k, n, err)
 			return
 		}
 		*dst = v
@@ -310,48 +307,40 @@ func (p *parser) uint(m fields, k string, dst *uint64) {
 
 func (p *parser) dur(m fields, k string, dst *time.Duration) {
 	if n := p.scalar(m, k); n != nil {
-		v, err := time.ParseDuration(n.Value)
-		if err != nil || v < 0 {
-			p.err = lineErr(n, "%s %q: want a duration like 2s or 500ms", k, n.Value)
-			return
+		v, err := yamlfield.Duration(n)
+		switch {
+		case err != nil:
+			p.fail(m, k, n, err)
+		case v < 0:
+			p.fail(m, k, n, fmt.Errorf("%s: must not be negative", v))
+		default:
+			*dst = v
 		}
-		*dst = v
 	}
 }
 
 func (p *parser) share(m fields, k string, dst *float64) {
 	if n := p.scalar(m, k); n != nil {
-		v, err := strconv.ParseFloat(n.Value, 64)
+		v, err := yamlfield.Float(n)
 		if err != nil || v < 0 || v > 1 {
-			p.err = lineErr(n, "%s %q: want a share in 0..1", k, n.Value)
+			p.fail(m, k, n, fmt.Errorf("%q is not a share: write it between 0 and 1, like 0.25", n.Value))
 			return
 		}
 		*dst = v
 	}
 }
 
-// rate reads "250/s" or a plain number of buyers per second.
+// rate reads "250/s", "600/m" or a plain number of buyers per second.
 func (p *parser) rate(m fields, k string, dst *float64) {
 	if n := p.scalar(m, k); n != nil {
-		v, err := strconv.ParseFloat(strings.TrimSuffix(n.Value, "/s"), 64)
-		if err != nil || v <= 0 {
-			p.err = lineErr(n, "%s %q: want buyers per second, e.g. 250/s", k, n.Value)
-			return
+		v, err := yamlfield.Rate(n)
+		switch {
+		case err != nil:
+			p.fail(m, k, n, err)
+		case v == 0:
+			p.fail(m, k, n, fmt.Errorf("%s: want more than 0 buyers per second", n.Value))
+		default:
+			*dst = v
 		}
-		*dst = v
 	}
-}
-
-// yamlErrLine splits yaml.v3's syntax errors ("yaml: line 7: did not find ...") into line and message.
-func yamlErrLine(msg string) (int, string) {
-	_, rest, ok := strings.Cut(msg, "line ")
-	if !ok {
-		return 0, msg
-	}
-	end := strings.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' })
-	if end < 0 {
-		end = len(rest)
-	}
-	n, _ := strconv.Atoi(rest[:end])
-	return n, strings.TrimPrefix(rest[end:], ": ")
 }

@@ -3,9 +3,11 @@ package gameday
 import (
 	"errors"
 	"testing"
+
+	"github.com/fsctl/fsctl/yamlfield"
 )
 
-// FuzzParse: any input either parses to a scenario or fails with a LineError, never a panic.
+// FuzzParse: any input either parses to a scenario or fails with a *yamlfield.Error, never a panic.
 func FuzzParse(f *testing.F) {
 	f.Add(DefaultYAML())
 	f.Add([]byte("name: x\nsale:\n  items:\n    - {id: a, quantity: 10}\nbuyers: 10\nrate: 5/s\n"))
@@ -14,9 +16,9 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		sc, err := Parse(b)
 		if err != nil {
-			var le *LineError
+			var le *yamlfield.Error
 			if !errors.As(err, &le) {
-				t.Fatalf("error %v (%T) is not a LineError", err, err)
+				t.Fatalf("error %v (%T) is not a *yamlfield.Error", err, err)
 			}
 			return
 		}

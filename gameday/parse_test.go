@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fsctl/fsctl/yamlfield"
 )
 
 func TestDefaultScenarioIsTheExample(t *testing.T) {
@@ -95,20 +97,26 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 		line      int
 		want      string
 	}{
-		{"unknown key", base + "sellers: 3\n", 7, `unknown key "sellers"`},
+		{"unknown key", base + "colour: red\n", 7, `colour: unknown key (known: name, seed, sale,`},
+		{"near miss", base + "stepz: []\n", 7, `stepz: unknown key (did you mean steps? known: name, seed,`},
+		{"nested near miss", strings.Replace(base, "quantity: 10", "quantty: 10", 1), 4, `sale.items[0].quantty: unknown key (did you mean quantity? known: id, quantity, shards)`},
+		{"fault near miss", base + "steps:\n  - at: 1s\n    fault: kafka-kil\n", 9, `unknown fault "kafka-kil" (did you mean kafka-kill?`},
 		{"unknown fault", base + "steps:\n  - at: 1s\n    fault: meteor\n", 9, `unknown fault "meteor"`},
 		{"missing at", base + "steps:\n  - fault: server-add\n", 8, `missing "at"`},
-		{"bad duration", base + "steps:\n  - at: soon\n    fault: server-add\n", 8, `at "soon": want a duration`},
-		{"param of another fault", base + "steps:\n  - at: 1s\n    fault: server-add\n    down: 2s\n", 10, `unknown key "down"`},
-		{"bad share", base + "pay: 1.5\n", 7, `pay "1.5": want a share`},
+		{"bad duration", base + "steps:\n  - at: soon\n    fault: server-add\n", 8, `steps[0].at: "soon" is not a duration: write it like 90s, 10m or 1h30m`},
+		{"duration in words", base + "settle: 10 minutes\n", 7, `settle: "10 minutes" is not a duration`},
+		{"param of another fault", base + "steps:\n  - at: 1s\n    fault: server-add\n    down: 2s\n", 10, `steps[0].down: unknown key (known: at, jitter, fault)`},
+		{"bad share", base + "pay: 1.5\n", 7, `pay: "1.5" is not a share`},
 		{"pay and cancel over 1", base + "pay: 0.7\ncancel: 0.5\n", 7, "more than 1"},
-		{"bad rate", strings.Replace(base, "5/s", "fast", 1), 6, `rate "fast"`},
-		{"zero quantity", strings.Replace(base, "quantity: 10", "quantity: 0", 1), 4, "quantity 0: want 1..10000000"},
+		{"bad rate", strings.Replace(base, "5/s", "fast", 1), 6, `rate: "fast" is not a rate: write it like 250/s`},
+		{"zero rate", strings.Replace(base, "5/s", "0/s", 1), 6, `rate: 0/s: want more than 0`},
+		{"zero quantity", strings.Replace(base, "quantity: 10", "quantity: 0", 1), 4, "sale.items[0].quantity: want 1..10000000, not 0"},
+		{"buyers in words", strings.Replace(base, "buyers: 10", "buyers: many", 1), 5, `buyers: "many" is not a whole number`},
 		{"payment without a change", base + "steps:\n  - at: 1s\n    fault: payment\n", 8, "say what changes"},
-		{"outage not a bool", base + "steps:\n  - {at: 1s, fault: payment, outage: maybe}\n", 8, `outage "maybe"`},
+		{"outage not a bool", base + "steps:\n  - {at: 1s, fault: payment, outage: maybe}\n", 8, `steps[0].outage: "maybe" is not true or false`},
 		{"missing sale", "buyers: 10\nrate: 5/s\n", 1, `missing "sale"`},
 		{"hold too short", strings.Replace(base, "sale:\n", "sale:\n  holdTTL: 10ms\n", 1), 3, "holdTTL 10ms: at least 1s"},
-		{"duplicate key", base + "buyers: 20\n", 7, `key "buyers" given twice`},
+		{"duplicate key", base + "buyers: 20\n", 7, `buyers: given twice (first at line 5)`},
 		{"syntax", base + "steps: [\n", 7, "did not find expected node content"},
 		{"steps not a list", base + "steps: kafka-kill\n", 7, "want a list"},
 		{"freeze without a service", base + "steps:\n  - {at: 1s, fault: freeze, for: 1s}\n", 8, "say which service"},
@@ -119,11 +127,11 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse([]byte(tt.doc))
-			var le *LineError
+			var le *yamlfield.Error
 			if !errors.As(err, &le) {
-				t.Fatalf("err = %v, want a LineError", err)
+				t.Fatalf("err = %v, want a *yamlfield.Error", err)
 			}
-			if le.Line != tt.line || !strings.Contains(le.Msg, tt.want) {
+			if le.Line != tt.line || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %q (line %d), want line %d containing %q", err, le.Line, tt.line, tt.want)
 			}
 			if !strings.HasPrefix(err.Error(), "line ") {
@@ -139,7 +147,7 @@ func TestLoadFileNamesTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := LoadFile(path)
-	if err == nil || !strings.Contains(err.Error(), path+": line 2: buyers \"many\"") {
+	if err == nil || !strings.Contains(err.Error(), path+": line 2: buyers: \"many\" is not a whole number") {
 		t.Errorf("err = %v", err)
 	}
 }

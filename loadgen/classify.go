@@ -1,10 +1,9 @@
 package loadgen
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/yamlfield"
 )
 
 // Outcomes a buyer can end with besides the server's own codes: the rules' fallbacks for an
@@ -63,42 +63,55 @@ type Classifier struct {
 	needJSON   bool
 }
 
-// LoadClassifier reads a classification file.
+// LoadClassifier reads a classification file. A file that cannot be read is os.ReadFile's
+// error; one that is read but wrong is a *yamlfield.Error naming the file, line and field.
 func LoadClassifier(path string) (*Classifier, error) {
-	b, err := os.ReadFile(path)
+	return yamlfield.Load(path, ParseClassifier)
+}
+
+// ParseClassifier compiles a classification from YAML; a mistake is a *yamlfield.Error at its line.
+func ParseClassifier(b []byte) (*Classifier, error) {
+	doc, err := yamlfield.Parse(b)
 	if err != nil {
 		return nil, err
 	}
-	c, err := ParseClassifier(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if yamlfield.Empty(doc) {
+		return nil, yamlfield.Errorf("", "the file is empty: give rules (see examples/classify.yaml)")
 	}
-	return c, nil
+	return compile(doc.Content[0], "")
 }
 
-// ParseClassifier compiles a classification from YAML.
-func ParseClassifier(b []byte) (*Classifier, error) {
+// compile reads the classification at n, a document or a profile's classify section whose
+// fields are named below path.
+func compile(n *yaml.Node, path string) (*Classifier, error) {
 	var cfg ClassifyConfig
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil {
-		return nil, fmt.Errorf("classification: %w", err)
+	if err := yamlfield.DecodeNode(n, path, &cfg); err != nil {
+		return nil, err
+	}
+	fail := func(field, format string, args ...any) error {
+		fe := yamlfield.Errorf(field, format, args...)
+		fe.Line = yamlfield.Line(n, field)
+		if path != "" {
+			fe.Field = path + "." + field
+		}
+		return fe
 	}
 	c := &Classifier{orderField: splitPath(cfg.OrderIDField)}
 	for i, r := range cfg.Rules {
+		rule := fmt.Sprintf("rules[%d]", i)
 		if named := Outcomes()[:9]; !slices.Contains(named, r.Outcome) {
-			return nil, fmt.Errorf("rule %d: outcome %q is not one of %v", i+1, r.Outcome, named)
+			return nil, fail(rule+".outcome", "%q is not one of %v", r.Outcome, named)
 		}
 		if r.Status == 0 && r.Field == "" && r.Match == "" {
-			return nil, fmt.Errorf("rule %d: give at least one of status, field, match", i+1)
+			return nil, fail(rule, "give at least one of status, field, match")
 		}
 		if r.Value != nil && r.Field == "" {
-			return nil, fmt.Errorf("rule %d: value without field", i+1)
+			return nil, fail(rule+".value", "value without field")
 		}
 		if r.Match != "" {
 			re, err := regexp.Compile(r.Match)
 			if err != nil {
-				return nil, fmt.Errorf("rule %d: match: %w", i+1, err)
+				return nil, fail(rule+".match", "%v", err)
 			}
 			r.re = re
 		}
@@ -166,12 +179,15 @@ func lookup(doc any, path []string) string {
 	return ""
 }
 
-// ClassifierFor compiles a target profile's classify section; a rule's problem names the
-// section's line in the profile.
+// ClassifierFor compiles a target profile's classify section; a rule's problem names its line
+// in the profile's file and its field below classify.
 func ClassifierFor(p *profile.Profile) (*Classifier, error) {
-	c, err := ParseClassifier(p.Classify.Raw)
-	if err != nil {
-		return nil, &profile.FieldError{Field: "classify", Line: p.Classify.Line, Err: err}
+	if p.Classify.Empty() {
+		return nil, &profile.FieldError{File: p.Source(), Field: "classify", Err: errors.New("missing: give the rules that map the target's answers to outcomes")}
 	}
-	return c, nil
+	c, err := compile(p.Classify.Node, "classify")
+	if fe, ok := err.(*yamlfield.Error); ok && fe.File == "" {
+		fe.File = p.Source()
+	}
+	return c, err
 }

@@ -1,11 +1,14 @@
 package loadgen_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/yamlfield"
 )
 
 // bundledRules is the bundled server's classification: the classify section of its profile,
@@ -76,18 +79,48 @@ rules:
 }
 
 func TestClassificationFileErrors(t *testing.T) {
-	for name, yaml := range map[string]string{
-		"unknown outcome": `rules: [{status: 200, outcome: HAPPY}]`,
-		"client outcome":  `rules: [{status: 200, outcome: TIMEOUT}]`,
-		"no condition":    `rules: [{outcome: SOLD_OUT}]`,
-		"value alone":     `rules: [{value: x, outcome: SOLD_OUT}]`,
-		"bad regexp":      `rules: [{match: "(", outcome: SOLD_OUT}]`,
-		"unknown key":     `rules: [{stauts: 410, outcome: SOLD_OUT}]`,
-		"not yaml":        `rules: [`,
+	for name, c := range map[string]struct{ yaml, want string }{
+		"unknown outcome": {`rules: [{status: 200, outcome: HAPPY}]`, `line 1: rules[0].outcome: "HAPPY" is not one of`},
+		"client outcome":  {"rules:\n  - {status: 200, outcome: RESERVED}\n  - {status: 200, outcome: TIMEOUT}", `line 3: rules[1].outcome: "TIMEOUT"`},
+		"no condition":    {`rules: [{outcome: SOLD_OUT}]`, "rules[0]: give at least one of status, field, match"},
+		"value alone":     {`rules: [{status: 200, value: x, outcome: SOLD_OUT}]`, "rules[0].value: value without field"},
+		"bad regexp":      {`rules: [{match: "(", outcome: SOLD_OUT}]`, "rules[0].match: error parsing regexp"},
+		"unknown key":     {"rules:\n  - stauts: 410\n    outcome: SOLD_OUT\n", "line 2: rules[0].stauts: unknown key (did you mean status? known: status, field, value, match, outcome)"},
+		"status in words": {"rules:\n  - status: gone\n    outcome: SOLD_OUT\n", `line 2: rules[0].status: "gone" is not a whole number`},
+		"not yaml":        {`rules: [`, "line 1: did not find expected node content"},
+		"empty":           {"", "the file is empty"},
 	} {
-		if _, err := loadgen.ParseClassifier([]byte(yaml)); err == nil {
-			t.Errorf("%s: accepted", name)
+		_, err := loadgen.ParseClassifier([]byte(c.yaml))
+		var fe *yamlfield.Error
+		if !errors.As(err, &fe) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want a *yamlfield.Error containing %q", name, err, c.want)
 		}
+	}
+}
+
+// TestProfileClassifyNamesItsLine: a rule of a profile's classify section is named by its path
+// and line in the profile's file.
+func TestProfileClassifyNamesItsLine(t *testing.T) {
+	p, err := profile.Parse([]byte(`name: shop
+purchase: {url: "/buy/${item}"}
+token: {type: none}
+classify:
+  rules:
+    - {status: 202, outcome: RESERVED}
+    - {status: 410, outcome: GONE}
+redis: {stock: "stock:${item}"}
+sql:
+  items: SELECT id FROM items
+  item: SELECT quantity, sold FROM items WHERE id = @item
+  live: SELECT count(*) FROM orders WHERE item_id = @item
+  userOrders: SELECT id, status FROM orders WHERE item_id = @item AND user_id = @user
+`), "shop.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = loadgen.ClassifierFor(p)
+	if err == nil || !strings.HasPrefix(err.Error(), `shop.yaml: line 7: classify.rules[1].outcome: "GONE" is not one of`) {
+		t.Fatalf("got %v", err)
 	}
 }
 

@@ -3,23 +3,19 @@ package profile
 import "gopkg.in/yaml.v3"
 
 // Classify is the profile's classify section, kept as YAML: blast compiles it (the rules are
-// blast's), and reports a rule's problem at Line.
+// blast's), and a rule's problem names its own line in the profile.
 type Classify struct {
-	// Raw is the section re-encoded as a classification file.
-	Raw []byte
-	// Line is where the section starts in the profile.
-	Line int
+	// Node is the section as the profile's file holds it, lines and all.
+	Node *yaml.Node
 }
 
 // UnmarshalYAML keeps the section as it is.
 func (c *Classify) UnmarshalYAML(n *yaml.Node) error {
-	b, err := yaml.Marshal(n)
-	if err != nil {
-		return err
-	}
-	c.Raw, c.Line = b, n.Line
+	c.Node = n
 	return nil
 }
 
 // Empty reports whether the profile leaves classification out.
-func (c Classify) Empty() bool { return len(c.Raw) == 0 }
+func (c Classify) Empty() bool {
+	return c.Node == nil || c.Node.Kind == yaml.ScalarNode && c.Node.ShortTag() == "!!null"
+}

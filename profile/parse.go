@@ -1,18 +1,12 @@
 package profile
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"slices"
 	"strings"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/fsctl/fsctl/profiles"
 	"github.com/fsctl/fsctl/yamlfield"
@@ -34,43 +28,31 @@ func Default() *Profile {
 	return p
 }
 
-// Load reads a profile file; an empty path is the bundled server's profile.
+// Load reads a profile file; an empty path is the bundled server's profile. A file that cannot
+// be read is os.ReadFile's error; one that is read but wrong is a *FieldError naming the file.
 func Load(path string) (*Profile, error) {
 	if path == "" {
 		return Default(), nil
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("profile: %w", err)
-	}
-	p, err := Parse(b, path, filepath.Dir(path))
-	if err != nil {
-		return nil, fmt.Errorf("profile %s: %w", path, err)
-	}
-	return p, nil
+	return yamlfield.Load(path, func(b []byte) (*Profile, error) { return Parse(b, path, filepath.Dir(path)) })
 }
 
-// Parse reads and validates a profile. Relative file names in it are relative to dir. Errors
-// name the line: yaml's own for syntax and unknown fields, and a *FieldError (field path and
-// line) for a value that does not validate.
+// Parse reads and validates a profile. Relative file names in it are relative to dir. Every
+// mistake is a *FieldError naming its line: a syntax error, an unknown key (with the known ones),
+// a value of the wrong kind, a value that does not validate.
 func Parse(b []byte, source, dir string) (*Profile, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
+	p := &Profile{dir: dir, source: source}
+	doc, err := yamlfield.Decode(b, p)
+	if err != nil {
 		return nil, err
 	}
-	if len(doc.Content) == 0 {
-		return nil, errors.New("empty profile: give at least name, purchase, token, classify, redis and sql")
-	}
-	p := &Profile{dir: dir, source: source}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(p); err != nil {
-		return nil, explainTypeError(err)
+	if yamlfield.Empty(doc) {
+		return nil, yamlfield.Errorf("", "the file is empty: give at least name, purchase, token, classify, redis and sql")
 	}
 	if err := p.validate(); err != nil {
 		var fe *FieldError
 		if errors.As(err, &fe) && fe.Line == 0 {
-			fe.Line = yamlfield.Line(&doc, fe.Field)
+			fe.Line = yamlfield.Line(doc, fe.Field)
 		}
 		return nil, err
 	}
@@ -295,44 +277,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// unknownField is yaml's message for a misspelt field, in Go's words.
-var unknownField = regexp.MustCompile(`field (\S+) not found in type profile\.(\w+)`)
-
-// explainTypeError says yaml's complaints in the profile's words: "line 7: unknown field keyfile
-// (token has: type, secret, ...)" rather than a Go type name.
-func explainTypeError(err error) error {
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
-		return err
-	}
-	msgs := make([]string, len(te.Errors))
-	for i, m := range te.Errors {
-		msgs[i] = unknownField.ReplaceAllStringFunc(m, func(s string) string {
-			sub := unknownField.FindStringSubmatch(s)
-			return fmt.Sprintf("unknown field %s (%s)", sub[1], knownFields(sub[2]))
-		})
-	}
-	return errors.New(strings.Join(msgs, "; "))
-}
-
-// knownFields lists the fields a section of the profile has, by its Go type's name.
-func knownFields(typeName string) string {
-	var t reflect.Type
-	for _, v := range []any{Profile{}, Purchase{}, Token{}, HTTP{}, Redis{}, SQL{}, Limits{}, Kafka{}, Fix{}} {
-		if reflect.TypeOf(v).Name() == typeName {
-			t = reflect.TypeOf(v)
-		}
-	}
-	if t == nil {
-		return "see docs/profiles.md"
-	}
-	var names []string
-	for i := range t.NumField() {
-		if tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]; tag != "" && tag != "-" {
-			names = append(names, tag)
-		}
-	}
-	return "known here: " + strings.Join(names, ", ")
 }

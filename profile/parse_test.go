@@ -85,7 +85,10 @@ func TestParseNamesFieldAndLine(t *testing.T) {
 		{"buyers fix without keys", "sql:", "fix: {buyers: recount}\nsql:", "fix.buyers: recount needs redis.buyers and sql.liveBuyers"},
 		{"deep with fix", "name: shop", "name: shop\ndeep: fsctl\nfix: {stock: recount}", "fix: a deep target's stock and buyers are repaired"},
 		{"deep other", "name: shop", "name: shop\ndeep: spring", `line 2: deep: "spring": the only deep target is "fsctl"`},
-		{"unknown field", "name: shop", "name: shop\nnmae: x", "line 2: unknown field nmae (known here: name, description, deep, purchase"},
+		{"unknown field", "name: shop", "name: shop\nnmae: x", "line 2: nmae: unknown key (did you mean name? known: name, description, deep, purchase"},
+		{"unknown nested field", "  secretEnv: SHOP_SECRET", "  secretEnv: SHOP_SECRET\n  keyfile: k.pem", "line 9: token.keyfile: unknown key (did you mean keyFile? known: type, secret, secretEnv, keyFile, file, claims, ttl)"},
+		{"ttl in words", "  secretEnv: SHOP_SECRET", "  secretEnv: SHOP_SECRET\n  ttl: 2 hours", `line 9: token.ttl: "2 hours" is not a duration: write it like 90s, 10m or 1h30m`},
+		{"header not text", "Authorization: Bearer ${token}", "Authorization: [a, b]", "line 5: purchase.headers.Authorization: want a single value, not a list"},
 		{"bad health path", "sql:", "http: {health: health}\nsql:", `http.health: "health": want a path starting with /`},
 		{"negative limit", "sql:", "limits: {perUser: -1}\nsql:", "limits.perUser: -1: must be at least 1"},
 	}
@@ -99,9 +102,12 @@ func TestParseNamesFieldAndLine(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want it to contain %q", err, c.want)
 			}
+			if strings.Contains(err.Error(), "profile.") || strings.Contains(err.Error(), "!!") {
+				t.Fatalf("names a Go type: %v", err)
+			}
 		})
 	}
-	if _, err := Parse(nil, "empty", ""); err == nil || !strings.Contains(err.Error(), "empty profile") {
+	if _, err := Parse(nil, "empty", ""); err == nil || !strings.Contains(err.Error(), "the file is empty") {
 		t.Fatalf("empty profile: %v", err)
 	}
 }
@@ -114,10 +120,22 @@ func TestParseFieldErrorIsTyped(t *testing.T) {
 	}
 }
 
-func TestLoadMissingFile(t *testing.T) {
-	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
-	if !errors.Is(err, os.ErrNotExist) {
+// TestLoadTellsUnreadableFromWrong: a missing file is the file system's error, a file read but
+// wrong is a *FieldError naming the file once.
+func TestLoadTellsUnreadableFromWrong(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Load(filepath.Join(dir, "nope.yaml"))
+	var fe *FieldError
+	if !errors.Is(err, os.ErrNotExist) || errors.As(err, &fe) {
 		t.Fatalf("missing file: %v", err)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte(strings.Replace(base, "name: shop", "name: shop\nnmae: x", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(bad)
+	if !errors.As(err, &fe) || !strings.HasPrefix(err.Error(), bad+": line 2: nmae: unknown key") || strings.Count(err.Error(), bad) != 1 {
+		t.Fatalf("wrong file: %v", err)
 	}
 }
 

@@ -24,7 +24,7 @@ func TestSaleOptions(t *testing.T) {
 		{"reveal ttl", head + "reveal:\n  enabled: true\n  ttl: 45s\n", 0, 45 * time.Second, ""},
 		{"reveal ttl too short", head + "reveal:\n  enabled: true\n  ttl: 500ms\n", 0, 0, "line 6: reveal.ttl: sale s1: reveal: ttl 500ms: must be between 1s and 1h0m0s"},
 		{"reveal ttl too long", head + "reveal: {enabled: true, ttl: 2h}\n", 0, 0, "reveal: ttl 2h0m0s"},
-		{"reveal unknown field", head + "reveal: {enabled: true, path: x}\n", 0, 0, "field path not found"},
+		{"reveal unknown field", head + "reveal: {enabled: true, path: x}\n", 0, 0, "line 4: reveal.path: unknown key (known: enabled, ttl)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,15 +3,12 @@
 package sale
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/fsctl/fsctl/yamlfield"
-	"gopkg.in/yaml.v3"
 )
 
 // Defaults applied by Normalize where a sale file leaves a field out.
@@ -109,8 +106,9 @@ const (
 // Room configures the waiting room of a sale.
 type Room struct {
 	Enabled bool `yaml:"enabled" json:"enabled"`
-	// AdmissionRate is how many buyers per second leave the queue for the checkout.
-	AdmissionRate float64 `yaml:"admissionRate" json:"admissionRate"`
+	// AdmissionRate is how many buyers per second leave the queue for the checkout; a file may
+	// write it 50, 50/s or 3000/m.
+	AdmissionRate float64 `yaml:"admissionRate" json:"admissionRate" yamlfield:"rate"`
 	// MaxActive caps the admitted buyers still active (polling, not yet done); 0 = no cap.
 	MaxActive int `yaml:"maxActive,omitempty" json:"maxActive,omitempty"`
 	// FairStart orders the early joiners: random (default) or fifo.
@@ -334,42 +332,40 @@ func (s Sale) Item(id string) (Item, bool) {
 }
 
 // Parse reads a sale from YAML (JSON is valid YAML too), rejects unknown fields, fills defaults and
-// validates it. Errors name the line: yaml's own for syntax and unknown fields, and a *FieldError
-// with the field's line for a value that does not validate.
+// validates it. Every mistake is a *FieldError naming its line and field: a syntax error, an
+// unknown key (with the known ones), a value of the wrong kind, a value that does not validate.
 func Parse(r io.Reader) (Sale, error) {
 	b, err := io.ReadAll(r)
 	if err != nil {
-		return Sale{}, fmt.Errorf("parse sale: %w", err)
+		return Sale{}, fmt.Errorf("read sale: %w", err)
 	}
+	return parse(b)
+}
+
+func parse(b []byte) (Sale, error) {
 	var s Sale
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&s); err != nil {
-		return Sale{}, fmt.Errorf("parse sale: %w", err)
+	doc, err := yamlfield.Decode(b, &s)
+	if err != nil {
+		return Sale{}, err
+	}
+	if yamlfield.Empty(doc) {
+		return Sale{}, invalid("", "the file is empty: a sale needs at least id, opensAt and items")
 	}
 	s.Normalize()
 	if err := s.Validate(); err != nil {
 		var fe *FieldError
-		var doc yaml.Node
-		if errors.As(err, &fe) && yaml.Unmarshal(b, &doc) == nil {
-			fe.Line = yamlfield.Line(&doc, fe.Field)
+		if errors.As(err, &fe) {
+			fe.Line = yamlfield.Line(doc, fe.Field)
 		}
 		return Sale{}, err
 	}
 	return s, nil
 }
 
-// LoadFile reads and validates a sale file.
+// LoadFile reads and validates a sale file. A file that cannot be read is os.ReadFile's error;
+// one that is read but wrong is a *FieldError naming the file, the line and the field.
 func LoadFile(path string) (Sale, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return Sale{}, fmt.Errorf("read sale file: %w", err)
-	}
-	s, err := Parse(bytes.NewReader(b))
-	if err != nil {
-		return Sale{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return s, nil
+	return yamlfield.Load(path, parse)
 }
 
 func (r *Room) normalize() {

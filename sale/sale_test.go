@@ -20,7 +20,8 @@ func TestParse(t *testing.T) {
 		{"hold too short", "id: s1\nopensAt: 2026-12-01T12:00:00Z\nholdTTL: 10ms\nitems: [{id: a, quantity: 1}]\n", "holdTTL"},
 		{"missing opensAt", "id: s1\nitems: [{id: a, quantity: 1}]\n", "opensAt"},
 		{"unknown field", "id: s1\nopensAt: 2026-12-01T12:00:00Z\nstock: 5\nitems: [{id: a, quantity: 1}]\n", "stock"},
-		{"not yaml", "{{{", "parse sale"},
+		{"not yaml", "{{{", "line 1: did not find expected node content"},
+		{"empty", "# nothing yet\n", "the file is empty"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -38,6 +39,16 @@ func TestParse(t *testing.T) {
 				t.Fatalf("got %v, want error containing %q", err, tc.err)
 			}
 		})
+	}
+}
+
+// TestRoomRateTakesUnits: a sale file's admission rate reads like a game day's, 250/s or 3000/m.
+func TestRoomRateTakesUnits(t *testing.T) {
+	for in, want := range map[string]float64{"50": 50, "50/s": 50, "3000/m": 50} {
+		s, err := Parse(strings.NewReader("id: s1\nopensAt: 2026-12-01T12:00:00Z\nroom: {enabled: true, admissionRate: " + in + "}\nitems: [{id: a, quantity: 1}]\n"))
+		if err != nil || s.Room.AdmissionRate != want {
+			t.Errorf("%s: %v, %g", in, err, s.Room.AdmissionRate)
+		}
 	}
 }
 
@@ -89,13 +100,20 @@ func TestParseNamesLineAndField(t *testing.T) {
 		{"room rate", "id: s1\nopensAt: 2026-12-01T12:00:00Z\nroom:\n  enabled: true\n  admissionRate: 0\nitems: [{id: a, quantity: 1}]\n", "line 5: room.admissionRate"},
 		{"limit", "id: s1\nopensAt: 2026-12-01T12:00:00Z\nperUserLimit: 99\nitems: [{id: a, quantity: 1}]\n", "line 3: perUserLimit"},
 		{"missing field points at its parent", "id: s1\nitems: [{id: a, quantity: 1}]\n", "line 1: opensAt"},
-		{"unknown field", "id: s1\nopensAt: 2026-12-01T12:00:00Z\nitems:\n  - id: a\n    quantty: 1\n", "line 5: field quantty not found"},
+		{"unknown field", "id: s1\nopensAt: 2026-12-01T12:00:00Z\nitems:\n  - id: a\n    quantty: 1\n", "line 5: items[0].quantty: unknown key (did you mean quantity? known: id, name, quantity, priceCents, shards)"},
+		{"near miss", "id: s1\nopensAt: 2026-12-01T12:00:00Z\nperUserLimt: 2\n", "line 3: perUserLimt: unknown key (did you mean perUserLimit? known: id, name, opensAt, perUserLimit,"},
+		{"duration in words", "id: s1\nopensAt: 2026-12-01T12:00:00Z\nholdTTL: 10 minutes\n", `line 3: holdTTL: "10 minutes" is not a duration: write it like 90s, 10m or 1h30m`},
+		{"time in words", "id: s1\nopensAt: next friday\n", `line 2: opensAt: "next friday" is not a time`},
+		{"rate in words", "id: s1\nopensAt: 2026-12-01T12:00:00Z\nroom: {enabled: true, admissionRate: fast}\n", `line 3: room.admissionRate: "fast" is not a rate`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse(strings.NewReader(tc.yaml))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "sale.Sale") || strings.Contains(err.Error(), "time.") || strings.Contains(err.Error(), "!!") {
+				t.Fatalf("names a Go type: %v", err)
 			}
 		})
 	}

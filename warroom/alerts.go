@@ -1,17 +1,13 @@
 package warroom
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"github.com/fsctl/fsctl/yamlfield"
 )
 
 // Alert levels.
@@ -93,65 +89,42 @@ func DefaultAlerts() AlertConfig {
 	}}
 }
 
-// LoadAlerts reads an alerts file; an error names the file, line and field at fault.
+// LoadAlerts reads an alerts file. A file that cannot be read is os.ReadFile's error; one that
+// is read but wrong is a *yamlfield.Error naming the file, line and field at fault.
 func LoadAlerts(path string) (AlertConfig, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return AlertConfig{}, fmt.Errorf("alerts file: %w", err)
-	}
-	c, err := ParseAlerts(b)
-	if err != nil {
-		return AlertConfig{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return c, nil
+	return yamlfield.Load(path, ParseAlerts)
 }
 
 // ParseAlerts parses an alerts document: unknown fields and metrics, and a crit threshold on the
-// wrong side of warn, are errors that name their line.
+// wrong side of warn, are *yamlfield.Errors that name their line. An empty document has no rules.
 func ParseAlerts(b []byte) (AlertConfig, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
 	var c AlertConfig
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) { // an empty file has no rules
-		return AlertConfig{}, fmt.Errorf("alerts: %w", err)
+	doc, err := yamlfield.Decode(b, &c)
+	if err != nil {
+		return AlertConfig{}, err
 	}
-	var doc yaml.Node
-	_ = yaml.Unmarshal(b, &doc)
-	lines := ruleLines(&doc)
+	at := func(field, format string, args ...any) error {
+		fe := yamlfield.Errorf(field, format, args...)
+		fe.Line = yamlfield.Line(doc, field)
+		return fe
+	}
 	for i, r := range c.Rules {
-		line := 0
-		if i < len(lines) {
-			line = lines[i]
-		}
+		rule := fmt.Sprintf("rules[%d]", i)
 		if _, ok := metricDocs[r.Metric]; !ok {
-			return AlertConfig{}, fmt.Errorf("line %d: rules[%d].metric %q is not a known metric (known: %s)", line, i, r.Metric, strings.Join(MetricNames(), ", "))
+			hint := ""
+			if near := yamlfield.Suggest(r.Metric, MetricNames()); near != "" {
+				hint = "did you mean " + near + "? "
+			}
+			return AlertConfig{}, at(rule+".metric", "%q is not a known metric (%sknown: %s)", r.Metric, hint, strings.Join(MetricNames(), ", "))
 		}
 		if r.Warn == 0 && r.Crit == 0 {
-			return AlertConfig{}, fmt.Errorf("line %d: rules[%d] (%s) needs warn or crit", line, i, r.Metric)
+			return AlertConfig{}, at(rule, "%s needs warn or crit", r.Metric)
 		}
 		if r.Warn != 0 && r.Crit != 0 && (r.Crit < r.Warn) != r.Below {
-			return AlertConfig{}, fmt.Errorf("line %d: rules[%d].crit %s is on the wrong side of warn %s", line, i, num(r.Crit), num(r.Warn))
+			return AlertConfig{}, at(rule+".crit", "%s is on the wrong side of warn %s", num(r.Crit), num(r.Warn))
 		}
 	}
 	return c, nil
-}
-
-// ruleLines returns the line of each item of the document's rules sequence.
-func ruleLines(doc *yaml.Node) []int {
-	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil
-	}
-	m := doc.Content[0]
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == "rules" {
-			var out []int
-			for _, n := range m.Content[i+1].Content {
-				out = append(out, n.Line)
-			}
-			return out
-		}
-	}
-	return nil
 }
 
 // MetricNames lists the metrics a rule can watch, sorted.

@@ -20,11 +20,14 @@ func TestExampleAlertsFileIsTheDefaults(t *testing.T) {
 
 func TestMalformedAlertsNameLineAndField(t *testing.T) {
 	for _, tc := range []struct{ name, doc, want string }{
-		{"unknown field", "rules:\n  - metric: consumer_lag\n    warn: 5\n    critical: 10\n", "line 4: field critical not found"},
-		{"unknown metric", "rules:\n  - metric: consumer_lag\n    warn: 5\n  - metric: p99\n    warn: 1\n", `line 4: rules[1].metric "p99" is not a known metric`},
-		{"no threshold", "rules:\n  - metric: dead_letters\n", "line 2: rules[0] (dead_letters) needs warn or crit"},
-		{"crit below warn", "rules:\n  - metric: queue_depth\n    warn: 100\n    crit: 10\n", "line 2: rules[0].crit 10 is on the wrong side of warn 100"},
-		{"wrong type", "rules:\n  - metric: queue_depth\n    warn: lots\n", "line 3: cannot unmarshal !!str `lots`"},
+		{"unknown field", "rules:\n  - metric: consumer_lag\n    warn: 5\n    critical: 10\n", "line 4: rules[0].critical: unknown key (known: metric, warn, crit, below, for)"},
+		{"near miss", "rules:\n  - metric: consumer_lag\n    wran: 5\n", "line 3: rules[0].wran: unknown key (did you mean warn? known: metric, warn, crit, below, for)"},
+		{"unknown metric", "rules:\n  - metric: consumer_lag\n    warn: 5\n  - metric: p99\n    warn: 1\n", `line 4: rules[1].metric: "p99" is not a known metric (known: breaker,`},
+		{"metric near miss", "rules:\n  - metric: consumer_lga\n    warn: 5\n", `"consumer_lga" is not a known metric (did you mean consumer_lag? known:`},
+		{"no threshold", "rules:\n  - metric: dead_letters\n", "line 2: rules[0]: dead_letters needs warn or crit"},
+		{"crit below warn", "rules:\n  - metric: queue_depth\n    warn: 100\n    crit: 10\n", "line 4: rules[0].crit: 10 is on the wrong side of warn 100"},
+		{"wrong type", "rules:\n  - metric: queue_depth\n    warn: lots\n", `line 3: rules[0].warn: "lots" is not a number`},
+		{"duration in words", "rules:\n  - metric: drift_units\n    crit: 1\n    for: 3 seconds\n", `line 4: rules[0].for: "3 seconds" is not a duration: write it like 90s, 10m or 1h30m`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseAlerts([]byte(tc.doc))

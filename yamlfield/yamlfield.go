@@ -1,5 +1,8 @@
-// Package yamlfield names where in a YAML file a value that fails validation is: its field path
-// (items[2].quantity) and its line, so every file fsctl reads reports errors the same way.
+// Package yamlfield reads every YAML file fsctl takes (sales, target profiles, game-day scenarios,
+// alert rules, classification rules) one way, and says what is wrong with one the same way: the
+// file, the line, the field's path as the file spells it (items[2].quantity) and what to write
+// instead, in the user's words rather than Go's. A file that cannot be read is a plain error; a
+// file that is read but wrong is an *Error, so a command's exit status can tell the two apart.
 package yamlfield
 
 import (
@@ -10,20 +13,34 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Error is a file that fails validation at one field. Field is the field's path as the file
-// spells it (perUserLimit, room.admissionRate, items[2].quantity); Line is where the file sets it,
-// or where its parent starts when the file leaves it out (0 when not read from a file).
+// Error is a file that is read but wrong, at one field. File is the file's path, once the loader
+// knows it; Field is the field's path as the file spells it (perUserLimit, room.admissionRate,
+// items[2].quantity), empty for a mistake of the document (its syntax); Line is where the file
+// sets it, or where its parent starts when the file leaves it out (0 when not read from a file).
 type Error struct {
+	File  string
 	Field string
 	Line  int
 	Err   error
 }
 
+// Error reads "file: line 3: field: what is wrong", leaving out what is not known. A value that
+// was not read from a file (no file, no line) is described by Err alone, which names its field.
 func (e *Error) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("line %d: %s: %v", e.Line, e.Field, e.Err)
+	if e.File == "" && e.Line <= 0 {
+		return e.Err.Error()
 	}
-	return e.Err.Error()
+	parts := make([]string, 0, 4)
+	if e.File != "" {
+		parts = append(parts, e.File)
+	}
+	if e.Line > 0 {
+		parts = append(parts, "line "+strconv.Itoa(e.Line))
+	}
+	if e.Field != "" {
+		parts = append(parts, e.Field)
+	}
+	return strings.Join(append(parts, e.Err.Error()), ": ")
 }
 
 func (e *Error) Unwrap() error { return e.Err }
@@ -31,6 +48,11 @@ func (e *Error) Unwrap() error { return e.Err }
 // Errorf is an Error at field, its line found later with Line.
 func Errorf(field, format string, args ...any) *Error {
 	return &Error{Field: field, Err: fmt.Errorf(format, args...)}
+}
+
+// At is an Error at node n of the file: its line, the field's path and what is wrong.
+func At(n *yaml.Node, field string, err error) *Error {
+	return &Error{Field: field, Line: n.Line, Err: err}
 }
 
 // Line finds the line of a field path in a YAML document: the value's line when the path is
@@ -65,6 +87,9 @@ func Line(doc *yaml.Node, path string) int {
 }
 
 func mappingValue(n *yaml.Node, key string) *yaml.Node {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
 	if n.Kind != yaml.MappingNode {
 		return nil
 	}

@@ -327,6 +327,17 @@ func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) erro
 		prof = &withFile
 	}
 	o.prof = prof
+	// The classification is read before anything else is prepared: a file that is missing or
+	// wrong ends the burst before it starts, with the status exitCode gives it.
+	var classifier *loadgen.Classifier
+	if o.classify != "" {
+		classifier, err = loadgen.LoadClassifier(o.classify)
+	} else {
+		classifier, err = loadgen.ClassifierFor(prof)
+	}
+	if err != nil {
+		return err
+	}
 	p, limits, err := o.plan(time.Now())
 	if err != nil {
 		return usageError(err)
@@ -345,14 +356,7 @@ func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) erro
 	if err := p.Validate(); err != nil {
 		return usageError(err)
 	}
-	if o.classify != "" {
-		p.Classifier, err = loadgen.LoadClassifier(o.classify)
-	} else {
-		p.Classifier, err = loadgen.ClassifierFor(prof)
-	}
-	if err != nil {
-		return usageError(err)
-	}
+	p.Classifier = classifier
 	rep, err := blast.Fire(ctx, blast.Burst{Plan: p, Limits: limits, RedisURL: o.endpoints.redisURL, PostgresURL: o.endpoints.postgresURL,
 		CheckState: o.checkState, Settle: o.settle, MaxSkew: o.maxSkew, Reveal: o.reveal,
 		Thresholds: blast.Thresholds{MaxP99: o.maxP99, MinThroughput: o.minThroughput, ExpectSold: o.expectSold},

@@ -45,7 +45,6 @@ func TestBlastFlagErrorsAreUsageErrors(t *testing.T) {
 		{"--sale", "s", "--item", "i", "--output", "xml"},
 		{"--sale", "s", "--item", "i", "--stock", "5"},
 		{"--sale", "s", "--item", "i", "--target", "localhost:8080"},
-		{"--sale", "s", "--item", "i", "--classify", "/does/not/exist.yaml"},
 		{"--sale", "s", "--item", "i", "--engine", "turbo"},
 		{"--sale", "s", "--item", "i", "--engine", "raw", "--retries", "1"},
 		{"--sale", "s", "--item", "i", "--engine", "raw", "--target", "https://127.0.0.1:1"},

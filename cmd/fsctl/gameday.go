@@ -132,7 +132,7 @@ func runGameday(cmd *cobra.Command, o *gamedayOptions) error {
 		if o.scenario != "" {
 			var err error
 			if sc, err = gameday.LoadFile(o.scenario); err != nil {
-				return usageError(err)
+				return err // exitCode tells a file that cannot be read from one that is wrong
 			}
 		}
 		if flags.Changed("seed") {

@@ -93,7 +93,8 @@ func TestPreflightFlags(t *testing.T) {
 	if _, _, err := runCLI(t, "preflight", "--sale", "s", "-o", "yaml"); err == nil || !strings.Contains(err.Error(), "table or json") {
 		t.Fatalf("bad --output: %v", err)
 	}
-	if _, code, err := runCLI(t, "preflight", "--sale", "s", "--profile", "no-such-profile.yaml"); code != 2 || err == nil {
+	// A profile that cannot be read is a run that could not start (1), not a usage error.
+	if _, code, err := runCLI(t, "preflight", "--sale", "s", "--profile", "no-such-profile.yaml"); code != exitFailed || err == nil {
 		t.Fatalf("missing profile: exit %d, %v", code, err)
 	}
 }

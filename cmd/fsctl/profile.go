@@ -21,14 +21,15 @@ func (p *profileFlag) bind(fs *pflag.FlagSet) {
 }
 
 // load reads the profile and compiles its classification, so a bad rule is reported before
-// anything runs; every problem is a usage error naming the field and line.
+// anything runs. A profile that cannot be read exits 1, one that is wrong (a *yamlfield.Error
+// naming the file, field and line) exits 2: exitCode decides.
 func (p profileFlag) load() (*profile.Profile, error) {
 	prof, err := profile.Load(p.path)
 	if err != nil {
-		return nil, usageError(err)
+		return nil, err
 	}
 	if _, err := loadgen.ClassifierFor(prof); err != nil {
-		return nil, usageError(err)
+		return nil, err
 	}
 	return prof, nil
 }

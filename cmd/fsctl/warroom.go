@@ -112,7 +112,7 @@ func runWarroom(cmd *cobra.Command, o warroomOptions) error {
 	if o.alerts != "" {
 		var err error
 		if alerts, err = warroom.LoadAlerts(o.alerts); err != nil {
-			return usageError(err)
+			return err // exitCode tells a file that cannot be read from one that is wrong
 		}
 	}
 	prof, err := o.profile.load()

@@ -80,7 +80,7 @@ func TestWarroomRejectsBadFlags(t *testing.T) {
 	}{
 		{[]string{"warroom"}, exitUsage, `"sale" not set`}, // cobra's own flag check
 		{[]string{"warroom", "--sale", "s", "--output", "yaml"}, 2, "--output"},
-		{[]string{"warroom", "--sale", "s", "--alerts", bad}, 2, "line 3: field wran not found"},
+		{[]string{"warroom", "--sale", "s", "--alerts", bad}, 2, "line 3: rules[0].wran: unknown key (did you mean warn?"},
 		{[]string{"warroom", "--sale", "s", "--fail-on", "sometimes"}, 2, "--fail-on"},
 	} {
 		_, code, err := runCLI(t, tc.args...)
