@@ -2,6 +2,7 @@ package preflight
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/reach"
@@ -162,6 +164,9 @@ func (e *env) dialKafka(ctx context.Context) {
 // reachFix is the fix for a service that did not answer at the address flag sets: the local
 // stack's start for its own addresses only, else a check of the address (reach.Hint).
 func reachFix(err error, flag string) string {
+	if ke, ok := errors.AsType[*kafkaconn.Error](err); ok {
+		return ke.Fix
+	}
 	if h := reach.Hint(err, stack.DefaultAddrs()); h != "" {
 		return h + " (" + flag + ")"
 	}

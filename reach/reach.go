@@ -64,11 +64,13 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// answered: the server answered the connection (a PostgreSQL error has an SQLSTATE), so
-// starting it or checking the network is not what to do.
+// answered: the server answered the connection (a PostgreSQL error has an SQLSTATE, a Redis
+// error is the server's reply: WRONGPASS, NOAUTH, NOPERM), so starting it or checking the network
+// is not what to do.
 func (e *Error) answered() bool {
 	var pg interface{ SQLState() string }
-	return errors.As(e.Err, &pg)
+	var rd interface{ RedisError() }
+	return errors.As(e.Err, &pg) || errors.As(e.Err, &rd)
 }
 
 // cause is what went wrong, in one line and without the address (the Error says it).
