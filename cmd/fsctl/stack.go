@@ -42,7 +42,7 @@ func newStackCmd() *cobra.Command {
 	f.IntVar(&opts.cfg.RedisCluster.Port, "redis-cluster-port", stack.DefaultRedisClusterPort, "port of the cluster's first node on 127.0.0.1 (node i on port+i, its bus on port+i+10000)")
 	f.IntVar(&opts.cfg.KafkaCluster.Brokers, "kafka-brokers", 0, "also run a local replicated Kafka of this many KRaft brokers (3 to 9; topics get replication factor 3 and min.insync.replicas 2; remembered until the stack's kafka-cluster folder is deleted)")
 	f.IntVar(&opts.cfg.KafkaCluster.Port, "kafka-cluster-port", stack.DefaultKafkaClusterPort, "port of the Kafka cluster's first broker on 127.0.0.1 (broker i on port+i, its controller on port+100+i)")
-	f.BoolVar(&opts.cfg.Secure, "secure", false, "the stack in production posture: TLS only from a CA of its own, a password for every client (Redis ACL user, PostgreSQL SCRAM over verify-full TLS, Kafka SASL_SSL SCRAM-SHA-512); in ./"+stack.DefaultSecureDir+" on ports 16380, 15433, 19094/19095 unless --dir and the ports say otherwise; remembered by the folder")
+	f.BoolVar(&opts.cfg.Secure, "secure", false, "the stack in production posture: TLS only from a CA of its own, a password for every client (Redis ACL user, PostgreSQL SCRAM over verify-full TLS, Kafka SASL_SSL SCRAM-SHA-512); in ./"+stack.DefaultSecureDir+" on ports 16380, 15433, 19094/19095 (and its identity provider's JWKS on 18443) unless --dir and the ports say otherwise; remembered by the folder")
 	f.IntVar(&opts.cfg.IssuerPort, "issuer-port", stack.DefaultSecureIssuerPort, "a secure stack's identity provider (its JWKS over HTTPS) on 127.0.0.1")
 	// The issuer is this binary, run detached (fsctl stack issuer).
 	opts.cfg.Executable, _ = os.Executable()
