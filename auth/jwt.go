@@ -1,5 +1,6 @@
-// Package auth verifies and mints the HS256 bearer tokens that identify buyers: the user is the
-// token's verified "sub" claim, never something the request body says.
+// Package auth verifies and mints the bearer tokens that identify buyers: HS256 with a shared
+// secret, or RS256, ES256 and EdDSA tokens of an identity provider checked against its JWKS. The
+// user is the token's verified "sub" claim, never something the request body says.
 package auth
 
 import (
@@ -20,21 +21,37 @@ const MinSecretLen = 16
 // Leeway tolerates small clock differences between the token minter and the server.
 const Leeway = 5 * time.Second
 
-// Verifier checks HS256 tokens signed with one secret.
+// Verifier checks buyers' tokens: HS256 ones signed with its secret (NewVerifier), or an identity
+// provider's, against the keys of its JWKS (NewJWKSVerifier). Either way the secret keys the
+// server's own signatures (DeriveKey).
 type Verifier struct {
-	secret []byte
-	parser *jwt.Parser
-	now    func() time.Time
-	cache  *verifiedCache
+	secret  []byte
+	parser  *jwt.Parser
+	keyfunc jwt.Keyfunc
+	now     func() time.Time
+	cache   *verifiedCache
+	// jwks is the identity provider's key set; nil for HS256.
+	jwks *jwksKeys
 }
 
-// NewVerifier returns a verifier for secret.
+// NewVerifier returns a verifier of HS256 tokens signed with secret.
 func NewVerifier(secret []byte, now func() time.Time) (*Verifier, error) {
+	v, err := newVerifier(secret, now, []string{jwt.SigningMethodHS256.Alg()})
+	if err != nil {
+		return nil, err
+	}
+	v.keyfunc = func(*jwt.Token) (any, error) { return v.secret, nil }
+	return v, nil
+}
+
+// newVerifier is what both kinds of verifier share: the secret, the parser's rules (only methods,
+// exp required, the leeway, canonical base64) and the cache; the caller sets keyfunc.
+func newVerifier(secret []byte, now func() time.Time, methods []string, extra ...jwt.ParserOption) (*Verifier, error) {
 	if len(secret) < MinSecretLen {
 		return nil, fmt.Errorf("JWT secret is %d bytes; use at least %d", len(secret), MinSecretLen)
 	}
 	opts := []jwt.ParserOption{
-		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithValidMethods(methods),
 		jwt.WithExpirationRequired(),
 		jwt.WithLeeway(Leeway),
 		// Canonical base64 only: otherwise the spare bits of a segment's last character can be
@@ -48,6 +65,7 @@ func NewVerifier(secret []byte, now func() time.Time) (*Verifier, error) {
 	} else {
 		now = time.Now
 	}
+	opts = append(opts, extra...)
 	return &Verifier{secret: secret, parser: jwt.NewParser(opts...), now: now, cache: newVerifiedCache()}, nil
 }
 
@@ -86,14 +104,22 @@ func (v *Verifier) Verify(token string) (string, error) {
 		return "", outcome.Errorf(outcome.Unauthorized, "invalid token: only base64url characters and dots")
 	}
 	var claims jwt.RegisteredClaims
-	_, err := v.parser.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return v.secret, nil })
+	_, err := v.parser.ParseWithClaims(token, &claims, v.keyfunc)
 	switch {
 	case errors.Is(err, jwt.ErrTokenExpired):
 		return "", outcome.Errorf(outcome.Unauthorized, "token expired")
 	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
-		return "", outcome.Errorf(outcome.Unauthorized, "token has no exp claim")
+		return "", outcome.Errorf(outcome.Unauthorized, "token has no %s claim", missingClaim(err))
 	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
+		// An algorithm outside the verifier's (none, HS256 where the JWKS rules) lands here too.
 		return "", outcome.Errorf(outcome.Unauthorized, "token signature invalid")
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+		return "", outcome.Errorf(outcome.Unauthorized, "token issuer not accepted")
+	case errors.Is(err, jwt.ErrTokenInvalidAudience):
+		return "", outcome.Errorf(outcome.Unauthorized, "token audience not accepted")
+	case errors.Is(err, jwt.ErrTokenUnverifiable):
+		// Only a JWKS keyfunc fails: no key of the issuer's has the token's kid and algorithm.
+		return "", outcome.Errorf(outcome.Unauthorized, "token signing key unknown to the issuer")
 	case err != nil:
 		return "", outcome.Errorf(outcome.Unauthorized, "invalid token")
 	}
@@ -103,6 +129,17 @@ func (v *Verifier) Verify(token string) (string, error) {
 	// Only a token that passed every check is remembered; exp is required, so it is set.
 	v.cache.put(token, verified{sub: claims.Subject, exp: claims.ExpiresAt.Time})
 	return claims.Subject, nil
+}
+
+// missingClaim names the required claim a token lacks: exp always, iss and aud when the verifier
+// checks them. jwt says which only in its message.
+func missingClaim(err error) string {
+	for _, c := range []string{"iss", "aud"} {
+		if strings.Contains(err.Error(), c+" claim is required") {
+			return c
+		}
+	}
+	return "exp"
 }
 
 // compact reports whether token holds nothing but the characters of a compact JWS: base64url

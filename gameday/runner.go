@@ -341,7 +341,8 @@ func (r *run) startServers(ctx context.Context) (string, error) {
 	}
 	args := []string{
 		"--redis-url", e.RedisURL, "--postgres-url", e.PostgresURL, "--kafka-brokers", strings.Join(e.KafkaBrokers, ","),
-		"--jwt-secret", string(r.cfg.JWTSecret), "--payment-url", r.env.PaymentURL,
+		// The fleet checks the HS256 tokens the game day mints, whatever FSCTL_JWKS_URL the shell has.
+		"--jwt-secret", string(r.cfg.JWTSecret), "--jwks-url", "", "--payment-url", r.env.PaymentURL,
 		"--payment-timeout", "1s", "--breaker-open", "1s",
 		"--expiry-interval", "250ms", "--sweep-interval", "500ms", "--orphan-age", "2s", "--claim-timeout", "3s",
 		// As long as the fleet waits for an instance to get ready: one started while a fault holds a

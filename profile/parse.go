@@ -126,6 +126,9 @@ func (p *Profile) validatePurchase() error {
 
 func (p *Profile) validateToken() error {
 	t := p.Token
+	if t.KeyEnv != "" && (t.Type == TokenFile || t.Type == TokenNone) {
+		return yamlfield.Errorf("token.keyEnv", "a %s token is not signed: keyEnv goes with hs256 or rs256", t.Type)
+	}
 	switch t.Type {
 	case TokenHS256:
 		if t.Secret == "" && t.SecretEnv == "" {
@@ -149,6 +152,9 @@ func (p *Profile) validateToken() error {
 	}
 	if t.TTL < 0 {
 		return yamlfield.Errorf("token.ttl", "%s: must be positive", t.TTL)
+	}
+	if t.KeyEnv == "" && (t.IssuerEnv != "" || t.AudienceEnv != "") {
+		return yamlfield.Errorf("token.keyEnv", "missing: issuerEnv and audienceEnv are the claims of keyEnv's tokens")
 	}
 	for _, name := range sortedKeys(t.Claims) {
 		s, ok := t.Claims[name].(string)

@@ -86,7 +86,7 @@ func TestParseNamesFieldAndLine(t *testing.T) {
 		{"deep with fix", "name: shop", "name: shop\ndeep: fsctl\nfix: {stock: recount}", "fix: a deep target's stock and buyers are repaired"},
 		{"deep other", "name: shop", "name: shop\ndeep: spring", `line 2: deep: "spring": the only deep target is "fsctl"`},
 		{"unknown field", "name: shop", "name: shop\nnmae: x", "line 2: nmae: unknown key (did you mean name? known: name, description, deep, purchase"},
-		{"unknown nested field", "  secretEnv: SHOP_SECRET", "  secretEnv: SHOP_SECRET\n  keyfile: k.pem", "line 9: token.keyfile: unknown key (did you mean keyFile? known: type, secret, secretEnv, keyFile, file, claims, ttl)"},
+		{"unknown nested field", "  secretEnv: SHOP_SECRET", "  secretEnv: SHOP_SECRET\n  keyfile: k.pem", "line 9: token.keyfile: unknown key (did you mean keyFile? known: type, secret, secretEnv, keyFile, keyEnv, issuerEnv, audienceEnv, file, claims, ttl)"},
 		{"ttl in words", "  secretEnv: SHOP_SECRET", "  secretEnv: SHOP_SECRET\n  ttl: 2 hours", `line 9: token.ttl: "2 hours" is not a duration: write it like 90s, 10m or 1h30m`},
 		{"header not text", "Authorization: Bearer ${token}", "Authorization: [a, b]", "line 5: purchase.headers.Authorization: want a single value, not a list"},
 		{"bad health path", "sql:", "http: {health: health}\nsql:", `http.health: "health": want a path starting with /`},

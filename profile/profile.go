@@ -5,6 +5,7 @@
 package profile
 
 import (
+	"os"
 	"path/filepath"
 	"time"
 )
@@ -77,6 +78,13 @@ type Token struct {
 	SecretEnv string `yaml:"secretEnv"`
 	// KeyFile is the RS256 private key (PEM, PKCS#1 or PKCS#8).
 	KeyFile string `yaml:"keyFile"`
+	// KeyEnv names a variable that, when set, holds the file of a private key that signs the
+	// tokens instead, as an identity provider does: ES256, RS256 or EdDSA by the key, its RFC 7638
+	// thumbprint as kid (auth.SigningKey). A secret given on the command line still wins.
+	KeyEnv string `yaml:"keyEnv"`
+	// IssuerEnv and AudienceEnv name the variables of the iss and aud claims of KeyEnv's tokens.
+	IssuerEnv   string `yaml:"issuerEnv"`
+	AudienceEnv string `yaml:"audienceEnv"`
 	// File lists ready-made tokens, one "user token" pair per line.
 	File string `yaml:"file"`
 	// Claims are the token's claims; string values are templates (${user}, ${sale}).
@@ -164,6 +172,15 @@ type Fix struct {
 	Stock string `yaml:"stock"`
 	// Buyers "recount" sets the buyers set or hash to the live buyers.
 	Buyers string `yaml:"buyers"`
+}
+
+// KeyFromEnv is the key file token.keyEnv names now; "" when the profile has none or the
+// variable is unset.
+func (p *Profile) KeyFromEnv() string {
+	if p.Token.KeyEnv == "" {
+		return ""
+	}
+	return os.Getenv(p.Token.KeyEnv)
 }
 
 // IsDeep reports whether the target is fsctl serve itself.

@@ -9,26 +9,46 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/fsctl/fsctl/auth"
 )
 
 // minSecretLen is the shortest HS256 secret a buyer's token is signed with.
 const minSecretLen = 16
 
-// Minter makes buyers' tokens as the profile says: signs HS256 or RS256 claims, or hands out the
-// ready-made tokens of a file.
+// Minter makes buyers' tokens as the profile says: signs HS256 or RS256 claims, or an identity
+// provider's with the key token.keyEnv names, or hands out the ready-made tokens of a file.
 type Minter struct {
 	kind   string
 	claims map[string]any
 	hmac   []byte
 	rsa    *rsa.PrivateKey
-	file   map[string]string
-	users  []string
+	// key, when set, signs instead of hmac or rsa (token.keyEnv); iss and aud are its claims.
+	key      *auth.SigningKey
+	iss, aud string
+	file     map[string]string
+	users    []string
 }
 
 // Minter prepares the profile's token maker. secret, when not empty, replaces an HS256 profile's
-// secret (a --jwt-secret flag).
+// secret (a --jwt-secret flag) and wins over token.keyEnv; without it, a key that token.keyEnv
+// names signs the tokens.
 func (p *Profile) Minter(secret string) (*Minter, error) {
 	m := &Minter{kind: p.Token.Type, claims: p.Token.Claims}
+	if path := p.KeyFromEnv(); path != "" && (secret == "" || p.Token.Type != TokenHS256) {
+		k, err := auth.LoadSigningKey(path)
+		if err != nil {
+			return nil, fmt.Errorf("token: $%s: %w", p.Token.KeyEnv, err)
+		}
+		m.key = k
+		if p.Token.IssuerEnv != "" {
+			m.iss = os.Getenv(p.Token.IssuerEnv)
+		}
+		if p.Token.AudienceEnv != "" {
+			m.aud = os.Getenv(p.Token.AudienceEnv)
+		}
+		return m, nil
+	}
 	switch p.Token.Type {
 	case TokenHS256:
 		from := "token.secret"
@@ -116,6 +136,15 @@ func (m *Minter) Mint(user, sale string, now time.Time, ttl time.Duration) (stri
 			v = Render(s, vars)
 		}
 		claims[k] = v
+	}
+	if m.key != nil {
+		if m.iss != "" {
+			claims["iss"] = m.iss
+		}
+		if m.aud != "" {
+			claims["aud"] = m.aud
+		}
+		return m.key.Sign(claims)
 	}
 	if m.rsa != nil {
 		return jwt.NewWithClaims(jwt.SigningMethodRS256, claims).SignedString(m.rsa)

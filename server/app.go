@@ -47,7 +47,12 @@ type AppConfig struct {
 	OrdersTopic, DeadLetterTopic string
 	// Partitions is the orders topic's partition count when the server creates it.
 	Partitions int
-	JWTSecret  []byte
+	// JWTSecret verifies buyers' HS256 tokens and keys the server's own signatures (admission
+	// tokens, revealed purchase paths); with JWKS it does only the latter.
+	JWTSecret []byte
+	// JWKS, when set, verifies buyers' tokens against an identity provider's key set instead of
+	// JWTSecret (auth.NewJWKSVerifier); /readyz reports "jwks" not ready while it holds no key.
+	JWKS *auth.JWKSConfig
 	// API and Consumer select the roles this process runs; both by default.
 	API, Consumer bool
 	// ConsumerGroup defaults to ingest's group id.
@@ -139,6 +144,8 @@ type App struct {
 
 	// reservations is the remote reservation service's client (ReservationAddr); nil: in-process.
 	reservations *reservation.Client
+	// stopJWKS ends the identity provider's key set refreshes (JWKS); nil without one.
+	stopJWKS context.CancelFunc
 }
 
 // Open connects to the services, migrates, creates the topics, loads the scripts and builds the
@@ -242,7 +249,7 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 	if a.dlq, err = events.NewPublisher(cfg.Kafka, cfg.DeadLetterTopic); err != nil {
 		return nil, err
 	}
-	verifier, err := auth.NewVerifier(cfg.JWTSecret, nil)
+	verifier, err := a.openVerifier(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -279,6 +286,9 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 	a.Server.life = a.Lifecycle
 	if a.reservations != nil {
 		a.Server.probes["reservation"] = a.reservations.Check
+	}
+	if a.stopJWKS != nil {
+		a.Server.probes["jwks"] = verifier.Ready
 	}
 	if cfg.Consumer {
 		icfg := ingest.DefaultConfig(cfg.Kafka)
@@ -452,6 +462,9 @@ func (a *App) MetricsAddr(ctx context.Context) (net.Addr, error) {
 
 // Close releases every connection.
 func (a *App) Close() {
+	if a.stopJWKS != nil {
+		a.stopJWKS()
+	}
 	if a.consumer != nil {
 		_ = a.consumer.Close()
 	}

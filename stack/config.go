@@ -69,7 +69,12 @@ type Config struct {
 	Secure bool
 	// Renew issues a secure stack's server certificate anew at Up, and restarts what runs.
 	Renew bool
-	Log   io.Writer // progress lines; nil discards them
+	// IssuerPort is a secure stack's identity provider on 127.0.0.1 (DefaultSecureIssuerPort).
+	IssuerPort int
+	// Executable is the fsctl binary a secure stack runs its identity provider with (`fsctl stack
+	// issuer`); empty (a library or a test starting a stack) starts none.
+	Executable string
+	Log        io.Writer // progress lines; nil discards them
 }
 
 // DefaultConfig is the stack in ./.stack (or $FSCTL_STACK_DIR) on the default ports.
@@ -104,6 +109,8 @@ type Endpoints struct {
 	// Credentials are what a client of a secure stack needs beside the addresses; nil for a
 	// plain stack.
 	Credentials *Credentials
+	// Issuer is a secure stack's identity provider; nil for a plain stack.
+	Issuer *Issuer
 }
 
 // Credentials say how a client logs in to a secure stack: it trusts the stack's CA, logs in as
@@ -129,6 +136,7 @@ func (c Config) Endpoints() Endpoints {
 		e.PostgresURL = fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=verify-full&sslrootcert=%s", PostgresUser, c.PostgresPort, PostgresDatabase, s.CA())
 		e.Credentials = &Credentials{CA: s.CA(), User: SecureUser, RedisPasswordFile: s.PasswordFile("redis"),
 			KafkaPasswordFile: s.PasswordFile("kafka"), PGPassFile: s.PGPassFile()}
+		e.Issuer = c.issuer()
 	}
 	if c.RedisCluster.Masters > 0 {
 		e.RedisClusterURL = c.RedisCluster.URL()
@@ -226,6 +234,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.KafkaControllerPort == 0 {
 		c.KafkaControllerPort = d.KafkaControllerPort
 	}
+	if c.Secure && c.IssuerPort == 0 {
+		c.IssuerPort = DefaultSecureIssuerPort
+	}
 	if c.KafkaLibs == "" {
 		c.KafkaLibs = filepath.Join(c.Dir, "kafka", "libs")
 	}
@@ -236,6 +247,9 @@ func (c Config) withDefaults() (Config, error) {
 		c.Log = io.Discard
 	}
 	named := map[string]int{"redis": c.RedisPort, "postgres": c.PostgresPort, "kafka": c.KafkaPort, "kafka controller": c.KafkaControllerPort}
+	if c.Secure {
+		named["issuer"] = c.IssuerPort
+	}
 	if l := &c.RedisCluster; l.Masters > 0 {
 		if l.Port == 0 {
 			l.Port = DefaultRedisClusterPort

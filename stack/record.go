@@ -22,6 +22,7 @@ type record struct {
 	KafkaControllerPort int    `json:"kafkaControllerPort"`
 	KafkaLibs           string `json:"kafkaLibs,omitempty"`
 	Secure              bool   `json:"secure,omitempty"`
+	IssuerPort          int    `json:"issuerPort,omitempty"`
 }
 
 func recordPath(dir string) string { return filepath.Join(dir, RecordFile) }
@@ -59,6 +60,7 @@ func (c *Config) applyRecord() error {
 		{"postgres-port", &c.PostgresPort, r.PostgresPort},
 		{"kafka-port", &c.KafkaPort, r.KafkaPort},
 		{"kafka-controller-port", &c.KafkaControllerPort, r.KafkaControllerPort},
+		{"issuer-port", &c.IssuerPort, r.IssuerPort},
 	} {
 		switch {
 		case p.stored == 0:
@@ -101,7 +103,7 @@ func (c Config) refusePlainData() error {
 // writeRecord keeps c's ports in its folder, unless the same record is there already.
 func (c Config) writeRecord() error {
 	r := record{RedisPort: c.RedisPort, PostgresPort: c.PostgresPort, KafkaPort: c.KafkaPort,
-		KafkaControllerPort: c.KafkaControllerPort, KafkaLibs: c.KafkaLibs, Secure: c.Secure}
+		KafkaControllerPort: c.KafkaControllerPort, KafkaLibs: c.KafkaLibs, Secure: c.Secure, IssuerPort: c.IssuerPort}
 	if old, ok, err := readRecord(c.Dir); err == nil && ok && old == r {
 		return nil
 	}

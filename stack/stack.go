@@ -14,7 +14,7 @@ import (
 
 // ServiceStatus says what one service of the stack is, where it listens and whether it runs.
 type ServiceStatus struct {
-	Name    string // "redis", "postgres", "kafka" or "redis-cluster"
+	Name    string // "redis", "postgres", "kafka", "redis-cluster", "kafka-cluster" or "issuer"
 	Address string // host:port on loopback
 	PID     int    // 0 when not running
 	Running bool
@@ -37,6 +37,9 @@ func services(c Config) []service {
 	}
 	if _, ok, err := (kafkaClusterService{c}).layout(); ok || err != nil {
 		out = append(out, kafkaClusterService{c})
+	}
+	if c.hasIssuer() {
+		out = append(out, issuerService{c})
 	}
 	return out
 }

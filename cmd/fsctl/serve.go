@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"runtime/debug"
@@ -13,7 +14,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/fsctl/fsctl/auth"
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/ingest"
 	"github.com/fsctl/fsctl/lifecycle"
@@ -33,6 +36,7 @@ type serveOptions struct {
 	addr          string
 	roles         []string
 	jwtSecret     string
+	jwks          jwksFlags
 	maxConns      int
 	shedConns     int
 	publishLinger time.Duration
@@ -100,6 +104,13 @@ With --admin-token, /admin/v1 lets an operator pause and resume a sale and throw
 (purchase, payment, expiry, sweeper); every instance honours them within a quarter second.
 Without --payment-url the bundled fake provider runs in-process (see fsctl payments serve).
 
+With --jwks-url, buyers' tokens come from an identity provider: RS256, ES256 or EdDSA tokens are
+verified against the keys of its JWKS (fetched at start, every 15 minutes, and again when a token
+names a kid the set lacks, at most every 30 seconds), with --jwt-issuer and --jwt-audience checked
+when given; HS256 and "none" are refused. The JWT secret then keys only the server's own
+signatures. An issuer that does not answer at start does not stop the server: it refuses every
+token (401) and /readyz reports "jwks" not ready until the issuer answers.
+
 With --tls-cert and --tls-key the API serves TLS, HTTP/2 (h2) and HTTP/1.1 over it; the files are
 looked at every few seconds and a renewed pair is served without a restart (a pair that does not
 load is logged and the previous one kept). Without them it serves plain HTTP/1.1 and h2c.
@@ -112,6 +123,7 @@ buyers' tokens or pause the sale with them.`,
   fsctl serve --role api --addr :9090  # a second API instance
   fsctl serve --role reservation --grpc-addr :9091 & fsctl serve --reservation-addr 127.0.0.1:9091
   fsctl serve --admin-token "$OPS_TOKEN" --payment-url http://127.0.0.1:8090
+  fsctl serve --jwks-url https://idp.example.com/.well-known/jwks.json --jwt-issuer https://idp.example.com --jwt-audience checkout
   FSCTL_JWT_SECRET=... fsctl serve --redis-url redis://cache:6379/0 --kafka-brokers k1:9092,k2:9092`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd, o) },
 	}
@@ -127,6 +139,7 @@ buyers' tokens or pause the sale with them.`,
 	fs.StringVar(&o.grpcSec.KeyFile, "grpc-tls-key", "", "TLS key (PEM) of --grpc-tls-cert (--role reservation)")
 	fs.StringVar(&o.grpcSec.CAFile, "reservation-ca", "", "CA certificate (PEM) the api role verifies the reservation service's TLS certificate against; with it the api role speaks TLS to --reservation-addr")
 	bindJWTSecret(fs, &o.jwtSecret, "HS256 secret of buyers' tokens")
+	o.jwks.bind(fs)
 	fs.IntVar(&o.maxConns, "max-conns", d.MaxConns, "most client connections the checkout serves at once; beyond them a connection is shed (--shed-conns); 0 serves every one. Keep --max-conns plus --shed-conns below the open-file limit (ulimit -n)")
 	fs.IntVar(&o.shedConns, "shed-conns", d.ShedConns, "most connections beyond --max-conns that still get an answer, at once: 503 OVERLOADED with Retry-After and Connection: close (GET /healthz answers 200 there, so a liveness probe does not fail because the instance is busy); beyond those a connection is closed unanswered")
 	fs.DurationVar(&o.publishLinger, "publish-linger", 0, "ignored")
@@ -216,6 +229,10 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 	if lc.ClaimAge < 5*time.Second {
 		return fmt.Errorf("--sale-claim-age %s is shorter than a purchase may take between its claim and its reserve; use 5s or more (default %s)", lc.ClaimAge, lifecycle.DefaultConfig().ClaimAge)
 	}
+	jwks, err := o.jwks.config(cmd, log)
+	if err != nil {
+		return usageError(err)
+	}
 	if o.jwtSecret == devJWTSecret && slices.Contains(o.roles, "api") { // only the API verifies buyers' tokens
 		log.Warn("using the built-in development JWT secret; set " + envJWTSecret + " for anything real")
 	}
@@ -246,7 +263,7 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 	}
 	app, err := server.Open(cmd.Context(), server.AppConfig{
 		Server: cfg, RedisURL: o.endpoints.redisURL, PostgresURL: o.endpoints.postgresURL,
-		Kafka: kc, JWTSecret: []byte(o.jwtSecret), Partitions: o.partitions, StartWait: o.startWait, ConsumerSession: o.session, IdemTTL: o.idemTTL,
+		Kafka: kc, JWTSecret: []byte(o.jwtSecret), JWKS: jwks, Partitions: o.partitions, StartWait: o.startWait, ConsumerSession: o.session, IdemTTL: o.idemTTL,
 		API: slices.Contains(o.roles, "api"), Consumer: slices.Contains(o.roles, "consumer"),
 		Migrate:    o.migrate,
 		PaymentURL: o.paymentURL, Breaker: o.breaker, Lifecycle: lc, Workers: o.workers,
@@ -260,6 +277,49 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 	}
 	defer app.Close()
 	return app.Run(cmd.Context(), nil)
+}
+
+// The variables of an identity provider's tokens: serve verifies against FSCTL_JWKS_URL (trusting
+// FSCTL_JWKS_CA), token and the bundled profile sign with the key file FSCTL_JWT_KEY names, and
+// both put or check FSCTL_JWT_ISSUER and FSCTL_JWT_AUDIENCE. fsctl stack env sets all five on a
+// secure stack.
+const (
+	envJWKSURL     = "FSCTL_JWKS_URL"
+	envJWKSCA      = "FSCTL_JWKS_CA"
+	envJWTIssuer   = "FSCTL_JWT_ISSUER"
+	envJWTAudience = "FSCTL_JWT_AUDIENCE"
+	envJWTKey      = "FSCTL_JWT_KEY"
+)
+
+// jwksFlags are serve's identity provider: where its JWKS is and what its tokens must say.
+type jwksFlags struct {
+	url, issuer, audience, ca string
+}
+
+func (j *jwksFlags) bind(fs *pflag.FlagSet) {
+	addressString(fs, &j.url, "jwks-url", os.Getenv(envJWKSURL), "verify buyers' tokens (RS256, ES256, EdDSA) against this identity provider's JWKS instead of the HS256 secret; https, or http on loopback (env "+envJWKSURL+")")
+	fs.StringVar(&j.issuer, "jwt-issuer", os.Getenv(envJWTIssuer), "with --jwks-url: the iss every token must carry (env "+envJWTIssuer+")")
+	fs.StringVar(&j.audience, "jwt-audience", os.Getenv(envJWTAudience), "with --jwks-url: the aud every token must include (env "+envJWTAudience+")")
+	fs.StringVar(&j.ca, "jwks-ca", os.Getenv(envJWKSCA), "with --jwks-url: the CA certificate (PEM) that signed the identity provider's HTTPS certificate, trusted instead of the system's (env "+envJWKSCA+")")
+}
+
+// config is the server's JWKS set-up; nil keeps HS256. The issuer, audience and CA mean nothing
+// without a JWKS: given on the command line they are a usage error, left from the environment a
+// warning (a shell that unset only FSCTL_JWKS_URL, or a game day pinning its own secret).
+func (j jwksFlags) config(cmd *cobra.Command, log *slog.Logger) (*auth.JWKSConfig, error) {
+	if j.url == "" {
+		for _, name := range []string{"jwt-issuer", "jwt-audience", "jwks-ca"} {
+			if cmd.Flags().Changed(name) {
+				return nil, fmt.Errorf("--%s goes with --jwks-url (env %s): HS256 tokens are checked against the secret only", name, envJWKSURL)
+			}
+		}
+		if j.issuer != "" || j.audience != "" || j.ca != "" {
+			log.Warn("no --jwks-url: buyers' tokens are HS256, and " + envJWTIssuer + ", " + envJWTAudience + " and " + envJWKSCA + " are not used")
+		}
+		return nil, nil
+	}
+	jc := &auth.JWKSConfig{URL: j.url, Issuer: j.issuer, Audience: j.audience, CAFile: j.ca}
+	return jc, jc.Validate()
 }
 
 // devAdminToken is docker-compose.yml's operator token when FSCTL_ADMIN_TOKEN is unset.

@@ -43,7 +43,10 @@ func newStackCmd() *cobra.Command {
 	f.IntVar(&opts.cfg.RedisCluster.Port, "redis-cluster-port", stack.DefaultRedisClusterPort, "port of the cluster's first node on 127.0.0.1 (node i on port+i, its bus on port+i+10000)")
 	f.IntVar(&opts.cfg.KafkaCluster.Brokers, "kafka-brokers", 0, "also run a local replicated Kafka of this many KRaft brokers (3 to 9; topics get replication factor 3 and min.insync.replicas 2; remembered until the stack's kafka-cluster folder is deleted)")
 	f.IntVar(&opts.cfg.KafkaCluster.Port, "kafka-cluster-port", stack.DefaultKafkaClusterPort, "port of the Kafka cluster's first broker on 127.0.0.1 (broker i on port+i, its controller on port+100+i)")
-	f.BoolVar(&opts.cfg.Secure, "secure", false, "the stack in production posture: TLS only from a CA of its own, a password for every client (Redis ACL user, PostgreSQL SCRAM over verify-full TLS, Kafka SASL_SSL SCRAM-SHA-512); in ./"+stack.DefaultSecureDir+" on ports 16380, 15433, 19094/19095 unless the folder and ports are given; remembered by the folder")
+	f.BoolVar(&opts.cfg.Secure, "secure", false, "the stack in production posture: TLS only from a CA of its own, a password for every client (Redis ACL user, PostgreSQL SCRAM over verify-full TLS, Kafka SASL_SSL SCRAM-SHA-512); in ./"+stack.DefaultSecureDir+" on ports 16380, 15433, 19094/19095 (and its identity provider's JWKS on 18443) unless the folder and ports are given; remembered by the folder")
+	f.IntVar(&opts.cfg.IssuerPort, "issuer-port", stack.DefaultSecureIssuerPort, "a secure stack's identity provider (its JWKS over HTTPS) on 127.0.0.1")
+	// The issuer is this binary, run detached (fsctl stack issuer).
+	opts.cfg.Executable, _ = os.Executable()
 	f.BoolVar(&opts.cfg.Renew, "renew", false, "with up on a secure stack: issue a new server certificate and restart the services on it (done by itself 14 days before it expires)")
 	cmd.AddCommand(
 		&cobra.Command{
@@ -78,6 +81,7 @@ func newStackCmd() *cobra.Command {
 		newStackStatusCmd(opts),
 		newStackDepsCmd(opts),
 		newStackEnvCmd(opts),
+		newStackIssuerCmd(opts),
 	)
 	return cmd
 }
@@ -135,7 +139,7 @@ func newStackDepsCmd(opts *stackOptions) *cobra.Command {
 
 // stackPortFlags are the flags whose value a stack records at `up`: left out, they are the
 // recorded ones, so every command on a folder talks to the processes that folder runs.
-var stackPortFlags = []string{"redis-port", "postgres-port", "kafka-port", "kafka-controller-port"}
+var stackPortFlags = []string{"redis-port", "postgres-port", "kafka-port", "kafka-controller-port", "issuer-port"}
 
 // config resolves the flags into the stack's config: a port flag the command line does not set
 // is the stack's recorded port (the default for a new stack), one that differs from the record is
@@ -147,7 +151,7 @@ func (o *stackOptions) config(cmd *cobra.Command, out io.Writer) (stack.Config, 
 		cfg.Dir = stack.DefaultSecureDir
 	}
 	ports := map[string]*int{"redis-port": &cfg.RedisPort, "postgres-port": &cfg.PostgresPort,
-		"kafka-port": &cfg.KafkaPort, "kafka-controller-port": &cfg.KafkaControllerPort}
+		"kafka-port": &cfg.KafkaPort, "kafka-controller-port": &cfg.KafkaControllerPort, "issuer-port": &cfg.IssuerPort}
 	for _, name := range stackPortFlags {
 		if !cmd.Flags().Changed(name) {
 			*ports[name] = 0
@@ -303,6 +307,15 @@ func printEndpoints(w io.Writer, cfg stack.Config, prefix string, onCluster, onK
 			{"PGPASSFILE", shellQuote(c.PGPassFile)},
 			{kafkaconn.EnvTLS, "true"}, {kafkaconn.EnvCA, shellQuote(c.CA)}, {kafkaconn.EnvSASL, kafkaconn.ScramSHA512},
 			{kafkaconn.EnvUser, c.User}, {kafkaconn.EnvPassword, cat(c.KafkaPasswordFile)},
+		} {
+			fmt.Fprintf(w, "%s%s=%s\n", prefix, kv[0], kv[1])
+		}
+	}
+	if is := e.Issuer; is != nil {
+		// The key's file, not the key: the output holds nothing that signs.
+		for _, kv := range [][2]string{
+			{envJWKSURL, shellQuote(is.JWKSURL)}, {envJWTIssuer, shellQuote(is.URL)}, {envJWTAudience, shellQuote(is.Audience)},
+			{envJWKSCA, shellQuote(is.CA)}, {envJWTKey, shellQuote(is.KeyFile)},
 		} {
 			fmt.Fprintf(w, "%s%s=%s\n", prefix, kv[0], kv[1])
 		}

@@ -50,6 +50,9 @@ type Options struct {
 	// Kafka, when set, are the brokers of a replicated Kafka the checkout publishes to instead of
 	// the stack's single broker; its topics are replicated three ways, min.insync.replicas 2.
 	Kafka []string
+	// JWKS, when set, verifies buyers' tokens against an identity provider's key set instead of
+	// Secret (fsctl serve --jwks-url).
+	JWKS *auth.JWKSConfig
 }
 
 // Checkout is one running test checkout.
@@ -103,7 +106,7 @@ func Start(t testing.TB, o Options) *Checkout {
 		Kafka: kafkaconn.Conn{Brokers: c.Brokers}, OrdersTopic: c.OrdersTopic, DeadLetterTopic: c.DeadLetterTopic,
 		JWTSecret: Secret, API: true, Consumer: true, ConsumerGroup: c.ConsumerGroup, Migrate: true,
 		Lifecycle: lc, Workers: o.Workers, SwitchesKey: c.SwitchesKey, ControlPoll: 20 * time.Millisecond,
-		RoomTick: 20 * time.Millisecond,
+		RoomTick: 20 * time.Millisecond, JWKS: o.JWKS,
 	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	c.App, c.Base = app, base
 	c.Sale = buildSale(t, o)
