@@ -37,13 +37,13 @@ func KafkaTopic(tb testing.TB, partitions int) string {
 }
 
 // KafkaClusterBrokers returns the local replicated Kafka's brokers (FSCTL_KAFKA_CLUSTER_BROKERS;
-// `fsctl stack up --kafka-brokers 3`, which make test runs) after checking that one answers.
+// `fsctl stack up --kafka-cluster 3`, which make test runs) after checking that one answers.
 func KafkaClusterBrokers(tb testing.TB) []string {
 	tb.Helper()
 	skipShort(tb)
 	brokers := stack.EndpointsFromEnv().KafkaClusterBrokers
 	if _, err := dialAny(brokers); err != nil {
-		tb.Fatalf("kafka cluster at %v unreachable: %v; start it with `fsctl stack up --kafka-brokers 3` (make test does), or set %s",
+		tb.Fatalf("kafka cluster at %v unreachable: %v; start it with `fsctl stack up --kafka-cluster 3` (make test does), or set %s",
 			brokers, err, stack.EnvKafkaClusterBrokers)
 	}
 	return brokers

@@ -51,7 +51,7 @@ type blastOptions struct {
 	reveal        string
 	pay, cancel   float64
 	seed          uint64
-	rate          string
+	rate          float64
 	ramp          time.Duration
 	duration      time.Duration
 	maxSkew       time.Duration
@@ -215,7 +215,7 @@ Exit status: 0 all good, 1 could not run, 2 a bad flag, 3 a threshold missed (--
 	f.Float64Var(&o.pay, "pay", 0, "probability that a reserved buyer pays (the rest of --pay and --cancel abandon the hold)")
 	f.Float64Var(&o.cancel, "cancel", 0, "probability that a reserved buyer cancels")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the buyers' choices: pay/cancel/abandon, and who refreshes under --refreshers (the same seed picks the same buyers)")
-	f.StringVar(&o.rate, "rate", "", "open model: release buyers at this rate (e.g. 500/s) from the release instant instead of all at once")
+	bindRate(f, &o.rate, "open model: release buyers at this rate from the release instant instead of all at once")
 	f.DurationVar(&o.ramp, "ramp", 0, "with --rate, climb from 0 to the rate over this long first")
 	f.DurationVar(&o.duration, "duration", 0, "with --rate, run this long: the buyers are as many as the schedule releases in it (instead of --buyers)")
 	f.DurationVar(&o.maxSkew, "max-skew", defaultMaxSkew, "largest clock difference allowed between this machine and the checkout: blast refuses to run beyond it (0: do not check)")

@@ -152,7 +152,7 @@ at prepare time, which for RS256 is about a millisecond per buyer on 2 cores.`,
 	f.StringVar(&o.prefix, "user-prefix", "blast-", "buyer k is the user <prefix><k> (as fsctl blast names them)")
 	f.DurationVar(&o.ttl, "ttl", 3*time.Hour, "how long the tokens stay valid: past the end of the burst")
 	f.StringVar(&o.out, "out", "", "write the tokens to this file (default stdout)")
-	deprecatedAliasP(f, "output", "o", "out")
+	deprecatedAlias(f, "output", "out") // its -o alias is gone: -o is the report's format everywhere
 	f.StringVar(&o.secret, "jwt-secret", "", "an hs256 profile's secret, replacing its secretEnv")
 	return cmd
 }

@@ -61,10 +61,10 @@ traffic, admission and payment only with http.metrics, the control panel only wi
 The rest shows "not available" with the reason, never DOWN. When stdout is not a
 terminal, or with --once, it prints one snapshot (rates over --window) as a table or JSON;
 --fail-on warn|crit makes that exit 3 when such an alert fires.
---record appends every snapshot as a JSON line, the timeline of a game day.`,
+--records appends every snapshot as a JSON line, the timeline of a game day.`,
 		Example: `  fsctl warroom --sale black-friday --admin-token $FSCTL_ADMIN_TOKEN
   fsctl warroom --sale black-friday --target http://10.0.0.5:8080 --target http://10.0.0.6:8080 --alerts examples/warroom-alerts.yaml
-  fsctl warroom --sale black-friday --record gameday.jsonl
+  fsctl warroom --sale black-friday --records gameday.jsonl
   fsctl warroom --sale black-friday --once --output json
   fsctl warroom --sale black-friday --once --fail-on crit   # CI: exit 3 on a critical alert
   fsctl warroom --sale article --profile profiles/spring-article.yaml --once`,
@@ -87,7 +87,8 @@ terminal, or with --once, it prints one snapshot (rates over --window) as a tabl
 	f.StringVar(&o.alerts, "alerts", "", "alert thresholds file (YAML; default the built-in rules, see examples/warroom-alerts.yaml)")
 	f.BoolVar(&o.once, "once", false, "print one snapshot and exit")
 	bindOutput(f, &o.output, "the snapshot with --once")
-	f.StringVar(&o.record, "record", "", "append every snapshot to this file as JSON lines")
+	f.StringVar(&o.record, "records", "", "append every snapshot to this file as JSON lines")
+	deprecatedAlias(f, "record", "records") // JSON lines are --records, as blast writes them
 	f.DurationVar(&o.interval, "interval", warroom.DefaultInterval, "refresh interval of the fast sources (metrics, Kafka)")
 	f.IntVar(&o.slowEvery, "slow-every", warroom.DefaultSlowEvery, "read Redis, PostgreSQL and the admin API every N refreshes")
 	f.DurationVar(&o.window, "window", time.Second, "with --once: the window rates are measured over (0: cumulative only)")
@@ -136,7 +137,7 @@ func runWarroom(cmd *cobra.Command, o warroomOptions) error {
 	if o.record != "" {
 		f, err := os.OpenFile(o.record, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
-			return fmt.Errorf("--record: %w", err)
+			return fmt.Errorf("--records: %w", err)
 		}
 		defer f.Close()
 		record = warroom.NewRecorder(f).Write
