@@ -165,7 +165,7 @@ Exit status: 0 all good, 1 could not run, 2 a bad flag, 3 a threshold missed (--
 
   fsctl blast --item black-friday:console --item black-friday:controller --buyers 20000 --clicks 2 --retries 3
   fsctl blast --sale black-friday --item console --buyers 5000 --expect-sold 100 --max-p99 2s --output json
-  fsctl blast --target https://shop.example --classify examples/classify.yaml --stock 100 --limit 1 ...
+  fsctl blast --target https://shop.example --sale bf --item 1001 --classify examples/classify.yaml --stock 100 --limit 1
   fsctl blast --profile profiles/spring-article.yaml --target http://127.0.0.1:8090 --sale article --item 1001 --buyers 2000 --check-state`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

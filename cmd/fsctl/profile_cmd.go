@@ -141,7 +141,7 @@ at prepare time, which for RS256 is about a millisecond per buyer on 2 cores.`,
 		Example: `  fsctl profile tokens --profile profiles/spring-article.yaml --sale article --buyers 50000 --ttl 3h --out tokens.txt`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runProfileTokens(cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+			return runProfileTokens(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
 	f := cmd.Flags()
@@ -157,7 +157,7 @@ at prepare time, which for RS256 is about a millisecond per buyer on 2 cores.`,
 	return cmd
 }
 
-func runProfileTokens(stdout, progress io.Writer, o profileTokensOptions) error {
+func runProfileTokens(ctx context.Context, stdout, progress io.Writer, o profileTokensOptions) error {
 	if o.buyers < 1 || o.ttl <= 0 {
 		return usageError(fmt.Errorf("--buyers must be at least 1 and --ttl positive"))
 	}
@@ -183,7 +183,7 @@ func runProfileTokens(stdout, progress io.Writer, o profileTokensOptions) error 
 		defer bw.Flush()
 		w = bw
 	}
-	return m.WriteTokens(w, o.sale, o.prefix, o.buyers, time.Now(), o.ttl, func(done, total int) {
+	return m.WriteTokens(ctx, w, o.sale, o.prefix, o.buyers, time.Now(), o.ttl, func(done, total int) {
 		fmt.Fprintf(progress, "minted %d/%d tokens\n", done, total)
 	})
 }
