@@ -76,9 +76,9 @@ func TestEveryCommandKeepsTheConventions(t *testing.T) {
 // checkSharedFlag holds a flag with a shared name to its one meaning.
 func checkSharedFlag(t *testing.T, path string, f *pflag.Flag) {
 	t.Helper()
-	if f.Shorthand == "o" && f.Name != "output" {
+	if _, format := f.Value.(*outputFlag); f.Shorthand == "o" && (f.Name != "output" || !format) {
 		// Even as a deprecated alias: `-o json` would write a file named json.
-		t.Errorf("%s: -o is --%s, want the output format", path, f.Name)
+		t.Errorf("%s: -o is --%s (%s), want the output format", path, f.Name, f.Value.Type())
 	}
 	if f.Deprecated != "" {
 		if !f.Hidden {
