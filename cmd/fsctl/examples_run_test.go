@@ -29,12 +29,15 @@ const (
 	sandboxAddress = "127.0.0.1:8080" // the address the examples give the local checkout
 )
 
+// remoteHost matches the hosts examples name that are not this machine.
+var remoteHost = regexp.MustCompile(`shop\.example|10\.0\.0\.|//shop:|//cache:`)
+
 // exampleParseOnly says why an example is not run but only parsed (TestEveryExampleParses), or "".
 func exampleParseOnly(e example) string {
 	switch path := e.owner.CommandPath(); {
 	case path == "fsctl gameday":
 		return "a game day brings a stack up, kills its processes and runs for minutes: the gameday package's tests, make gameday and make chaos run it"
-	case regexp.MustCompile(`shop\.example|10\.0\.0\.|//shop:|//cache:`).MatchString(e.line):
+	case remoteHost.MatchString(e.line):
 		return "names hosts beyond this machine"
 	case strings.Contains(e.line, "spring-article.yaml") && path != "fsctl profile tokens":
 		return "needs the Spring-article shop running (examples/articleshop): scripts/drill.sh (make drill) runs these commands against it"
@@ -45,11 +48,13 @@ func exampleParseOnly(e example) string {
 }
 
 // TestEveryExampleRuns runs every fsctl line of every command's Example in-process, as written,
-// against a sandbox of the local stack: a private Redis, a fresh PostgreSQL database, the stack's
-// Kafka, the sample sale created, and a checkout of the test's own at the address the examples
-// give the local one (127.0.0.1:8080 maps to its free port; FSCTL_TARGET names it too). A
-// server example listens on free ports instead of the ones it names. The files the examples
-// read are made first (shard records, a capacity report, my-shop.yaml).
+// against a sandbox beside the local stack: a private Redis, a fresh PostgreSQL database, a Kafka
+// broker of its own (the examples use the default topic and group names, which the game days and
+// the drill use on the stack's broker), the sample sale created, and a checkout of the test's own
+// at the address the examples give the local one (127.0.0.1:8080 maps to its free port;
+// FSCTL_TARGET names it too). A server example listens on free ports instead of the ones it
+// names. The files the examples read are made first (shard records, a capacity report,
+// my-shop.yaml).
 //
 // An example passes when it ends 0, or 3 (it ran, and a check it makes failed on the sandbox's
 // sale), or is still running when its time is up and then stops on the cancel with no usage
@@ -162,14 +167,16 @@ func (r exampleRun) run(t *testing.T, env map[string]string) {
 	}
 }
 
+// port matches the port of an address (":9091", "127.0.0.1:8080", "http://127.0.0.1:8090").
+var port = regexp.MustCompile(`:(\d{4,5})\b`)
+
 // freePorts gives each port a server example names (":9091", "127.0.0.1:8080") a free one, the
 // same for the same port within ports.
 func freePorts(t *testing.T, args []string, ports map[string]string) []string {
 	t.Helper()
-	re := regexp.MustCompile(`:(\d{4,5})\b`)
 	out := make([]string, len(args))
 	for i, a := range args {
-		out[i] = re.ReplaceAllStringFunc(a, func(m string) string {
+		out[i] = port.ReplaceAllStringFunc(a, func(m string) string {
 			p := m[1:]
 			if ports[p] == "" {
 				ports[p] = freePort(t)
@@ -201,9 +208,9 @@ func exampleSandbox(t *testing.T) (map[string]string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	redisURL, postgresURL := testenv.PrivateRedis(t), testenv.Postgres(t)
+	redisURL, postgresURL, brokers := testenv.PrivateRedis(t), testenv.Postgres(t), testenv.PrivateKafka(t)
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "FSCTL_") && k != "FSCTL_KAFKA_BROKERS" {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "FSCTL_") {
 			t.Setenv(k, "")
 		}
 	}
@@ -217,8 +224,9 @@ func exampleSandbox(t *testing.T) (map[string]string, string) {
 	target := "127.0.0.1:" + freePort(t)
 	env := map[string]string{"FSCTL_ADMIN_TOKEN": "examples-ops-token", "OPS_TOKEN": "examples-ops-token", "HOME": dir}
 	for k, v := range map[string]string{
-		"FSCTL_REDIS_URL": redisURL, "FSCTL_POSTGRES_URL": postgresURL, "FSCTL_STACK_DIR": filepath.Join(dir, ".stack"),
-		"FSCTL_TARGET": "http://" + target, "FSCTL_ADMIN_TOKEN": env["FSCTL_ADMIN_TOKEN"],
+		"FSCTL_REDIS_URL": redisURL, "FSCTL_POSTGRES_URL": postgresURL, "FSCTL_KAFKA_BROKERS": strings.Join(brokers, ","),
+		"FSCTL_STACK_DIR": filepath.Join(dir, ".stack"),
+		"FSCTL_TARGET":    "http://" + target, "FSCTL_ADMIN_TOKEN": env["FSCTL_ADMIN_TOKEN"],
 	} {
 		t.Setenv(k, v)
 	}
