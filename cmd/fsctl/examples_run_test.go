@@ -155,7 +155,7 @@ func (r exampleRun) run(t *testing.T, env map[string]string) {
 	case r.pipe == "jq" && !json.Valid(out.Bytes()):
 		t.Errorf("%s\npiped into jq, but its stdout is not JSON:\n%s", help, out.String())
 	case code == exitCheck:
-		t.Logf("exit 3, a check failed on the sandbox's sale: %v", err)
+		t.Logf("exit 3, a check failed on the sandbox's sale: %v\n%s", err, out.String())
 	}
 	if r.stdout == nil {
 		return
