@@ -67,9 +67,10 @@ stack-status: build ## show what runs where (exit 3 when a service is down)
 # The tests that run on a Redis Cluster or a replicated Kafka use a local one of 3 masters and one
 # of 3 brokers beside the single node and the single broker.
 REDIS_CLUSTER ?= 3
-KAFKA_BROKERS ?= 3
+# KAFKA_BROKERS is KAFKA_CLUSTER's old name, still read for one release.
+KAFKA_CLUSTER ?= $(or $(KAFKA_BROKERS),3)
 test: stack-up ## vet, race-enabled tests against the local stack (and its Redis Cluster and replicated Kafka), then every fuzz target
-	$(FSCTL) stack up --redis-cluster $(REDIS_CLUSTER) --kafka-brokers $(KAFKA_BROKERS) $(STACK_FLAGS)
+	$(FSCTL) stack up --redis-cluster $(REDIS_CLUSTER) --kafka-cluster $(KAFKA_CLUSTER) $(STACK_FLAGS)
 	$(GO) vet ./...
 	$(STACK_ENV) && $(GO) test -race -count=1 -timeout 15m ./...
 	@$(MAKE) --no-print-directory fuzz
@@ -101,7 +102,7 @@ gameday: deps ## the built-in game day: burst + faults on the local stack, invar
 	$(FSCTL) gameday --report-dir $(GAMEDAY_DIR) $(STACK_FLAGS) </dev/null
 
 gameday-cluster: deps ## the built-in game day on the stack's Redis Cluster and replicated Kafka (started if needed; ~1 min)
-	$(FSCTL) gameday --redis-cluster $(REDIS_CLUSTER) --kafka-brokers $(KAFKA_BROKERS) --report-dir $(GAMEDAY_DIR)-cluster $(STACK_FLAGS) </dev/null
+	$(FSCTL) gameday --redis-cluster $(REDIS_CLUSTER) --kafka-cluster $(KAFKA_CLUSTER) --report-dir $(GAMEDAY_DIR)-cluster $(STACK_FLAGS) </dev/null
 
 # Chaos game days: each seed draws its own buyers (a trickle with bursts) and its own overlapping
 # faults; a failing seed prints the command that replays it. SEEDS seeds from CHAOS_SEED.

@@ -8,8 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
+	"github.com/fsctl/fsctl/table"
 
 	"github.com/fsctl/fsctl/loadgen"
 )
@@ -144,8 +143,7 @@ func (s Summary) renderReads(w io.Writer) error {
 			fmt.Fprintf(w, " and %d times in the %s after it", r.After, time.Duration(r.WindowMs*float64(time.Millisecond)))
 		}
 		fmt.Fprintln(w)
-		t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
-		t.Header("PAGE READ", "REQUESTS", "MIN MS", "MEAN MS", "P50 MS", "P90 MS", "P99 MS", "P99.9 MS", "P99.99 MS", "MAX MS")
+		t := latencyTable(w, "PAGE READ")
 		for _, row := range r.ByStatus {
 			if err := distRow(t, row.Status, row.Count, row.Latency); err != nil {
 				return err
@@ -175,7 +173,7 @@ func (s Summary) renderReads(w io.Writer) error {
 }
 
 // distRow appends one latency row to a table with the report's latency columns.
-func distRow(t *tablewriter.Table, name string, n int, d Dist) error {
+func distRow(t *table.Table, name string, n int, d Dist) error {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 	return t.Append(name, strconv.Itoa(n), f(d.Min), f(d.Mean), f(d.P50), f(d.P90), f(d.P99), f(d.P999), f(d.P9999), f(d.Max))
 }

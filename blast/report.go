@@ -17,6 +17,7 @@ import (
 	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/table"
 )
 
 // Dist is a latency distribution in milliseconds, from an HDR histogram (3 significant digits):
@@ -241,6 +242,16 @@ func (s Summary) WriteJSON(w io.Writer) error {
 	return enc.Encode(s)
 }
 
+// latencyTable is a table of latency distributions, one row each, first naming the row. Headers
+// as written: the automatic format would split "P99.9" into "P 99 . 9". On a narrow terminal the
+// tails past p99, then the min and mean, then p90 are left out (package table): p50, p99 and max
+// tell the story of a burst.
+func latencyTable(w io.Writer, name string) *table.Table {
+	return table.New(w, name, "REQUESTS", "MIN MS", "MEAN MS", "P50 MS", "P90 MS", "P99 MS", "P99.9 MS", "P99.99 MS", "MAX MS").
+		With(tablewriter.WithHeaderAutoFormat(tw.Off)).
+		Drop("P99.99 MS", "P99.9 MS", "MIN MS", "MEAN MS", "P90 MS")
+}
+
 // Render writes the summary as tables for people.
 func (s Summary) Render(w io.Writer) error {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
@@ -253,9 +264,7 @@ func (s Summary) Render(w io.Writer) error {
 	if s.Reads != nil {
 		fmt.Fprintln(w, "purchases (writes; the page reads have their own table below):")
 	}
-	// Headers as written: the automatic format would split "P99.9" into "P 99 . 9".
-	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
-	t.Header("OUTCOME", "REQUESTS", "MIN MS", "MEAN MS", "P50 MS", "P90 MS", "P99 MS", "P99.9 MS", "P99.99 MS", "MAX MS")
+	t := latencyTable(w, "OUTCOME")
 	row := func(name string, n int, d Dist) error {
 		return t.Append(name, strconv.Itoa(n), f(d.Min), f(d.Mean), f(d.P50), f(d.P90), f(d.P99), f(d.P999), f(d.P9999), f(d.Max))
 	}

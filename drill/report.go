@@ -7,13 +7,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-
 	"github.com/fsctl/fsctl/blast"
 	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/pipeline"
 	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/steps"
+	"github.com/fsctl/fsctl/table"
 )
 
 // Report is what one drill did and whether the checkout held.
@@ -34,8 +33,8 @@ type Report struct {
 // Render writes the report as text: the phases, the items, the verdicts and the outcome.
 func (r *Report) Render(w io.Writer) error {
 	fmt.Fprintf(w, "drill of sale %s at %s through profile %s\n", r.Sale, r.Target, r.Profile)
-	t := tablewriter.NewWriter(w)
-	t.Header("phase", "result", "took", "detail")
+	// The details wrap on a narrow terminal; the items' before-the-burst columns go (package table).
+	t := table.New(w, "phase", "result", "took", "detail").Wrap("detail", 0)
 	for _, p := range r.Phases {
 		if err := t.Append(p.Name, p.Word(), p.Took.Round(time.Millisecond).String(), p.Detail); err != nil {
 			return err
@@ -44,8 +43,8 @@ func (r *Report) Render(w io.Writer) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
-	t = tablewriter.NewWriter(w)
-	t.Header("item", "stock", "redis before", "live before", "reserved", "live orders", "redis left")
+	t = table.New(w, "item", "stock", "redis before", "live before", "reserved", "live orders", "redis left").
+		Drop("live before", "redis before")
 	for _, it := range r.Items {
 		if err := t.Append(it.Item, i64(it.Stock), i64(it.RedisBefore), i64(it.LiveBefore), i64(it.Reserved), i64(it.Live), i64(it.RedisLeft)); err != nil {
 			return err

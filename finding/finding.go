@@ -11,8 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
+	"github.com/fsctl/fsctl/table"
 )
 
 // Status is the verdict of one check.
@@ -129,21 +128,23 @@ func (f Finding) HowToFix() string {
 }
 
 // Table renders the findings as one table (a group column when any finding has a group), long
-// details and fixes wrapped inside their columns so the table fits a terminal.
+// details and fixes wrapped inside their columns; on a narrow terminal they wrap narrower, and
+// the group column goes last of all (package table).
 func Table(w io.Writer, fs []Finding) error {
 	grouped := false
 	for _, f := range fs {
 		grouped = grouped || f.Group != ""
 	}
-	header := []any{"check", "status", "detail", "how to fix"}
+	header := []string{"check", "status", "detail", "how to fix"}
 	if grouped {
-		header = append([]any{"group"}, header...)
+		header = append([]string{"group"}, header...)
 	}
-	widths := tw.Mapper[int, int]{len(header) - 2: detailWidth, len(header) - 1: fixWidth}
-	t := tablewriter.NewTable(w, tablewriter.WithColumnWidths(widths), tablewriter.WithRowAutoWrap(tw.WrapNormal))
-	t.Header(header...)
+	t := table.New(w, header...).Wrap("detail", detailWidth).Wrap("how to fix", fixWidth)
+	if grouped {
+		t.Drop("group")
+	}
 	for _, f := range fs {
-		row := []any{f.Check, strings.ToUpper(string(f.Status)), breakLong(f.Detail, detailWidth), breakLong(f.HowToFix(), fixWidth)}
+		row := []any{f.Check, strings.ToUpper(string(f.Status)), f.Detail, f.HowToFix()}
 		if grouped {
 			row = append([]any{f.Group}, row...)
 		}
@@ -178,25 +179,5 @@ func Invariants(w io.Writer, fs []Finding) error {
 	return nil
 }
 
-// The widths the detail and fix columns wrap at.
-const detailWidth, fixWidth = 60, 44
-
-// breakLong splits every word longer than a column of width holds (a path, a URL: width less the
-// column's padding) into pieces that fit, one a line: the table wraps at spaces and would cut such
-// a word short, losing its end.
-func breakLong(s string, width int) string {
-	width -= 2
-	words := strings.Split(s, " ")
-	for i, w := range words {
-		if len([]rune(w)) <= width {
-			continue
-		}
-		r := []rune(w)
-		var parts []string
-		for len(r) > width {
-			parts, r = append(parts, string(r[:width])), r[width:]
-		}
-		words[i] = strings.Join(append(parts, string(r)), "\n")
-	}
-	return strings.Join(words, " ")
-}
+// The widths the detail and fix columns wrap at, even in a file: wider, a line is hard to follow.
+const detailWidth, fixWidth = 58, 42

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/fsctl/fsctl/table"
 )
 
 func TestOKIsTheExitRule(t *testing.T) {
@@ -99,6 +103,37 @@ func TestTableKeepsLongWords(t *testing.T) {
 	}
 	if !strings.Contains(fix.String(), path) {
 		t.Fatalf("the path lost letters:\n%s", b.String())
+	}
+}
+
+// TestTableFitsTheTerminal: preflight's table with a group column and long details was 165
+// columns wide whatever the terminal; at 80 it wraps its detail and fix to 80.
+func TestTableFitsTheTerminal(t *testing.T) {
+	fs := []Finding{
+		{Group: "redis", Check: "maxmemory-policy", Status: Warn, Detail: "allkeys-lru: under memory pressure Redis may evict a sale's stock, holds or idempotency keys, and the sale would sell them again",
+			Fix: "CONFIG SET maxmemory-policy noeviction, and the same in redis.conf so that a restart keeps it", Repair: "CONFIG SET maxmemory-policy noeviction", Apply: func(context.Context) error { return nil }},
+		{Group: "kafka", Check: "orders topic", Status: Pass, Detail: "fsctl.orders: 6 partition(s), replication factor 3"},
+	}
+	widest := func(columns int) (int, string) {
+		var b bytes.Buffer
+		var w io.Writer = &b
+		if columns > 0 {
+			w = table.Sized{Writer: &b, Columns: columns}
+		}
+		if err := Table(w, fs); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, l := range strings.Split(b.String(), "\n") {
+			n = max(n, utf8.RuneCountInString(l))
+		}
+		return n, b.String()
+	}
+	if n, out := widest(0); n <= 120 {
+		t.Fatalf("%d columns without a terminal: the test's table is not wide enough to prove anything\n%s", n, out)
+	}
+	if n, out := widest(80); n > 80 || !strings.Contains(out, "GROUP") || !strings.Contains(out, "HOW TO FIX") {
+		t.Errorf("%d columns at 80, or a column lost:\n%s", n, out)
 	}
 }
 

@@ -72,12 +72,12 @@ func (c ChaosConfig) Validate() error {
 func (c ChaosConfig) Command() string {
 	c = c.withDefaults()
 	var b strings.Builder
-	fmt.Fprintf(&b, "fsctl gameday --chaos --seed %d --duration %s --rate %g --faults %d", c.Seed, c.Duration, c.Rate, c.Faults)
+	fmt.Fprintf(&b, "fsctl gameday --chaos --seed %d --duration %s --rate %g/s --faults %d", c.Seed, c.Duration, c.Rate, c.Faults)
 	if c.RedisCluster {
 		b.WriteString(" --redis-cluster 3")
 	}
 	if c.KafkaCluster {
-		b.WriteString(" --kafka-brokers 3")
+		b.WriteString(" --kafka-cluster 3")
 	}
 	if len(c.Only) > 0 {
 		ns := make([]string, len(c.Only))

@@ -125,7 +125,7 @@ func TestChaosShrinkByHand(t *testing.T) {
 	if !slices.Equal(some.Arrivals, all.Arrivals) {
 		t.Error("shrinking the faults changed the buyers")
 	}
-	want := "fsctl gameday --chaos --seed 11 --duration 30s --rate 60 --faults 10 --chaos-steps 2,5"
+	want := "fsctl gameday --chaos --seed 11 --duration 30s --rate 60/s --faults 10 --chaos-steps 2,5"
 	if got := some.Chaos.Command(); got != want {
 		t.Errorf("replay command %q, want %q", got, want)
 	}

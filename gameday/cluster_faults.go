@@ -20,7 +20,7 @@ import (
 )
 
 // The faults of a game day on a Redis Cluster or a replicated Kafka (--redis-cluster,
-// --kafka-brokers): the built-in ones act on the whole cluster where the single node would have
+// --kafka-cluster): the built-in ones act on the whole cluster where the single node would have
 // been hit, and redis-master-kill takes one master away.
 
 // restartClusterEmpty is redis-restart-empty on a Redis Cluster: every node killed, its data wiped

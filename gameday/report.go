@@ -10,13 +10,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-
 	"github.com/fsctl/fsctl/blast"
 	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/steps"
+	"github.com/fsctl/fsctl/table"
 )
 
 // Report is what a game day did and found.
@@ -147,8 +146,8 @@ func (r *Report) allOK() bool { return len(r.Failures()) == 0 && len(r.Invariant
 // Render writes the report for a terminal.
 func (r *Report) Render(w io.Writer) error {
 	fmt.Fprintf(w, "\ngame day %s (seed %d) on %s\n%s\n", r.Scenario, r.Seed, r.Machine, r.Summary)
-	t := tablewriter.NewWriter(w)
-	t.Header("phase", "took", "result")
+	// The results wrap on a narrow terminal (package table).
+	t := table.New(w, "phase", "took", "result").Wrap("result", 0)
 	for _, p := range r.Phases {
 		res := p.Detail
 		if p.Error != "" {
@@ -160,8 +159,7 @@ func (r *Report) Render(w io.Writer) error {
 		return err
 	}
 	if len(r.Steps) > 0 {
-		t = tablewriter.NewWriter(w)
-		t.Header("line", "at", "fault", "took", "result")
+		t = table.New(w, "line", "at", "fault", "took", "result").Wrap("result", 0).Wrap("fault", 0).Drop("took")
 		for _, s := range r.Steps {
 			res := s.Note
 			if s.Error != "" {
@@ -178,8 +176,7 @@ func (r *Report) Render(w io.Writer) error {
 			return err
 		}
 		if len(r.FollowUps) > 0 {
-			t = tablewriter.NewWriter(w)
-			t.Header("after the purchase", "answer", "buyers")
+			t = table.New(w, "after the purchase", "answer", "buyers")
 			for _, f := range r.FollowUps {
 				_ = t.Append(string(f.Action), f.Answer, fmt.Sprint(f.Count))
 			}

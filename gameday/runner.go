@@ -59,7 +59,7 @@ type Config struct {
 	// JWTSecret signs the buyers' tokens and is given to every instance.
 	JWTSecret []byte
 	// Timeline, when set, is started once the servers run and stopped after the settle; its
-	// events join the report's timeline (the hook for the war room's --record).
+	// events join the report's timeline (the hook for the war room's --records).
 	Timeline TimelineSource
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time

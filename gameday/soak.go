@@ -12,10 +12,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fsctl/fsctl/redisconn"
+	"github.com/fsctl/fsctl/table"
 )
 
 // SoakSample is one look, during a soak, at the checkout instances and at Redis. The instance
@@ -143,17 +143,21 @@ func (s *Soak) OK() bool {
 // Render writes the samples as a table over time, then the verdicts.
 func (s *Soak) Render(w io.Writer) error {
 	fmt.Fprintf(w, "\nsoak: a sample every %s (instance figures: the largest live instance)\n", s.Every)
-	t := tablewriter.NewWriter(w)
-	t.Header("at", "instances", "RSS MiB", "heap MiB", "goroutines", "open files", "Redis MiB", "keys", "no expiry", "idempotency", "tickets")
+	// Narrow: Redis's own counts go first, then the instance count and heap (RSS, goroutines,
+	// open files and Redis's memory are what the verdicts judge).
+	t := table.New(w, "at", "instances", "RSS MiB", "heap MiB", "goroutines", "open files", "Redis MiB", "keys", "no expiry", "idempotency", "tickets").
+		Wrap("tickets", 0).Drop("idempotency", "no expiry", "keys", "instances", "heap MiB")
 	mib := func(x float64) string { return fmt.Sprintf("%.1f", x/(1<<20)) }
 	n := func(x float64) string { return strconv.FormatFloat(x, 'f', 0, 64) }
 	for _, sm := range s.Samples {
-		row := []string{sm.At.Round(time.Second).String(), fmt.Sprint(sm.Instances), mib(sm.RSS), mib(sm.Heap), n(sm.Goroutines), n(sm.OpenFiles),
+		row := []any{sm.At.Round(time.Second).String(), fmt.Sprint(sm.Instances), mib(sm.RSS), mib(sm.Heap), n(sm.Goroutines), n(sm.OpenFiles),
 			mib(sm.RedisMemory), n(sm.Keys), n(sm.Permanent), n(sm.Idempotency), n(sm.Tickets)}
 		if sm.Error != "" {
-			row[len(row)-1] += " (" + clip(sm.Error, 60) + ")"
+			row[len(row)-1] = fmt.Sprint(row[len(row)-1]) + " (" + clip(sm.Error, 60) + ")"
 		}
-		_ = t.Append(row)
+		if err := t.Append(row...); err != nil {
+			return err
+		}
 	}
 	if err := t.Render(); err != nil {
 		return err

@@ -14,7 +14,7 @@ import (
 )
 
 // WarRoom is the timeline source of a game day: the war room's snapshots, taken every Interval
-// while the sale runs, recorded as `fsctl warroom --record` does (JSON lines), and turned into
+// while the sale runs, recorded as `fsctl warroom --records` does (JSON lines), and turned into
 // timeline events where something changed: a panel's source going down or coming back, an
 // alert firing or clearing.
 type WarRoom struct {

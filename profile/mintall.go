@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"runtime"
@@ -14,8 +15,9 @@ import (
 // now, on every CPU, and writes them as a token file ("user token" lines, in buyer order) that a
 // profile with token.type file reads. An RS256 signature costs about a millisecond: minting
 // 50,000 tokens ahead of the sale keeps that minute out of the minutes before the release.
-// progress, when set, is told how many are minted, about every 10%, one call at a time.
-func (m *Minter) WriteTokens(w io.Writer, sale, prefix string, n int, now time.Time, ttl time.Duration, progress func(done, total int)) error {
+// progress, when set, is told how many are minted, about every 10%, one call at a time. A
+// cancelled ctx stops the minting (a minute of it is worth a Ctrl-C) and writes nothing.
+func (m *Minter) WriteTokens(ctx context.Context, w io.Writer, sale, prefix string, n int, now time.Time, ttl time.Duration, progress func(done, total int)) error {
 	tokens := make([]string, n)
 	errs := make([]error, n)
 	var next, done atomic.Int64
@@ -24,7 +26,7 @@ func (m *Minter) WriteTokens(w io.Writer, sale, prefix string, n int, now time.T
 	var mu sync.Mutex // one progress call at a time, in order
 	for range min(runtime.GOMAXPROCS(0), max(n, 1)) {
 		wg.Go(func() {
-			for k := next.Add(1) - 1; k < int64(n); k = next.Add(1) - 1 {
+			for k := next.Add(1) - 1; k < int64(n) && ctx.Err() == nil; k = next.Add(1) - 1 {
 				tokens[k], errs[k] = m.Mint(prefix+strconv.FormatInt(k, 10), sale, now, ttl)
 				if progress == nil {
 					continue
@@ -38,6 +40,9 @@ func (m *Minter) WriteTokens(w io.Writer, sale, prefix string, n int, now time.T
 		})
 	}
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("minting stopped: %w", err)
+	}
 	for k, tok := range tokens {
 		if errs[k] != nil {
 			return fmt.Errorf("token of %s%d: %w", prefix, k, errs[k])

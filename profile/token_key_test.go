@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -126,7 +127,7 @@ func BenchmarkMintES256(b *testing.B) {
 			}
 			now := time.Now()
 			for b.Loop() {
-				if err := m.WriteTokens(io.Discard, "bf", "blast-", buyers, now, time.Hour, nil); err != nil {
+				if err := m.WriteTokens(context.Background(), io.Discard, "bf", "blast-", buyers, now, time.Hour, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -5,8 +5,7 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
+	"github.com/fsctl/fsctl/table"
 )
 
 // Render prints one row per item, then every finding with what --fix does about it, the order
@@ -20,8 +19,9 @@ func (r Report) Render(w io.Writer) error {
 		through += " (order by order)"
 	}
 	fmt.Fprintf(w, "reconcile of sale %s%s at %s\n", r.SaleID, through, r.At.Format("2006-01-02T15:04:05Z"))
-	t := tablewriter.NewWriter(w)
-	t.Header("item", "quantity", "redis stock", "redis holds", "pending", "paid", "closed", "sold", "in flight", "findings")
+	// On a narrow terminal the columns the others sum up go first (package table).
+	t := table.New(w, "item", "quantity", "redis stock", "redis holds", "pending", "paid", "closed", "sold", "in flight", "findings").
+		Drop("closed", "in flight", "pending", "paid", "redis holds")
 	for _, it := range r.Items {
 		c := it.Counts
 		closed := c.Expired + c.Cancelled + c.Failed
@@ -76,9 +76,10 @@ func (r Report) renderFindings(w io.Writer) error {
 	if n == 0 {
 		return nil
 	}
-	t := tablewriter.NewTable(w, tablewriter.WithColumnWidths(tw.Mapper[int, int]{3: 56, 4: 40}),
-		tablewriter.WithRowAutoWrap(tw.WrapNormal))
-	t.Header("item", "finding", "buyer and order", "detail", "what fix does")
+	// The detail and the fix wrap; on a narrow terminal what --fix does goes (its own line under
+	// "changes made" says it when it is done).
+	t := table.New(w, "item", "finding", "buyer and order", "detail", "what fix does").
+		Wrap("detail", 54).Wrap("what fix does", 38).Drop("what fix does")
 	for _, it := range r.Items {
 		for _, f := range it.Findings {
 			who := f.Order

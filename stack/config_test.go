@@ -164,7 +164,7 @@ func TestKafkaClusterProperties(t *testing.T) {
 	}
 }
 
-// TestKafkaClusterLayoutIsRemembered: a later call without --kafka-brokers keeps the cluster, and a
+// TestKafkaClusterLayoutIsRemembered: a later call without --kafka-cluster keeps the cluster, and a
 // different layout is refused with how to change it.
 func TestKafkaClusterLayoutIsRemembered(t *testing.T) {
 	dir := t.TempDir()

@@ -18,7 +18,7 @@ const (
 	// RedisCluster is the local Redis Cluster (fsctl stack up --redis-cluster N), as a whole;
 	// KillClusterNode and StartClusterNode take one node of it.
 	RedisCluster = "redis-cluster"
-	// KafkaCluster is the local replicated Kafka (fsctl stack up --kafka-brokers N), as a whole;
+	// KafkaCluster is the local replicated Kafka (fsctl stack up --kafka-cluster N), as a whole;
 	// KillKafkaBroker and StartKafkaBroker take one broker of it.
 	KafkaCluster = "kafka-cluster"
 )
@@ -43,7 +43,7 @@ func (c Config) service(name string) (service, error) {
 		return clusterService{c}, nil
 	case KafkaCluster:
 		if _, ok, err := (kafkaClusterService{c}).layout(); err != nil || !ok {
-			return nil, fmt.Errorf("this stack keeps no Kafka cluster: start one with fsctl stack up --kafka-brokers 3 (%v)", err)
+			return nil, fmt.Errorf("this stack keeps no Kafka cluster: start one with fsctl stack up --kafka-cluster 3 (%v)", err)
 		}
 		return kafkaClusterService{c}, nil
 	}

@@ -26,7 +26,7 @@ type KafkaLayout struct {
 // DefaultKafkaClusterPort is the first broker's port of the local Kafka cluster.
 const DefaultKafkaClusterPort = 19200
 
-// DefaultKafkaLayout is the local Kafka cluster `fsctl stack up --kafka-brokers 3` starts.
+// DefaultKafkaLayout is the local Kafka cluster `fsctl stack up --kafka-cluster 3` starts.
 var DefaultKafkaLayout = KafkaLayout{Brokers: 3, Port: DefaultKafkaClusterPort}
 
 // Addrs are the brokers' addresses, the cluster's address for a client.
@@ -41,7 +41,7 @@ func (l KafkaLayout) Addrs() []string {
 func (l KafkaLayout) validate() error {
 	switch {
 	case l.Brokers < 3 || l.Brokers > 9:
-		return fmt.Errorf("--kafka-brokers %d: a replicated Kafka needs 3 to 9 brokers (replication factor 3, min.insync.replicas 2)", l.Brokers)
+		return fmt.Errorf("--kafka-cluster %d: a replicated Kafka needs 3 to 9 brokers (replication factor 3, min.insync.replicas 2)", l.Brokers)
 	case l.Port <= 0 || l.Port+100+l.Brokers > 32768:
 		return fmt.Errorf("--kafka-cluster-port %d: the brokers and their controllers (port + 100) must stay below Linux's ephemeral ports (32768)", l.Port)
 	}
@@ -207,7 +207,7 @@ func kafkaBroker(cfg Config, addr string) (kafkaNode, error) {
 		return kafkaNode{}, err
 	}
 	if !ok {
-		return kafkaNode{}, errors.New("this stack keeps no Kafka cluster: start one with fsctl stack up --kafka-brokers 3")
+		return kafkaNode{}, errors.New("this stack keeps no Kafka cluster: start one with fsctl stack up --kafka-cluster 3")
 	}
 	for _, n := range s.nodes(l) {
 		if n.addr() == addr {

@@ -46,13 +46,13 @@ func KafkaTopic(tb testing.TB, partitions int) string {
 }
 
 // KafkaClusterBrokers returns the local replicated Kafka's brokers (FSCTL_KAFKA_CLUSTER_BROKERS;
-// `fsctl stack up --kafka-brokers 3`, which make test runs) after checking that one answers.
+// `fsctl stack up --kafka-cluster 3`, which make test runs) after checking that one answers.
 func KafkaClusterBrokers(tb testing.TB) []string {
 	tb.Helper()
 	skipShort(tb)
 	brokers := stack.EndpointsFromEnv().KafkaClusterBrokers
 	if _, err := dialAny(brokers); err != nil {
-		unreachable(tb, "kafka cluster", strings.Join(brokers, ","), err, stack.EnvKafkaClusterBrokers, "`fsctl stack up --kafka-brokers 3` (make test does)")
+		unreachable(tb, "kafka cluster", strings.Join(brokers, ","), err, stack.EnvKafkaClusterBrokers, "`fsctl stack up --kafka-cluster 3` (make test does)")
 	}
 	return brokers
 }

@@ -34,7 +34,7 @@ type Options struct {
 	Timeout time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
-	// Record, when set, receives every snapshot the dashboard shows (the --record timeline).
+	// Record, when set, receives every snapshot the dashboard shows (the --records timeline).
 	Record func(Snapshot) error
 	// Context bounds every probe and action (context.Background when nil).
 	Context context.Context

@@ -11,7 +11,7 @@ import (
 // RecordVersion is the version of the record format; a reader refuses lines of a newer one.
 const RecordVersion = 1
 
-// Record is one line of a --record file: a snapshot as the dashboard showed it, with derived rates
+// Record is one line of a --records file: a snapshot as the dashboard showed it, with derived rates
 // and firing alerts. A game-day report reads the timeline back with ReadRecords.
 type Record struct {
 	Version int `json:"v"`

@@ -51,7 +51,7 @@ type blastOptions struct {
 	reveal        string
 	pay, cancel   float64
 	seed          uint64
-	rate          string
+	rate          float64
 	ramp          time.Duration
 	duration      time.Duration
 	maxSkew       time.Duration
@@ -165,7 +165,7 @@ Exit status: 0 all good, 1 could not run, 2 a bad flag, 3 a threshold missed (--
 
   fsctl blast --item black-friday:console --item black-friday:controller --buyers 20000 --clicks 2 --retries 3
   fsctl blast --sale black-friday --item console --buyers 5000 --expect-sold 100 --max-p99 2s --output json
-  fsctl blast --target https://shop.example --classify examples/classify.yaml --stock 100 --limit 1 ...
+  fsctl blast --target https://shop.example --sale bf --item 1001 --classify examples/classify.yaml --stock 100 --limit 1
   fsctl blast --profile profiles/spring-article.yaml --target http://127.0.0.1:8090 --sale article --item 1001 --buyers 2000 --check-state`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -215,7 +215,7 @@ Exit status: 0 all good, 1 could not run, 2 a bad flag, 3 a threshold missed (--
 	f.Float64Var(&o.pay, "pay", 0, "probability that a reserved buyer pays (the rest of --pay and --cancel abandon the hold)")
 	f.Float64Var(&o.cancel, "cancel", 0, "probability that a reserved buyer cancels")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the buyers' choices: pay/cancel/abandon, and who refreshes under --refreshers (the same seed picks the same buyers)")
-	f.StringVar(&o.rate, "rate", "", "open model: release buyers at this rate (e.g. 500/s) from the release instant instead of all at once")
+	bindRate(f, &o.rate, "open model: release buyers at this rate from the release instant instead of all at once")
 	f.DurationVar(&o.ramp, "ramp", 0, "with --rate, climb from 0 to the rate over this long first")
 	f.DurationVar(&o.duration, "duration", 0, "with --rate, run this long: the buyers are as many as the schedule releases in it (instead of --buyers)")
 	f.DurationVar(&o.maxSkew, "max-skew", defaultMaxSkew, "largest clock difference allowed between this machine and the checkout: blast refuses to run beyond it (0: do not check)")

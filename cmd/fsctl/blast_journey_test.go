@@ -33,7 +33,7 @@ func TestBlastJourneyFlagsMakeThePlan(t *testing.T) {
 	o := blastOptions{target: "http://127.0.0.1:1", sale: "s", items: []string{"i"}, buyers: 10, conns: 1, clicks: 1,
 		in: time.Second, timeout: time.Second, shard: "0/1", secret: jwtSecretFlag{value: "x"}, stock: -1, limit: -1,
 		room: true, maxPoll: 200 * time.Millisecond, roomWait: time.Minute, pay: 0.5, cancel: 0.25, seed: 9,
-		rate: "100/s", ramp: 2 * time.Second, duration: 5 * time.Second, maxSkew: time.Second}
+		rate: 100, ramp: 2 * time.Second, duration: 5 * time.Second, maxSkew: time.Second}
 	p, _, err := o.plan(time.Now())
 	if err != nil {
 		t.Fatal(err)

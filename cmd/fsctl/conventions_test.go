@@ -76,6 +76,10 @@ func TestEveryCommandKeepsTheConventions(t *testing.T) {
 // checkSharedFlag holds a flag with a shared name to its one meaning.
 func checkSharedFlag(t *testing.T, path string, f *pflag.Flag) {
 	t.Helper()
+	if _, format := f.Value.(*outputFlag); f.Shorthand == "o" && (f.Name != "output" || !format) {
+		// Even as a deprecated alias: `-o json` would write a file named json.
+		t.Errorf("%s: -o is --%s (%s), want the output format", path, f.Name, f.Value.Type())
+	}
 	if f.Deprecated != "" {
 		if !f.Hidden {
 			t.Errorf("%s --%s: a deprecated alias must not show in --help", path, f.Name)
@@ -89,6 +93,7 @@ func checkSharedFlag(t *testing.T, path string, f *pflag.Flag) {
 		"profile": {"string", envProfile},
 		"timeout": {"duration", ""},
 		"output":  {"string", ""},
+		"rate":    {"rate", ""},
 	}
 	if w, ok := want[f.Name]; ok {
 		if w.typ != "" && f.Value.Type() != w.typ {
@@ -103,9 +108,7 @@ func checkSharedFlag(t *testing.T, path string, f *pflag.Flag) {
 		t.Errorf("%s --target is a %s", path, f.Value.Type())
 	case f.Name == "max-skew" && f.DefValue != defaultMaxSkew.String():
 		t.Errorf("%s --max-skew defaults to %s, want %s everywhere", path, f.DefValue, defaultMaxSkew)
-	case f.Shorthand == "o" && f.Name != "output":
-		t.Errorf("%s: -o is --%s, want the output format", path, f.Name)
-	case f.Shorthand == "f" && f.Name != "file" && f.Name != "scenario":
+	case f.Shorthand == "f" && f.Name != "file":
 		t.Errorf("%s: -f is --%s, want the command's input file", path, f.Name)
 	}
 }

@@ -51,6 +51,7 @@ services through the --*-url flags.`,
 	cmd.Flags().IntVar(&o.buyers, "buyers", 2000, "buyers released at once")
 	cmd.Flags().IntVar(&o.conns, "conns", 256, "client connections the buyers share")
 	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "show the server's log")
+	_ = cmd.Flags().MarkShorthandDeprecated("verbose", "use --verbose (-v is --version)")
 	cmd.Flags().Float64Var(&o.roomRate, "room-rate", 0, "put a waiting room admitting this many buyers per second in front of the sale (with a 10-bit proof of work); 0 = none")
 	deprecatedAlias(cmd.Flags(), "room", "room-rate")
 	bindOutput(cmd.Flags(), &o.output, "the outcome and the invariants")

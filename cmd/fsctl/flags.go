@@ -1,10 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/fsctl/fsctl/loadgen"
 )
 
 // The flags many commands share have one name, one meaning and one environment variable
@@ -50,3 +54,32 @@ func bindItems(f *pflag.FlagSet, p *[]string, usage string) {
 	}
 	f.StringSliceVar(p, "item", def, usage+" (repeatable or comma separated; env "+envItem+")")
 }
+
+// rateFlag is --rate, buyers released per second, one form on every command: "500/s", "30000/m"
+// or a bare number per second (loadgen.ParseRate, as a scenario's rate: reads), checked as the
+// flag is parsed so a bad rate is a usage error before anything runs. Zero is "not given".
+type rateFlag struct{ perSecond *float64 }
+
+// bindRate adds --rate into p (buyers per second), defaulting to *p; 0 shows no default.
+func bindRate(f *pflag.FlagSet, p *float64, usage string) {
+	f.Var(rateFlag{p}, "rate", usage+" (N/s, N/m, or N per second)")
+}
+
+func (r rateFlag) String() string {
+	if r.perSecond == nil || *r.perSecond == 0 {
+		return ""
+	}
+	return strconv.FormatFloat(*r.perSecond, 'g', -1, 64) + "/s"
+}
+
+func (r rateFlag) Set(s string) error {
+	v, err := loadgen.ParseRate(s)
+	if err != nil {
+		return usageError(fmt.Errorf("--%w", err)) // `--rate "fast": want ...`
+	}
+	*r.perSecond = v
+	return nil
+}
+
+// Type names the value in --help: "--rate rate".
+func (r rateFlag) Type() string { return "rate" }

@@ -47,7 +47,7 @@ also on Ctrl-C.
 
 Faults a step can name:
 ` + faults.String() + `
-Without --scenario the built-in scenario runs (fsctl gameday --print-default shows it).
+Without -f/--file the built-in scenario runs (fsctl gameday --print-default shows it).
 
 With --chaos the scenario is drawn from --seed instead of read from a file: buyers arrive for
 --duration in a trickle (--rate) with bursts on top, retry and replay their keys, pay, cancel or
@@ -59,7 +59,7 @@ history: every 202 a buyer heard is an order in PostgreSQL, nothing oversold or 
 never answered two ways. A failing seed prints its fault timeline and the command that replays
 it; --chaos-steps keeps some of its steps, to shrink it by hand.`,
 		Example: `  fsctl gameday                                   # the built-in scenario on ./.stack
-  fsctl gameday --scenario examples/gameday.yaml --report-dir /tmp/gameday
+  fsctl gameday -f examples/gameday.yaml --report-dir /tmp/gameday
   fsctl gameday --chaos --seed 7                  # a seeded random schedule of overlapping faults
   fsctl gameday --chaos --seed 7 --chaos-steps 2,5 # the same run with only its steps 2 and 5
   fsctl gameday --chaos --duration 30m --soak 30s # a soak: memory, goroutines, files and Redis over time, judged
@@ -68,7 +68,8 @@ it; --chaos-steps keeps some of its steps, to shrink it by hand.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runGameday(cmd, o) },
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.scenario, "scenario", "f", "", "scenario file (YAML); empty runs the built-in one")
+	f.StringVarP(&o.scenario, "file", "f", "", "scenario file (YAML); empty runs the built-in one")
+	deprecatedAlias(f, "scenario", "file") // -f is --file on every command
 	f.StringVar(&o.reportDir, "report-dir", "gameday-report", "folder for report.md, report.html, report.json and the servers' logs")
 	f.StringVar(&o.teardown, "teardown", string(gameday.TeardownAuto), "stop the stack at the end: auto (if the game day started it), always, never")
 	bindOutput(f, &o.output, "the final report on stdout")
@@ -84,12 +85,14 @@ it; --chaos-steps keeps some of its steps, to shrink it by hand.`,
 	f.IntVar(&o.stack.cfg.RedisCluster.Masters, "redis-cluster", 0, "run the sale on the stack's Redis Cluster of this many masters (started if it is not running; redis-restart-empty then hits every node, and redis-master-kill is possible)")
 	f.IntVar(&o.stack.cfg.RedisCluster.Replicas, "redis-cluster-replicas", 0, "replicas per master of that Redis Cluster")
 	f.IntVar(&o.stack.cfg.RedisCluster.Port, "redis-cluster-port", stack.DefaultRedisClusterPort, "port of the Redis Cluster's first node")
-	f.IntVar(&o.stack.cfg.KafkaCluster.Brokers, "kafka-brokers", 0, "run the sale on the stack's replicated Kafka of this many brokers (kafka-kill then kills the orders partition's leader)")
+	f.IntVar(&o.stack.cfg.KafkaCluster.Brokers, "kafka-cluster", 0, "run the sale on the stack's replicated Kafka of this many brokers (kafka-kill then kills the orders partition's leader)")
 	f.IntVar(&o.stack.cfg.KafkaCluster.Port, "kafka-cluster-port", stack.DefaultKafkaClusterPort, "port of the replicated Kafka's first broker")
+	deprecatedAlias(f, "kafka-brokers", "kafka-cluster") // --kafka-brokers is a broker list everywhere else
 	f.BoolVar(&o.chaos, "chaos", false, "draw the scenario from --seed: a trickle and bursts of buyers under overlapping random faults")
 	f.Uint64Var(&o.chaosCfg.Seed, "seed", 1, "with --chaos: the seed the run is drawn from; with a scenario: replaces its seed")
 	f.DurationVar(&o.chaosCfg.Duration, "duration", gameday.DefaultChaosDuration, "with --chaos: how long buyers arrive and faults come")
-	f.Float64Var(&o.chaosCfg.Rate, "rate", gameday.DefaultChaosRate, "with --chaos: the trickle's buyers per second between the bursts")
+	o.chaosCfg.Rate = gameday.DefaultChaosRate
+	bindRate(f, &o.chaosCfg.Rate, "with --chaos: the trickle's buyers between the bursts")
 	f.IntVar(&o.chaosCfg.Faults, "faults", 0, "with --chaos: how many faults the nemesis draws (default one per 3s of --duration, at least 3)")
 	f.IntVar(&o.seeds, "seeds", 1, "with --chaos: run this many seeds, from --seed on, one after the other, and sum them up (reports in <report-dir>/seed-N)")
 	f.DurationVar(&o.soakEvery, "soak", 0, "sample every instance's memory, goroutines and open files and Redis's memory and keys this often while buyers arrive (e.g. 30s), print them over time, and fail the run when one grew without bound: the last third's peak above the first third's by half and a margin (make soak)")
@@ -114,7 +117,7 @@ func runGameday(cmd *cobra.Command, o *gamedayOptions) error {
 	flags := cmd.Flags()
 	switch {
 	case o.chaos && o.scenario != "":
-		return usageError(fmt.Errorf("--chaos draws its own scenario: give --chaos or --scenario, not both"))
+		return usageError(fmt.Errorf("--chaos draws its own scenario: give --chaos or --file, not both"))
 	case o.chaos && (o.seeds < 1 || o.seeds > 100_000):
 		return usageError(fmt.Errorf("--seeds %d: want 1 to 100000", o.seeds))
 	case o.chaos:

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
 	"github.com/spf13/cobra"
 
 	"github.com/fsctl/fsctl/gameday"
 	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/table"
 )
 
 // chaosRun is one seed of `fsctl gameday --chaos --seeds N`.
@@ -131,8 +131,9 @@ func (runs chaosRuns) WriteJSON(w io.Writer) error {
 
 // Render writes a row per seed, the totals, and each failing seed with its replay command.
 func (runs chaosRuns) Render(w io.Writer) error {
-	t := tablewriter.NewWriter(w)
-	t.Header("seed", "result", "faults", "acknowledged", "missing", "undecided", "longest outage", "took")
+	// Narrow: what is undecided wraps, then the run's length and its longest outage go.
+	t := table.New(w, "seed", "result", "faults", "acknowledged", "missing", "undecided", "longest outage", "took").
+		Wrap("undecided", 0).Drop("took", "longest outage")
 	total := map[string]int{}
 	acked, missing, passed := 0, 0, 0
 	for _, r := range runs {

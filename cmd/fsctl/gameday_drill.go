@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fsctl/fsctl/drill"
-	"github.com/fsctl/fsctl/loadgen"
 )
 
 type gamedayDrillOptions struct {
@@ -18,7 +17,7 @@ type gamedayDrillOptions struct {
 	sale      string
 	items     []string
 	buyers    int
-	rate      string
+	rate      float64
 	conns     int
 	settle    time.Duration
 	secret    jwtSecretFlag
@@ -54,7 +53,7 @@ held, the sale settled within --settle, reconcile found nothing and no item sold
 	bindSale(f, &o.sale, "the sale (a label passed to the profile's templates and queries)")
 	bindItems(f, &o.items, "item buyers go for (round-robin); default: every item of the profile's sql.items")
 	f.IntVar(&o.buyers, "buyers", 2000, "virtual buyers in the burst")
-	f.StringVar(&o.rate, "rate", "", "release the buyers at this rate (e.g. 500/s) instead of all at one instant")
+	bindRate(f, &o.rate, "release the buyers at this rate instead of all at one instant")
 	f.IntVar(&o.conns, "conns", 64, "pre-dialled connections the buyers share")
 	f.DurationVar(&o.settle, "settle", time.Minute, "bound on the wait for the sale to settle after the burst")
 	o.secret.bind(f)
@@ -79,12 +78,7 @@ func runGamedayDrill(cmd *cobra.Command, o gamedayDrillOptions) error {
 	}
 	cfg := drill.Config{Profile: prof, Target: o.target, Sale: o.sale, Items: o.items,
 		RedisURL: o.endpoints.redisURL, PostgresURL: o.endpoints.postgresURL, Kafka: kc,
-		Buyers: o.buyers, Conns: o.conns, Settle: o.settle, Secret: o.secret.forProfile(prof), Progress: cmd.ErrOrStderr()}
-	if o.rate != "" {
-		if cfg.Rate, err = loadgen.ParseRate(o.rate); err != nil {
-			return usageError(err)
-		}
-	}
+		Buyers: o.buyers, Conns: o.conns, Rate: o.rate, Settle: o.settle, Secret: o.secret.forProfile(prof), Progress: cmd.ErrOrStderr()}
 	rep, err := drill.Run(cmd.Context(), cfg)
 	if err != nil {
 		return err

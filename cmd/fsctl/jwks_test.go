@@ -120,7 +120,7 @@ func TestTokenWithTheIssuerKey(t *testing.T) {
 // key).
 func TestStackEnvNamesTheIssuer(t *testing.T) {
 	dir := t.TempDir()
-	p := freePorts(t, 5)
+	p := loopbackPorts(t, 5)
 	rec := fmt.Sprintf(`{"redisPort":%d,"postgresPort":%d,"kafkaPort":%d,"kafkaControllerPort":%d,"secure":true,"issuerPort":%d}`, p[0], p[1], p[2], p[3], p[4])
 	if err := os.WriteFile(filepath.Join(dir, stack.RecordFile), []byte(rec), 0o644); err != nil {
 		t.Fatal(err)

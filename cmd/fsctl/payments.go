@@ -22,7 +22,7 @@ type paymentsServeOptions struct {
 	declineRate float64
 	errorRate   float64
 	outages     []string
-	seed        int64
+	seed        uint64
 }
 
 func newPaymentsCmd() *cobra.Command {
@@ -76,13 +76,13 @@ func (o *paymentsServeOptions) bind(f *pflag.FlagSet) {
 	f.Float64Var(&o.declineRate, "decline-rate", 0, "share of charges declined, 0..1")
 	f.Float64Var(&o.errorRate, "error-rate", 0, "share of charges answered 503 without charging, 0..1")
 	f.StringArrayVar(&o.outages, "outage", nil, "outage window FROM+FOR after start, e.g. 30s+10s (repeatable)")
-	f.Int64Var(&o.seed, "seed", 1, "seed of the random decisions")
+	f.Uint64Var(&o.seed, "seed", 1, "seed of the random decisions")
 }
 
 // config checks the flags and turns them into the provider's Config.
 func (o paymentsServeOptions) config() (fake.Config, error) {
 	cfg := fake.Config{
-		Latency: o.latency, Jitter: o.jitter, DeclineRate: o.declineRate, ErrorRate: o.errorRate, Seed: o.seed,
+		Latency: o.latency, Jitter: o.jitter, DeclineRate: o.declineRate, ErrorRate: o.errorRate, Seed: int64(o.seed), // the same seed as blast --seed and gameday --seed take
 	}
 	for _, s := range o.outages {
 		w, err := parseOutage(s)

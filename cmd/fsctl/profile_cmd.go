@@ -145,7 +145,7 @@ at prepare time, which for RS256 is about a millisecond per buyer on 2 cores.`,
 		Example: `  fsctl profile tokens --profile profiles/spring-article.yaml --sale article --buyers 50000 --ttl 3h --out tokens.txt`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runProfileTokens(cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+			return runProfileTokens(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
 	f := cmd.Flags()
@@ -156,12 +156,12 @@ at prepare time, which for RS256 is about a millisecond per buyer on 2 cores.`,
 	f.StringVar(&o.prefix, "user-prefix", "blast-", "buyer k is the user <prefix><k> (as fsctl blast names them)")
 	f.DurationVar(&o.ttl, "ttl", 3*time.Hour, "how long the tokens stay valid: past the end of the burst")
 	f.StringVar(&o.out, "out", "", "write the tokens to this file (default stdout)")
-	deprecatedAliasP(f, "output", "o", "out")
+	deprecatedAlias(f, "output", "out") // its -o alias is gone: -o is the report's format everywhere
 	secretString(f, &o.secret, "jwt-secret", "", "an hs256 profile's secret, replacing its secretEnv")
 	return cmd
 }
 
-func runProfileTokens(stdout, progress io.Writer, o profileTokensOptions) error {
+func runProfileTokens(ctx context.Context, stdout, progress io.Writer, o profileTokensOptions) error {
 	if o.buyers < 1 || o.ttl <= 0 {
 		return usageError(fmt.Errorf("--buyers must be at least 1 and --ttl positive"))
 	}
@@ -187,7 +187,7 @@ func runProfileTokens(stdout, progress io.Writer, o profileTokensOptions) error 
 		defer bw.Flush()
 		w = bw
 	}
-	return m.WriteTokens(w, o.sale, o.prefix, o.buyers, time.Now(), o.ttl, func(done, total int) {
+	return m.WriteTokens(ctx, w, o.sale, o.prefix, o.buyers, time.Now(), o.ttl, func(done, total int) {
 		fmt.Fprintf(progress, "minted %d/%d tokens\n", done, total)
 	})
 }

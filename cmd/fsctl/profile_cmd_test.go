@@ -32,7 +32,7 @@ func TestProfileCheckCommand(t *testing.T) {
 
 	// Tokens minted ahead, then a burst that reads them instead of signing: the file's users buy.
 	tokens := filepath.Join(t.TempDir(), "tokens.txt")
-	if _, code, err := runCLI(t, "profile", "tokens", "--profile", path, "--buyers", "20", "--user-prefix", "early-", "-o", tokens); code != 0 {
+	if _, code, err := runCLI(t, "profile", "tokens", "--profile", path, "--buyers", "20", "--user-prefix", "early-", "--out", tokens); code != 0 {
 		t.Fatalf("tokens: %d %v", code, err)
 	}
 	out, code, err = runCLI(t, append([]string{"blast", "--profile", path, "--tokens", tokens, "--target", s.Base, "--sale", s.Sale,
@@ -120,7 +120,7 @@ func TestProfileShowAndTokens(t *testing.T) {
 	}
 	file := filepath.Join(t.TempDir(), "tokens.txt")
 	shipped := filepath.Join(articletest.Root(), "profiles", "spring-article.yaml")
-	if _, code, err := runCLI(t, "profile", "tokens", "--profile", shipped, "--buyers", "12", "-o", file); code != 0 {
+	if _, code, err := runCLI(t, "profile", "tokens", "--profile", shipped, "--buyers", "12", "--out", file); code != 0 {
 		t.Fatalf("tokens: %d %v", code, err)
 	}
 	b, err := os.ReadFile(file)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/olekukonko/tablewriter"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/table"
 )
 
 func newSaleCmd() *cobra.Command {
@@ -177,8 +177,7 @@ func printProvision(w io.Writer, sl sale.Sale, rep provision.Report) error {
 	fmt.Fprintf(w, "sale %s (%s): opens %s, per-user limit %d, hold %s\n",
 		sl.ID, sl.Name, sl.OpensAt.UTC().Format("2006-01-02T15:04:05Z"), sl.PerUserLimit, sl.HoldTTL)
 	printSaleOptions(w, sl.PerSaleLimit, revealTTL(sl.Reveal))
-	t := tablewriter.NewWriter(w)
-	t.Header("item", "quantity", "pg sold", "redis stock", "shards", "preload")
+	t := table.New(w, "item", "quantity", "pg sold", "redis stock", "shards", "preload").Wrap("preload", 0)
 	for _, it := range rep.Items {
 		if err := t.Append(it.ItemID, strconv.FormatInt(it.Quantity, 10), strconv.FormatInt(it.Sold, 10),
 			strconv.FormatInt(it.Stock, 10), strconv.Itoa(it.Shards), string(it.Action)); err != nil {

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
 	"github.com/spf13/cobra"
 
 	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/table"
 )
 
 type saleReadOptions struct {
@@ -94,8 +94,10 @@ func renderSaleList(w io.Writer, rows []saleListRow) error {
 		_, err := fmt.Fprintln(w, "no sales in PostgreSQL; create one with fsctl sale create -f sale.yaml")
 		return err
 	}
-	t := tablewriter.NewWriter(w)
-	t.Header("id", "name", "opens", "closes", "paused", "items", "quantity", "sold", "redis")
+	// Narrow: the name wraps, then the closing time, the item count and the paused flag go (sale
+	// show has them all).
+	t := table.New(w, "id", "name", "opens", "closes", "paused", "items", "quantity", "sold", "redis").
+		Wrap("name", 0).Drop("closes", "items", "paused")
 	for _, r := range rows {
 		closes := "never"
 		if r.ClosesAt != nil {
@@ -294,8 +296,10 @@ func (v saleView) render(w io.Writer) error {
 		fmt.Fprintf(w, "waiting room: admissions paused: %s, %.0f buyers/s, at most %d active\n",
 			yesNo(s.Room.Paused), s.Room.AdmissionRate, s.Room.MaxActive)
 	}
-	t := tablewriter.NewWriter(w)
-	t.Header("item", "quantity", "pg sold", "pending", "paid", "pg epoch", "redis stock", "per shard", "holds", "redis paused", "redis epoch")
+	// Narrow: the shards' stock wraps, then the epochs, the shards' paused flags, the holds and
+	// the pending/paid split of sold go (-o json has them all).
+	t := table.New(w, "item", "quantity", "pg sold", "pending", "paid", "pg epoch", "redis stock", "per shard", "holds", "redis paused", "redis epoch").
+		Wrap("per shard", 0).Drop("redis epoch", "pg epoch", "redis paused", "holds", "pending", "paid")
 	for _, it := range v.Items {
 		p, r := it.Postgres, it.Redis
 		var perShard, paused, epochs []string

@@ -119,12 +119,11 @@ The development JWT secret (used when FSCTL_JWT_SECRET is unset) and the develop
 of docker-compose.yml are refused unless --addr is a loopback address (127.0.0.1, ::1, localhost)
 or --insecure-dev-secrets says the instance is a test: anyone who can reach the port could mint
 buyers' tokens or pause the sale with them.`,
-		Example: `  fsctl serve                          # both roles on :8080 against the local stack
-  fsctl serve --role api --addr :9090  # a second API instance
-  fsctl serve --role reservation --grpc-addr :9091 & fsctl serve --reservation-addr 127.0.0.1:9091
-  fsctl serve --admin-token "$OPS_TOKEN" --payment-url http://127.0.0.1:8090
-  fsctl serve --jwks-url https://idp.example.com/.well-known/jwks.json --jwt-issuer https://idp.example.com --jwt-audience checkout
-  FSCTL_JWT_SECRET=... fsctl serve --redis-url redis://cache:6379/0 --kafka-brokers k1:9092,k2:9092`,
+		Example: `  fsctl serve --addr 127.0.0.1:8080               # both roles against the local stack (the development secret: loopback only)
+  fsctl serve --role api --addr 127.0.0.1:8081    # a second API instance
+  fsctl serve --role reservation --grpc-addr 127.0.0.1:9091 & fsctl serve --addr 127.0.0.1:8080 --reservation-addr 127.0.0.1:9091
+  fsctl serve --addr 127.0.0.1:8080 --admin-token "$OPS_TOKEN" --payment-url http://127.0.0.1:8090
+  FSCTL_JWT_SECRET=... fsctl serve --redis-url redis://cache:6379/0 --kafka-brokers k1:9092,k2:9092   # beyond loopback: a real secret`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd, o) },
 	}
 	fs := cmd.Flags()

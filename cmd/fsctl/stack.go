@@ -41,13 +41,14 @@ func newStackCmd() *cobra.Command {
 	f.IntVar(&opts.cfg.RedisCluster.Masters, "redis-cluster", 0, "also run a local Redis Cluster of this many masters (at least 3; remembered until the stack's redis-cluster folder is deleted)")
 	f.IntVar(&opts.cfg.RedisCluster.Replicas, "redis-cluster-replicas", 0, "replicas per master of the local Redis Cluster")
 	f.IntVar(&opts.cfg.RedisCluster.Port, "redis-cluster-port", stack.DefaultRedisClusterPort, "port of the cluster's first node on 127.0.0.1 (node i on port+i, its bus on port+i+10000)")
-	f.IntVar(&opts.cfg.KafkaCluster.Brokers, "kafka-brokers", 0, "also run a local replicated Kafka of this many KRaft brokers (3 to 9; topics get replication factor 3 and min.insync.replicas 2; remembered until the stack's kafka-cluster folder is deleted)")
+	f.IntVar(&opts.cfg.KafkaCluster.Brokers, "kafka-cluster", 0, "also run a local replicated Kafka of this many KRaft brokers (3 to 9; topics get replication factor 3 and min.insync.replicas 2; remembered until the stack's kafka-cluster folder is deleted)")
 	f.IntVar(&opts.cfg.KafkaCluster.Port, "kafka-cluster-port", stack.DefaultKafkaClusterPort, "port of the Kafka cluster's first broker on 127.0.0.1 (broker i on port+i, its controller on port+100+i)")
 	f.BoolVar(&opts.cfg.Secure, "secure", false, "the stack in production posture: TLS only from a CA of its own, a password for every client (Redis ACL user, PostgreSQL SCRAM over verify-full TLS, Kafka SASL_SSL SCRAM-SHA-512); in ./"+stack.DefaultSecureDir+" on ports 16380, 15433, 19094/19095 (and its identity provider's JWKS on 18443) unless the folder and ports are given; remembered by the folder")
 	f.IntVar(&opts.cfg.IssuerPort, "issuer-port", stack.DefaultSecureIssuerPort, "a secure stack's identity provider (its JWKS over HTTPS) on 127.0.0.1")
 	// The issuer is this binary, run detached (fsctl stack issuer).
 	opts.cfg.Executable, _ = os.Executable()
 	f.BoolVar(&opts.cfg.Renew, "renew", false, "with up on a secure stack: issue a new server certificate and restart the services on it (done by itself 14 days before it expires)")
+	deprecatedAlias(f, "kafka-brokers", "kafka-cluster") // --kafka-brokers is a broker list everywhere else
 	cmd.AddCommand(
 		&cobra.Command{
 			Use:   "up",
@@ -94,8 +95,8 @@ func newStackEnvCmd(opts *stackOptions) *cobra.Command {
 		Long: `env prints one export line per setting, so a shell can take them all at once:
 
   eval "$(fsctl stack env)"                   # every command on the local stack
-  eval "$(fsctl stack env --redis-cluster)"   # the same, with FSCTL_REDIS_URL on the local Redis Cluster
-  eval "$(fsctl stack env --kafka-cluster)"   # the same, with FSCTL_KAFKA_BROKERS on the replicated Kafka`,
+  eval "$(fsctl stack env --use-redis-cluster)"   # the same, with FSCTL_REDIS_URL on the local Redis Cluster
+  eval "$(fsctl stack env --use-kafka-cluster)"   # the same, with FSCTL_KAFKA_BROKERS on the replicated Kafka`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := opts.config(cmd, cmd.OutOrStdout())
@@ -109,14 +110,17 @@ func newStackEnvCmd(opts *stackOptions) *cobra.Command {
 			}
 			if kafkaCluster {
 				if _, ok, err := stack.KafkaClusterLayout(cfg); err != nil || !ok {
-					return usageError(fmt.Errorf("this stack keeps no Kafka cluster: start one with fsctl stack up --kafka-brokers 3 (%v)", err))
+					return usageError(fmt.Errorf("this stack keeps no Kafka cluster: start one with fsctl stack up --kafka-cluster 3 (%v)", err))
 				}
 			}
 			return printEndpoints(cmd.OutOrStdout(), cfg, "export ", cluster, kafkaCluster)
 		},
 	}
-	cmd.Flags().BoolVar(&cluster, "redis-cluster", false, "point FSCTL_REDIS_URL at the local Redis Cluster")
-	cmd.Flags().BoolVar(&kafkaCluster, "kafka-cluster", false, "point FSCTL_KAFKA_BROKERS at the local replicated Kafka")
+	cmd.Flags().BoolVar(&cluster, "use-redis-cluster", false, "point FSCTL_REDIS_URL at the local Redis Cluster")
+	cmd.Flags().BoolVar(&kafkaCluster, "use-kafka-cluster", false, "point FSCTL_KAFKA_BROKERS at the local replicated Kafka")
+	// The old names shadowed the stack's --redis-cluster N and --kafka-cluster N with a bool.
+	deprecatedAlias(cmd.Flags(), "redis-cluster", "use-redis-cluster")
+	deprecatedAlias(cmd.Flags(), "kafka-cluster", "use-kafka-cluster")
 	return cmd
 }
 

@@ -25,8 +25,8 @@ func runCLIBoth(t *testing.T, args ...string) (stdout, stderr string, code int, 
 	return out.String(), errOut.String(), code, err
 }
 
-// freePorts returns n loopback ports nothing listens on (at the moment of asking).
-func freePorts(t *testing.T, n int) []int {
+// loopbackPorts returns n loopback ports nothing listens on (at the moment of asking).
+func loopbackPorts(t *testing.T, n int) []int {
 	t.Helper()
 	var ports []int
 	for range n {
@@ -47,7 +47,7 @@ func TestPrivateStackKnowsItsPorts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test; run without -short")
 	}
-	p := freePorts(t, 4)
+	p := loopbackPorts(t, 4)
 	dir := t.TempDir()
 	cfg := stack.Config{Dir: dir, RedisPort: p[0], PostgresPort: p[1], KafkaPort: p[2], KafkaControllerPort: p[3]}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -63,10 +63,10 @@ terminal, or with --once, it prints one snapshot (rates over --window) as a tabl
 and exits 3 when a critical alert fires (--fail-on crit, the default), so a CI gate fails
 during an outage without being told to: --fail-on warn fails on warnings too, --fail-on none
 never fails. The live dashboard never exits on an alert.
---record appends every snapshot as a JSON line, the timeline of a game day.`,
+--records appends every snapshot as a JSON line, the timeline of a game day.`,
 		Example: `  fsctl warroom --sale black-friday --admin-token $FSCTL_ADMIN_TOKEN
   fsctl warroom --sale black-friday --target http://10.0.0.5:8080 --target http://10.0.0.6:8080 --alerts examples/warroom-alerts.yaml
-  fsctl warroom --sale black-friday --record gameday.jsonl
+  fsctl warroom --sale black-friday --records gameday.jsonl
   fsctl warroom --sale black-friday --once --output json
   fsctl warroom --sale black-friday --once                  # CI: exit 3 on a critical alert
   fsctl warroom --sale black-friday --once --fail-on none   # print the snapshot, never fail
@@ -90,7 +90,8 @@ never fails. The live dashboard never exits on an alert.
 	f.StringVar(&o.alerts, "alerts", "", "alert thresholds file (YAML; default the built-in rules, see examples/warroom-alerts.yaml)")
 	f.BoolVar(&o.once, "once", false, "print one snapshot and exit")
 	bindOutput(f, &o.output, "the snapshot with --once")
-	f.StringVar(&o.record, "record", "", "append every snapshot to this file as JSON lines")
+	f.StringVar(&o.record, "records", "", "append every snapshot to this file as JSON lines")
+	deprecatedAlias(f, "record", "records") // JSON lines are --records, as blast writes them
 	f.DurationVar(&o.interval, "interval", warroom.DefaultInterval, "refresh interval of the fast sources (metrics, Kafka)")
 	f.IntVar(&o.slowEvery, "slow-every", warroom.DefaultSlowEvery, "read Redis, PostgreSQL and the admin API every N refreshes")
 	f.DurationVar(&o.window, "window", time.Second, "with --once: the window rates are measured over (0: cumulative only)")
@@ -143,7 +144,7 @@ func runWarroom(cmd *cobra.Command, o warroomOptions) error {
 	if o.record != "" {
 		f, err := os.OpenFile(o.record, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
-			return fmt.Errorf("--record: %w", err)
+			return fmt.Errorf("--records: %w", err)
 		}
 		defer f.Close()
 		record = warroom.NewRecorder(f).Write

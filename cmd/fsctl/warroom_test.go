@@ -28,7 +28,7 @@ func TestWarroomOnceJSONMatchesTheCheckout(t *testing.T) {
 	out, code, err := runCLI(t, "warroom", "--once", "--output", "json", "--window", "0", "--sale", c.Sale.ID,
 		"--target", c.Base, "--admin-token", checkouttest.AdminToken, "--redis-url", stack.EndpointsFromEnv().RedisURL,
 		"--postgres-url", c.PostgresURL, "--kafka-brokers", strings.Join(c.Brokers, ","), "--orders-topic", c.OrdersTopic,
-		"--dead-letter-topic", c.DeadLetterTopic, "--consumer-group", c.ConsumerGroup, "--record", rec)
+		"--dead-letter-topic", c.DeadLetterTopic, "--consumer-group", c.ConsumerGroup, "--records", rec)
 	if err != nil || code != 0 {
 		t.Fatalf("exit %d: %v\n%s", code, err, out)
 	}
