@@ -58,6 +58,21 @@ vet: ## go vet every package
 stack-up: deps ## start the local stack (idempotent) and wait until it is ready
 	$(FSCTL) stack up $(STACK_FLAGS)
 
+# The secure stack (fsctl stack up --secure): TLS only from a CA of its own, an ACL user on Redis,
+# SCRAM over verify-full TLS on PostgreSQL, SASL_SSL SCRAM-SHA-512 on Kafka, and an identity
+# provider's JWKS, in SECURE_STACK_DIR beside the plain stack, on ports of its own.
+SECURE_STACK_DIR ?= .stack-secure
+.PHONY: stack-up-secure stack-down-secure secure
+stack-up-secure: deps ## start the secure stack in .stack-secure (idempotent; the Kafka jars copied from Maven's cache)
+	$(FSCTL) stack deps --secure --dir $(SECURE_STACK_DIR) --pom $(KAFKA_POM)
+	$(FSCTL) stack up --secure --dir $(SECURE_STACK_DIR)
+
+stack-down-secure: build ## stop the secure stack; its data, certificates and passwords stay
+	$(FSCTL) stack down --dir $(SECURE_STACK_DIR)
+
+secure: stack-up-secure ## every operator command on the secure stack, and bad credentials refused (~1.5 min)
+	FSCTL=$(FSCTL) SECURE_STACK_DIR=$(SECURE_STACK_DIR) scripts/secure.sh </dev/null
+
 stack-down: build ## stop the local stack; its data stays in .stack
 	$(FSCTL) stack down $(STACK_FLAGS)
 
@@ -69,10 +84,10 @@ stack-status: build ## show what runs where (exit 3 when a service is down)
 REDIS_CLUSTER ?= 3
 # KAFKA_BROKERS is KAFKA_CLUSTER's old name, still read for one release.
 KAFKA_CLUSTER ?= $(or $(KAFKA_BROKERS),3)
-test: stack-up ## vet, race-enabled tests against the local stack (and its Redis Cluster and replicated Kafka), then every fuzz target
+test: stack-up stack-up-secure ## vet, race-enabled tests against the local stack (its Redis Cluster and replicated Kafka, and the secure stack), then every fuzz target
 	$(FSCTL) stack up --redis-cluster $(REDIS_CLUSTER) --kafka-cluster $(KAFKA_CLUSTER) $(STACK_FLAGS)
 	$(GO) vet ./...
-	$(STACK_ENV) && $(GO) test -race -count=1 -timeout 15m ./...
+	$(STACK_ENV) && FSCTL_SECURE_STACK_DIR=$(abspath $(SECURE_STACK_DIR)) $(GO) test -race -count=1 -timeout 15m ./...
 	@$(MAKE) --no-print-directory fuzz
 
 fuzz: ## run each Fuzz target for FUZZTIME (20s); see scripts/fuzz.sh
