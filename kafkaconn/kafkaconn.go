@@ -211,8 +211,8 @@ func (c Conn) String() string {
 	return proto + " " + strings.Join(c.Brokers, ",")
 }
 
-// tlsConfig builds the client's TLS settings; nil for plaintext.
-func (c Conn) tlsConfig() (*tls.Config, error) {
+// TLSConfig builds the client's TLS settings; nil for plaintext.
+func (c Conn) TLSConfig() (*tls.Config, error) {
 	t := c.TLS
 	if !t.On() {
 		return nil, nil
@@ -259,7 +259,7 @@ func (c Conn) Dialer(timeout time.Duration) (*kafka.Dialer, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	cfg, err := c.tlsConfig()
+	cfg, err := c.TLSConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +276,7 @@ func (c Conn) Transport(dialTimeout, metadataTTL time.Duration) (*kafka.Transpor
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	cfg, err := c.tlsConfig()
+	cfg, err := c.TLSConfig()
 	if err != nil {
 		return nil, err
 	}

@@ -162,13 +162,13 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 }
 
 // groupOrder is the order the checklist is printed in.
-var groupOrder = []string{"schema", "profile", "sale", "stock", "redis", "kafka", "servers", "clocks", "capacity", "controls"}
+var groupOrder = []string{"schema", "profile", "sale", "stock", "redis", "kafka", "security", "servers", "clocks", "capacity", "controls"}
 
 // runOnce connects, then runs every group of checks in parallel, each under the probe timeout.
 // The caller closes the env once it is done with the results' repairs.
 func runOnce(ctx context.Context, cfg Config) ([]finding.Finding, *env) {
 	e := connect(ctx, cfg)
-	groups := []func(context.Context, *env) []finding.Finding{checkProfile, checkStock, checkRedis, checkKafka, checkServers, checkClocks}
+	groups := []func(context.Context, *env) []finding.Finding{checkProfile, checkStock, checkRedis, checkKafka, checkSecurity, checkServers, checkClocks}
 	for _, g := range bundledGroups {
 		if e.bundled == nil {
 			e.add(g.skip)

@@ -123,6 +123,17 @@ func (a *Addr) secure(s Security) error {
 	return apply(&a.single.TLSConfig, &a.single.Username, &a.single.Password)
 }
 
+// TLSConfig is the address's TLS settings (nil for plaintext), for posture checks.
+func (a Addr) TLSConfig() *tls.Config {
+	if a.Cluster {
+		return a.cluster.TLSConfig
+	}
+	if a.single == nil {
+		return nil
+	}
+	return a.single.TLSConfig
+}
+
 // TLS reports whether the address speaks TLS, for posture checks.
 func (a Addr) TLS() bool {
 	if a.Cluster {
