@@ -114,4 +114,3 @@ func TestRedisRightsNameTheMissingOne(t *testing.T) {
 		t.Errorf("the checkout's user: %s %q", r.Status, r.Detail)
 	}
 }
-
