@@ -254,16 +254,23 @@ func (c Conn) mechanism() (sasl.Mechanism, error) {
 	return nil, &PartError{"kafka-sasl", fmt.Sprintf("%q: want %s", s.Mechanism, mechanismSet)}
 }
 
-// Dialer is a kafka-go dialer for this connection (readers, admin connections).
-func (c Conn) Dialer(timeout time.Duration) (*kafka.Dialer, error) {
+// parts are what kafka-go needs of the connection: its TLS settings and its SASL login, each nil
+// when unused; an error is a form Validate refuses or a file that does not load.
+func (c Conn) parts() (*tls.Config, sasl.Mechanism, error) {
 	if err := c.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg, err := c.TLSConfig()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m, err := c.mechanism()
+	return cfg, m, err
+}
+
+// Dialer is a kafka-go dialer for this connection (readers, admin connections).
+func (c Conn) Dialer(timeout time.Duration) (*kafka.Dialer, error) {
+	cfg, m, err := c.parts()
 	if err != nil {
 		return nil, err
 	}
@@ -273,14 +280,7 @@ func (c Conn) Dialer(timeout time.Duration) (*kafka.Dialer, error) {
 // Transport is a kafka-go transport of its own for this connection (writers, clients): kafka-go's
 // shared default transport caches metadata for seconds and knows no TLS or SASL.
 func (c Conn) Transport(dialTimeout, metadataTTL time.Duration) (*kafka.Transport, error) {
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	cfg, err := c.TLSConfig()
-	if err != nil {
-		return nil, err
-	}
-	m, err := c.mechanism()
+	cfg, m, err := c.parts()
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/fsctl/fsctl/kafkaconn"
 )
 
 // Environment variables read by DefaultConfig and EndpointsFromEnv.
@@ -192,16 +194,8 @@ func endpointsFrom(lookup func(string) (string, bool)) Endpoints {
 	return e
 }
 
-// SplitBrokers parses a comma-separated broker list, dropping blanks.
-func SplitBrokers(s string) []string {
-	var out []string
-	for _, b := range strings.Split(s, ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			out = append(out, b)
-		}
-	}
-	return out
-}
+// SplitBrokers parses a comma-separated broker list, dropping blanks (kafkaconn's one parser).
+func SplitBrokers(s string) []string { return kafkaconn.SplitBrokers(s) }
 
 // withDefaults fills zero fields, from the stack's record first (see Resolve), and makes Dir
 // absolute: redis-server daemonizes into its own working directory, and PostgreSQL runs as another

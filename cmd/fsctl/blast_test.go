@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,13 +22,8 @@ import (
 // runCLI runs fsctl with args and returns stdout and the exit status main would give.
 func runCLI(t *testing.T, args ...string) (string, int, error) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	root := newRootCmd()
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	root.SetArgs(args)
-	code, err := execute(context.Background(), root)
-	return out.String(), code, err
+	out, _, code, err := runCLIBoth(t, args...)
+	return out, code, err
 }
 
 func TestBlastFlagErrorsAreUsageErrors(t *testing.T) {
