@@ -142,6 +142,9 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		r.rep.Replay = sc.Chaos.Command()
 	}
 	r.env = &Env{Stack: r.stack, Endpoints: Endpoints(r.stack), SaleID: sc.Sale.ID, Rand: newSeeded(sc.Seed), Note: r.note}
+	if err := loginEnv(r.env.Endpoints.Credentials); err != nil {
+		return nil, err
+	}
 	if len(sc.Sale.Items) > 0 {
 		r.env.FirstItem, r.env.FirstItemShards = sc.Sale.Items[0].ID, max(sc.Sale.Items[0].Shards, 1)
 	}
@@ -626,4 +629,23 @@ func (r *run) stopSoak() {
 	r.rep.Soak = soak
 	r.mu.Unlock()
 	r.note("soak: %d samples; %s", len(soak.Samples), passWord(soak.OK()))
+}
+
+// loginEnv makes this process, and every instance and tool the game day starts, log in to a
+// secure stack: its CA, users and passwords as FSCTL_* variables (the passwords read from their
+// files, never put on a command line). A plain stack needs none.
+func loginEnv(c *stack.Credentials) error {
+	if c == nil {
+		return nil
+	}
+	vars, err := c.Variables(stack.ReadPassword)
+	if err != nil {
+		return err
+	}
+	for _, kv := range vars {
+		if err := os.Setenv(kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	return nil
 }

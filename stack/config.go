@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/fsctl/fsctl/kafkaconn"
+	"github.com/fsctl/fsctl/redisconn"
 )
 
 // Environment variables read by DefaultConfig and EndpointsFromEnv.
@@ -113,6 +114,35 @@ type Endpoints struct {
 	Credentials *Credentials
 	// Issuer is a secure stack's identity provider; nil for a plain stack.
 	Issuer *Issuer
+}
+
+// Variables are the FSCTL_* settings (and libpq's PGPASSFILE) that make a client log in as c says:
+// the files and the user as they are, each password as password(file) makes it — read for a
+// process fsctl starts, or a shell's "$(cat file)" for a line a person sees.
+func (c Credentials) Variables(password func(file string) (string, error)) ([][2]string, error) {
+	redisPW, err := password(c.RedisPasswordFile)
+	if err != nil {
+		return nil, err
+	}
+	kafkaPW, err := password(c.KafkaPasswordFile)
+	if err != nil {
+		return nil, err
+	}
+	return [][2]string{
+		{redisconn.EnvCA, c.CA}, {redisconn.EnvUser, c.User}, {redisconn.EnvPassword, redisPW},
+		{"PGPASSFILE", c.PGPassFile},
+		{kafkaconn.EnvTLS, "true"}, {kafkaconn.EnvCA, c.CA}, {kafkaconn.EnvSASL, kafkaconn.ScramSHA512},
+		{kafkaconn.EnvUser, c.User}, {kafkaconn.EnvPassword, kafkaPW},
+	}, nil
+}
+
+// ReadPassword is the password in file, for Variables of a process fsctl starts.
+func ReadPassword(file string) (string, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("secure stack password: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
 }
 
 // Credentials say how a client logs in to a secure stack: it trusts the stack's CA, logs in as

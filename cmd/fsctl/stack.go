@@ -11,8 +11,6 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/spf13/cobra"
 
-	"github.com/fsctl/fsctl/kafkaconn"
-	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/stack"
 )
 
@@ -305,14 +303,14 @@ func printEndpoints(w io.Writer, cfg stack.Config, prefix string, onCluster, onK
 	if c := e.Credentials; c != nil {
 		// Passwords are read from their files when the shell evaluates the line: the output
 		// itself, on a screen or in a CI log, holds none.
-		cat := func(file string) string { return `"$(cat ` + shellQuote(file) + `)"` }
-		for _, kv := range [][2]string{
-			{redisconn.EnvCA, shellQuote(c.CA)}, {redisconn.EnvUser, c.User}, {redisconn.EnvPassword, cat(c.RedisPasswordFile)},
-			{"PGPASSFILE", shellQuote(c.PGPassFile)},
-			{kafkaconn.EnvTLS, "true"}, {kafkaconn.EnvCA, shellQuote(c.CA)}, {kafkaconn.EnvSASL, kafkaconn.ScramSHA512},
-			{kafkaconn.EnvUser, c.User}, {kafkaconn.EnvPassword, cat(c.KafkaPasswordFile)},
-		} {
-			fmt.Fprintf(w, "%s%s=%s\n", prefix, kv[0], kv[1])
+		cat := func(file string) (string, error) { return `"$(cat ` + shellQuote(file) + `)"`, nil }
+		vars, _ := c.Variables(cat) // cat never fails
+		for _, kv := range vars {
+			v := kv[1]
+			if !strings.HasPrefix(v, `"$(cat `) {
+				v = shellQuote(v)
+			}
+			fmt.Fprintf(w, "%s%s=%s\n", prefix, kv[0], v)
 		}
 	}
 	if is := e.Issuer; is != nil {
