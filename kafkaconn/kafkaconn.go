@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -149,8 +150,8 @@ func (c Conn) Validate() error {
 		return &PartError{"kafka-brokers", "no broker: give at least one host:port"}
 	}
 	for _, b := range c.Brokers {
-		host, port, ok := strings.Cut(b, ":")
-		if n, err := strconv.Atoi(port); !ok || host == "" || err != nil || n <= 0 || n > 65535 {
+		host, port, err := net.SplitHostPort(b) // [::1]:9092 too
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n <= 0 || n > 65535 {
 			return &PartError{"kafka-brokers", fmt.Sprintf("%q is not host:port", b)}
 		}
 	}

@@ -41,7 +41,7 @@ func TestValidateNamesThePart(t *testing.T) {
 	if err := os.WriteFile(ca, []byte("not a certificate"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ok := Conn{Brokers: []string{"k1:9093"}, TLS: TLS{CA: ca}, SASL: SASL{Mechanism: ScramSHA512, User: "u", Password: "p"}}
+	ok := Conn{Brokers: []string{"k1:9093", "[::1]:9093"}, TLS: TLS{CA: ca}, SASL: SASL{Mechanism: ScramSHA512, User: "u", Password: "p"}}
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("a good form: %v", err)
 	}
