@@ -275,6 +275,11 @@ func (c Config) withDefaults() (Config, error) {
 		named["issuer"] = c.IssuerPort
 	}
 	if l := &c.RedisCluster; l.Masters > 0 {
+		if c.Secure {
+			// Its nodes, bus and replication would listen in plaintext: a secure stack must not
+			// hold a service that is not.
+			return c, fmt.Errorf("--redis-cluster on a secure stack: not built yet (its nodes would listen in plaintext); run the Redis Cluster on a plain stack, or use the secure stack's TLS Redis")
+		}
 		if l.Port == 0 {
 			l.Port = DefaultRedisClusterPort
 		}

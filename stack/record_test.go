@@ -53,3 +53,21 @@ func TestRecordIsTheStacksOwnPorts(t *testing.T) {
 		t.Errorf("a broken record: %v, want an error naming it", err)
 	}
 }
+
+// TestSecureStackHoldsNoPlaintextCluster: a Redis Cluster would listen in plaintext, so a secure
+// stack refuses one rather than lie about its posture; its replicated Kafka is SASL_SSL like the
+// single broker (the properties are the same node's).
+func TestSecureStackHoldsNoPlaintextCluster(t *testing.T) {
+	_, err := Resolve(Config{Dir: t.TempDir(), Secure: true, RedisCluster: ClusterLayout{Masters: 3}})
+	if err == nil || !strings.Contains(err.Error(), "plaintext") {
+		t.Errorf("--secure --redis-cluster 3: %v, want a refusal saying why", err)
+	}
+	c, err := Resolve(Config{Dir: t.TempDir(), Secure: true, KafkaCluster: KafkaLayout{Brokers: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := kafkaClusterService{c}.nodes(c.KafkaCluster)[0]
+	if props := node.properties(); !strings.Contains(props, "listeners=SASL_SSL://") || strings.Contains(props, "PLAINTEXT://127") {
+		t.Errorf("a secure cluster broker's listeners:\n%s", props)
+	}
+}
