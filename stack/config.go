@@ -136,11 +136,12 @@ func (c Credentials) Variables(password func(file string) (string, error)) ([][2
 	}, nil
 }
 
-// ReadPassword is the password in file, for Variables of a process fsctl starts.
+// ReadPassword is the password in one of a secure stack's password files (Secrets.Password, and
+// Variables for a process fsctl starts).
 func ReadPassword(file string) (string, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return "", fmt.Errorf("secure stack password: %w", err)
+		return "", fmt.Errorf("secure stack password: %w (fsctl stack up --secure makes it)", err)
 	}
 	return strings.TrimSpace(string(b)), nil
 }

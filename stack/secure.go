@@ -16,7 +16,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 )
 
@@ -61,13 +60,7 @@ func (s Secrets) PasswordFile(service string) string { return s.passwordFile(ser
 func (s Secrets) PGPassFile() string { return filepath.Join(s.Dir, "secrets", "pgpass") }
 
 // Password reads one generated password.
-func (s Secrets) Password(name string) (string, error) {
-	b, err := os.ReadFile(s.passwordFile(name))
-	if err != nil {
-		return "", fmt.Errorf("secure stack password: %w (fsctl stack up --secure makes it)", err)
-	}
-	return strings.TrimSpace(string(b)), nil
-}
+func (s Secrets) Password(name string) (string, error) { return ReadPassword(s.passwordFile(name)) }
 
 // The passwords a secure stack generates: the checkout's on each service, and the stack's own
 // admin logins on Redis and Kafka.
