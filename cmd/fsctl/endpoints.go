@@ -57,7 +57,7 @@ func (e *endpointFlags) kafkaConn(warn io.Writer) (kafkaconn.Conn, error) {
 	if e.kafkaPasswordFile != "" {
 		b, err := os.ReadFile(e.kafkaPasswordFile)
 		if err != nil {
-			return c, usageError(fmt.Errorf("--kafka-password-file: %w", err))
+			return c, fmt.Errorf("--kafka-password-file: %w", err) // a file that cannot be read: exit 1, as for every file
 		}
 		c.SASL.Password = strings.TrimRight(string(b), "\r\n")
 	}
