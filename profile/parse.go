@@ -67,7 +67,7 @@ func (p *Profile) validate() error {
 	if len(p.SQL.LiveStatuses) == 0 {
 		p.SQL.LiveStatuses = []string{"PENDING", "PAID"}
 	}
-	for _, check := range []func() error{p.validateHead, p.validatePurchase, p.validateToken, p.validateRedis, p.validateSQL, p.validateFix} {
+	for _, check := range []func() error{p.validateHead, p.validatePurchase, p.validateToken, p.validateRedis, p.validateSQL, p.validateFix, p.validateKafka} {
 		if err := check(); err != nil {
 			return err
 		}

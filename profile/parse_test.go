@@ -91,6 +91,14 @@ func TestParseNamesFieldAndLine(t *testing.T) {
 		{"header not text", "Authorization: Bearer ${token}", "Authorization: [a, b]", "line 5: purchase.headers.Authorization: want a single value, not a list"},
 		{"bad health path", "sql:", "http: {health: health}\nsql:", `http.health: "health": want a path starting with /`},
 		{"negative limit", "sql:", "limits: {perUser: -1}\nsql:", "limits.perUser: -1: must be at least 1"},
+		{"kafka login without brokers", "sql:", "kafka: {sasl: scram-sha-512, user: u, passwordEnv: P}\nsql:", "kafka.brokers: missing"},
+		{"kafka broker without port", "sql:", "kafka: {brokers: [b1]}\nsql:", `kafka.brokers: "b1" is not host:port`},
+		{"kafka unknown mechanism", "sql:", "kafka: {brokers: [b1:9096], sasl: gssapi, user: u, passwordEnv: P}\nsql:", `kafka.sasl: "gssapi": want plain`},
+		{"kafka login without password", "sql:", "kafka: {brokers: [b1:9096], sasl: scram-sha-512, user: u}\nsql:", "kafka.passwordEnv: missing"},
+		{"kafka password twice", "sql:", "kafka: {brokers: [b1:9096], sasl: scram-sha-512, user: u, passwordEnv: P, passwordFile: f}\nsql:", "kafka.passwordFile: give passwordEnv or passwordFile, not both"},
+		{"kafka password inline", "sql:", "kafka: {brokers: [b1:9096], password: hunter2}\nsql:", "kafka.password: unknown key (known: topic, deadLetter, group, brokers"},
+		{"kafka plain in the clear", "sql:", "kafka: {brokers: [b1:9096], sasl: plain, user: u, passwordEnv: P}\nsql:", "kafka.sasl: plain sends the password in the clear"},
+		{"kafka ca not there", "sql:", "kafka: {brokers: [b1:9096], ca: /nonexistent/ca.pem}\nsql:", "kafka.ca: /nonexistent/ca.pem"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -151,7 +151,7 @@ type Limits struct {
 	PerUser int `yaml:"perUser"`
 }
 
-// Kafka names the target's order log.
+// Kafka names the target's order log and, optionally, how to reach its brokers.
 type Kafka struct {
 	// Topic carries the orders from the checkout to the database.
 	Topic string `yaml:"topic"`
@@ -159,6 +159,27 @@ type Kafka struct {
 	DeadLetter string `yaml:"deadLetter"`
 	// Group is the consumer group that writes the orders.
 	Group string `yaml:"group"`
+
+	// Brokers are the bootstrap brokers. A command uses them, with the TLS and SASL below, when
+	// neither --kafka-brokers nor FSCTL_KAFKA_BROKERS names brokers of its own.
+	Brokers []string `yaml:"brokers"`
+	// TLS turns TLS on (CA, Cert, ServerName and InsecureSkipVerify turn it on too).
+	TLS bool `yaml:"tls"`
+	// CA, Cert and Key are PEM files, relative to the profile's folder.
+	CA   string `yaml:"ca"`
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
+	// ServerName is checked against the brokers' certificates instead of their host names.
+	ServerName string `yaml:"serverName"`
+	// InsecureSkipVerify trusts any certificate (tests only; every command warns).
+	InsecureSkipVerify bool `yaml:"insecureSkipVerify"`
+	// SASL is plain, scram-sha-256 or scram-sha-512, logging in as User.
+	SASL string `yaml:"sasl"`
+	User string `yaml:"user"`
+	// PasswordEnv names the variable holding the SASL password; PasswordFile is a file holding
+	// it. One of them, never the password itself: a profile is shared and committed.
+	PasswordEnv  string `yaml:"passwordEnv"`
+	PasswordFile string `yaml:"passwordFile"`
 }
 
 // Recount is the fix that sets a Redis structure from the database's live orders.

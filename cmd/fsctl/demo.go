@@ -82,7 +82,7 @@ func runDemo(cmd *cobra.Command, o demoOptions) error {
 		room = &sale.Room{Enabled: true, AdmissionRate: o.roomRate, MaxActive: max(1, int(o.roomRate/2)),
 			FairStart: sale.FairStartFIFO, PowDifficulty: 10}
 	}
-	kc, err := o.endpoints.kafkaConn(cmd.ErrOrStderr())
+	kc, err := o.endpoints.kafkaConn(cmd.ErrOrStderr(), nil)
 	if err != nil {
 		return err
 	}

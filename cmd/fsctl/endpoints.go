@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fsctl/fsctl/kafkaconn"
+	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/stack"
 )
 
@@ -21,6 +22,10 @@ type endpointFlags struct {
 	kafka       kafkaconn.Conn
 	// kafkaPasswordFile, when set, holds the SASL password (read at use).
 	kafkaPasswordFile string
+	// flags are the command's flags, to tell a --kafka-* given from its default; envBrokers says
+	// FSCTL_KAFKA_BROKERS named brokers.
+	flags      *pflag.FlagSet
+	envBrokers bool
 }
 
 func (e *endpointFlags) bind(fs *pflag.FlagSet, kafka bool) {
@@ -29,6 +34,7 @@ func (e *endpointFlags) bind(fs *pflag.FlagSet, kafka bool) {
 	addressString(fs, &e.postgresURL, "postgres-url", env.PostgresURL, "PostgreSQL URL; sslmode=verify-full&sslrootcert=FILE for verified TLS, the password from PGPASSWORD or a PGPASSFILE (env "+stack.EnvPostgresURL+")")
 	if kafka {
 		bindKafka(fs, &e.kafka, &e.kafkaPasswordFile, env.KafkaBrokers)
+		e.flags, e.envBrokers = fs, os.Getenv(kafkaconn.EnvBrokers) != ""
 	}
 }
 
@@ -49,10 +55,20 @@ func bindKafka(fs *pflag.FlagSet, c *kafkaconn.Conn, passwordFile *string, broke
 	markSecret(fs, "kafka-password-file")
 }
 
-// kafkaConn is the Kafka connection the flags describe, its form checked: a wrong part is a usage
-// error naming its flag; a check turned off is said on warn.
-func (e *endpointFlags) kafkaConn(warn io.Writer) (kafkaconn.Conn, error) {
+// kafkaConn is the Kafka connection of the command, its form checked: a wrong part is a usage
+// error naming its flag; a check turned off is said on warn. It is the one the flags and the
+// FSCTL_KAFKA_* variables describe, unless neither names brokers and the profile (prof, nil for a
+// command without one) does: then it is the profile's, each --kafka-* flag given on the command
+// line overriding its part.
+func (e *endpointFlags) kafkaConn(warn io.Writer, prof *profile.Profile) (kafkaconn.Conn, error) {
 	c := e.kafka
+	if prof != nil && prof.ReachesKafka() && !e.flags.Changed("kafka-brokers") && !e.envBrokers {
+		var err error
+		if c, err = prof.KafkaConn(); err != nil {
+			return c, err
+		}
+		e.overlayKafka(&c)
+	}
 	c.SASL.Mechanism = strings.ToLower(c.SASL.Mechanism)
 	if e.kafkaPasswordFile != "" {
 		b, err := os.ReadFile(e.kafkaPasswordFile)
@@ -71,6 +87,26 @@ func (e *endpointFlags) kafkaConn(warn io.Writer) (kafkaconn.Conn, error) {
 		fmt.Fprintln(warn, "warning:", w)
 	}
 	return c, nil
+}
+
+// overlayKafka sets each part of c whose --kafka-* flag was given on the command line.
+func (e *endpointFlags) overlayKafka(c *kafkaconn.Conn) {
+	k := e.kafka
+	parts := map[string]func(){
+		"kafka-tls":                  func() { c.TLS.Enabled = k.TLS.Enabled },
+		"kafka-ca":                   func() { c.TLS.CA = k.TLS.CA },
+		"kafka-cert":                 func() { c.TLS.Cert = k.TLS.Cert },
+		"kafka-key":                  func() { c.TLS.Key = k.TLS.Key },
+		"kafka-server-name":          func() { c.TLS.ServerName = k.TLS.ServerName },
+		"kafka-insecure-skip-verify": func() { c.TLS.InsecureSkipVerify = k.TLS.InsecureSkipVerify },
+		"kafka-sasl":                 func() { c.SASL.Mechanism = k.SASL.Mechanism },
+		"kafka-user":                 func() { c.SASL.User = k.SASL.User },
+	}
+	e.flags.Visit(func(f *pflag.Flag) {
+		if set, ok := parts[f.Name]; ok {
+			set()
+		}
+	})
 }
 
 // envJWTSecret names the variable holding the HS256 secret buyers' tokens are signed with.

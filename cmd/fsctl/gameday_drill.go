@@ -72,7 +72,7 @@ func runGamedayDrill(cmd *cobra.Command, o gamedayDrillOptions) error {
 	if o.buyers < 1 || o.conns < 1 || o.settle <= 0 {
 		return usageError(errors.New("--buyers and --conns must be at least 1, --settle positive"))
 	}
-	kc, err := o.endpoints.kafkaConn(cmd.ErrOrStderr())
+	kc, err := o.endpoints.kafkaConn(cmd.ErrOrStderr(), prof)
 	if err != nil {
 		return err
 	}

@@ -118,7 +118,7 @@ func runPreflight(cmd *cobra.Command, o preflightOptions) error {
 	}
 	// The bundled server's secret, as serve reads it, so the profile check mints a real token.
 	cfg.TokenSecret = prof.SecretOverride(defaultJWTSecret(), false)
-	if cfg.Kafka, err = o.endpoints.kafkaConn(cmd.ErrOrStderr()); err != nil {
+	if cfg.Kafka, err = o.endpoints.kafkaConn(cmd.ErrOrStderr(), prof); err != nil {
 		return err
 	}
 	cfg.RedisURL, cfg.PostgresURL = o.endpoints.redisURL, o.endpoints.postgresURL

@@ -91,7 +91,7 @@ func runProfileCheck(ctx context.Context, out io.Writer, o profileCheckOptions) 
 		return usageError(err)
 	}
 	defer t.Close()
-	kc, err := o.endpoints.kafkaConn(os.Stderr)
+	kc, err := o.endpoints.kafkaConn(os.Stderr, p)
 	if err != nil {
 		return err
 	}

@@ -92,7 +92,7 @@ func runReconcile(cmd *cobra.Command, o reconcileOptions) error {
 	}
 	cfg := o.cfg
 	cfg.Profile = p
-	if cfg.Kafka, err = o.endpoints.kafkaConn(cmd.ErrOrStderr()); err != nil {
+	if cfg.Kafka, err = o.endpoints.kafkaConn(cmd.ErrOrStderr(), p); err != nil {
 		return err
 	}
 	cfg.RedisURL, cfg.PostgresURL = o.endpoints.redisURL, o.endpoints.postgresURL

@@ -256,7 +256,7 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 		cfg.CrashAfterReserve = n
 		log.Warn("game day fault armed: this process exits after its Nth fresh reservation", "n", n)
 	}
-	kc, err := o.endpoints.kafkaConn(cmd.ErrOrStderr())
+	kc, err := o.endpoints.kafkaConn(cmd.ErrOrStderr(), nil)
 	if err != nil {
 		return err
 	}

@@ -122,7 +122,7 @@ func runWarroom(cmd *cobra.Command, o warroomOptions) error {
 	}
 	e := o.wr
 	e.Profile = prof
-	if e.Kafka, err = o.endpoints.kafkaConn(cmd.ErrOrStderr()); err != nil {
+	if e.Kafka, err = o.endpoints.kafkaConn(cmd.ErrOrStderr(), prof); err != nil {
 		return err
 	}
 	e.RedisURL, e.PostgresURL = o.endpoints.redisURL, o.endpoints.postgresURL
