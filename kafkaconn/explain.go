@@ -2,7 +2,6 @@ package kafkaconn
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -61,26 +60,41 @@ func (c Conn) Explain(err error) error {
 	return &Error{Brokers: strings.Join(c.Brokers, ","), What: what, Fix: fix, Err: err}
 }
 
+// Lasting reports whether err is a refusal that waiting will not change: a certificate this
+// client does not accept, a refused login, a mechanism or a protocol the listener does not speak.
+// A start that waits for Kafka to come up stops at once on one; a broker that closed the
+// connection or did not answer may be starting, and is waited for.
+func (c Conn) Lasting(err error) bool {
+	if err == nil {
+		return false
+	}
+	if e, ok := errors.AsType[*Error](err); ok {
+		err = e.Err
+	}
+	what, _ := c.diagnose(err)
+	return what != "" && what != closed
+}
+
+// closed is what diagnose says of a connection the broker dropped, the one refusal that a
+// broker still starting also gives.
+const closed = "the broker closed the connection"
+
 func (c Conn) diagnose(err error) (what, fix string) {
-	var (
-		unknownCA x509.UnknownAuthorityError
-		invalid   x509.CertificateInvalidError
-		hostname  x509.HostnameError
-		record    tls.RecordHeaderError
-	)
+	var record tls.RecordHeaderError
 	login := fmt.Sprintf("%s as %q", c.SASL.Mechanism, c.SASL.User)
+	if kind, what, ok := reach.Cert(err); ok {
+		what = "TLS: the broker's " + strings.TrimPrefix(what, "the ")
+		switch kind {
+		case reach.Untrusted:
+			return what, "give --kafka-ca (" + EnvCA + ") the CA file that signed it"
+		case reach.Expired:
+			return what, reach.RenewFix
+		case reach.WrongName:
+			return what, "give --kafka-server-name (" + EnvServerName + ") a name the certificate holds"
+		}
+		return what, "have it reissued as a server certificate its CA signed"
+	}
 	switch {
-	case errors.As(err, &unknownCA):
-		return "TLS: the broker's certificate is signed by an authority this client does not trust",
-			"give --kafka-ca (" + EnvCA + ") the CA file that signed it"
-	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
-		return "TLS: the broker's certificate has expired or is not valid yet (" + invalid.Detail + ")",
-			"renew it (the local stack: fsctl stack up --secure --renew), and check this machine's clock"
-	case errors.As(err, &invalid):
-		return "TLS: the broker's certificate is not valid: " + invalid.Error(), "renew it with a server certificate its CA signed"
-	case errors.As(err, &hostname):
-		return "TLS: the broker's certificate is not for " + hostname.Host,
-			"give --kafka-server-name (" + EnvServerName + ") a name the certificate holds"
 	case errors.As(err, &record):
 		return "TLS: the broker answered in plaintext", "this is not a TLS listener: use the broker's SSL/SASL_SSL port, or drop --kafka-tls"
 	case errors.Is(err, kafka.SASLAuthenticationFailed):
@@ -91,9 +105,9 @@ func (c Conn) diagnose(err error) (what, fix string) {
 		return "the broker expects no SASL login on this listener", "drop --kafka-sasl, or use its SASL_SSL port"
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET):
 		if !c.TLS.On() || c.SASL.Mechanism == "" {
-			return "the broker closed the connection", "it may expect TLS (--kafka-tls) or a SASL login (--kafka-sasl): match the listener's security protocol"
+			return closed, "it may expect TLS (--kafka-tls) or a SASL login (--kafka-sasl): match the listener's security protocol"
 		}
-		return "the broker closed the connection", "check that this is its SASL_SSL listener"
+		return closed, "check that this is its SASL_SSL listener"
 	}
 	return "", ""
 }

@@ -56,6 +56,9 @@ func Unreachable(service, addr string, err error) *Error {
 }
 
 func (e *Error) Error() string {
+	if _, what, ok := Cert(e.Err); ok {
+		return e.Service + " " + e.Addr + ": TLS: " + what
+	}
 	if e.answered() {
 		return e.Service + " " + e.Addr + ": " + cause(e.Err)
 	}
@@ -106,10 +109,17 @@ func cause(err error) string {
 
 // Hint is what to do about err when it is (or wraps) an Error for an address that did not answer:
 // start the local stack when every address is one of stack (its services' host:port), else check
-// the address. It is "" for an address that answered and for any other error.
+// the address; for a server certificate the client refused, where to give the CA or that it must
+// be renewed. It is "" for an address that answered and for any other error.
 func Hint(err error, stack []string) string {
 	var e *Error
-	if !errors.As(err, &e) || e.answered() {
+	if !errors.As(err, &e) {
+		return ""
+	}
+	if kind, _, ok := Cert(e.Err); ok {
+		return certFix(e.Service, kind)
+	}
+	if e.answered() {
 		return ""
 	}
 	if Local(e.Addr, stack) {

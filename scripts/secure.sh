@@ -79,4 +79,9 @@ expect 3 "SASL login refused" -- env FSCTL_KAFKA_PASSWORD=wrong "$FSCTL" preflig
 expect 1 "WRONGPASS" -- env FSCTL_REDIS_PASSWORD=wrong "$FSCTL" reconcile --sale "$SALE"
 expect 1 "password authentication failed" -- env PGPASSWORD=wrong PGPASSFILE=/dev/null "$FSCTL" reconcile --sale "$SALE"
 expect 2 "kafka-sasl" -- env FSCTL_KAFKA_SASL=gssapi "$FSCTL" reconcile --sale "$SALE"
+# A CA that did not sign the stack's certificates: the system's bundle.
+other_ca=/etc/ssl/certs/ca-certificates.crt
+expect 3 "does not trust" -- env FSCTL_KAFKA_CA="$other_ca" "$FSCTL" preflight --sale "$SALE" "${target[@]}"
+expect 1 "does not trust" -- env FSCTL_REDIS_CA="$other_ca" "$FSCTL" reconcile --sale "$SALE"
+expect 1 "does not trust" -- env FSCTL_POSTGRES_URL="${FSCTL_POSTGRES_URL/sslrootcert=*/sslrootcert=$other_ca}" "$FSCTL" reconcile --sale "$SALE"
 echo "secure: every command ran on the secure stack"

@@ -228,7 +228,8 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	// A broker coming back answers protocol errors (no controller, no leader yet) before it
-	// serves: every error is waited out.
+	// serves: those are waited out. A refused login or a certificate this client does not accept
+	// is not going to get better: the start stops on it at once.
 	err = waitReady(ctx, "kafka", cfg.StartWait, 30*time.Second, log, func(ctx context.Context) error {
 		for _, t := range []string{cfg.OrdersTopic, cfg.DeadLetterTopic} {
 			if err := events.EnsureTopic(ctx, cfg.Kafka, t, cfg.Partitions); err != nil {
@@ -239,7 +240,7 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 			return events.EnsureCompactedTopic(ctx, cfg.Kafka, cmp.Or(cfg.StockTopic, events.DefaultStockTopic), stockPartitions)
 		}
 		return nil
-	}, nil)
+	}, func(err error) bool { return !cfg.Kafka.Lasting(err) })
 	if err != nil {
 		return nil, err
 	}

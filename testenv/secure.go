@@ -3,6 +3,7 @@ package testenv
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/fsctl/fsctl/stack"
@@ -40,6 +41,24 @@ func SecureStack(tb testing.TB) (stack.Config, stack.Endpoints) {
 		}
 	}
 	return cfg, cfg.Endpoints()
+}
+
+// UseSecureStack is SecureStack with the process's environment pointed at it as the eval of
+// `fsctl stack env --dir` points a shell: its addresses and every login variable, set with
+// t.Setenv (so undone when the test ends, and the test may not be parallel).
+func UseSecureStack(t *testing.T) (stack.Config, stack.Endpoints) {
+	t.Helper()
+	cfg, e := SecureStack(t)
+	vars, err := e.Credentials.Variables(stack.ReadPassword)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars = append(vars, [2]string{stack.EnvRedisURL, e.RedisURL}, [2]string{stack.EnvPostgresURL, e.PostgresURL},
+		[2]string{stack.EnvKafkaBrokers, strings.Join(e.KafkaBrokers, ",")})
+	for _, v := range vars {
+		t.Setenv(v[0], v[1])
+	}
+	return cfg, e
 }
 
 // nearest is the folder name in the nearest directory above the working one that has it (the

@@ -59,7 +59,21 @@ func (ca *CA) Pool() *x509.CertPool {
 // as PEM files named <file>.pem and <file>.key; it returns their paths.
 func (ca *CA) Server(tb testing.TB, file string, hosts ...string) (certFile, keyFile string) {
 	tb.Helper()
-	tmpl := ca.leaf(tb, file, x509.ExtKeyUsageServerAuth)
+	return ca.issue(tb, file, ca.server(tb, file, hosts))
+}
+
+// Expired issues a server certificate for hosts, written like Server's, that expired an hour ago
+// (valid for the day before): what a server left on a certificate nobody renewed presents.
+func (ca *CA) Expired(tb testing.TB, file string, hosts ...string) (certFile, keyFile string) {
+	tb.Helper()
+	tmpl := ca.server(tb, file, hosts)
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-25*time.Hour), time.Now().Add(-time.Hour)
+	return ca.issue(tb, file, tmpl)
+}
+
+// server is the template of a server certificate for hosts (names or IP addresses).
+func (ca *CA) server(tb testing.TB, name string, hosts []string) *x509.Certificate {
+	tmpl := ca.leaf(tb, name, x509.ExtKeyUsageServerAuth)
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
 			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
@@ -67,7 +81,7 @@ func (ca *CA) Server(tb testing.TB, file string, hosts ...string) (certFile, key
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
-	return ca.issue(tb, file, tmpl)
+	return tmpl
 }
 
 // Client issues a client certificate for user, written like Server's.
