@@ -27,8 +27,12 @@ type ClusterLayout struct {
 	Port     int `json:"port"`
 }
 
-// DefaultRedisClusterPort is the first node's port of the local cluster.
-const DefaultRedisClusterPort = 17000
+// DefaultRedisClusterPort is the first node's port of the local cluster; a secure stack's starts
+// at DefaultSecureRedisClusterPort, so both stacks may keep one.
+const (
+	DefaultRedisClusterPort       = 17000
+	DefaultSecureRedisClusterPort = 16400
+)
 
 // Nodes is the number of redis-server processes of the layout.
 func (l ClusterLayout) Nodes() int { return l.Masters * (1 + l.Replicas) }
@@ -51,8 +55,15 @@ func (l ClusterLayout) Addrs() []string {
 	return out
 }
 
-// URL is the cluster's address in the form every fsctl command takes.
-func (l ClusterLayout) URL() string { return "redis+cluster://" + strings.Join(l.Seeds(), ",") }
+// URL is the cluster's address in the form every fsctl command takes; tls for a cluster that
+// speaks only TLS (a secure stack's).
+func (l ClusterLayout) URL(tls bool) string {
+	scheme := "redis+cluster://"
+	if tls {
+		scheme = "rediss+cluster://"
+	}
+	return scheme + strings.Join(l.Seeds(), ",")
+}
 
 func (l ClusterLayout) validate() error {
 	switch {
@@ -75,6 +86,12 @@ type clusterService struct{ c Config }
 
 func (s clusterService) dir() string        { return filepath.Join(s.c.Dir, "redis-cluster") }
 func (s clusterService) layoutFile() string { return filepath.Join(s.dir(), "layout.json") }
+
+// On a secure stack the nodes share the users of aclFile and log in to their masters as the
+// admin user of replicationFile (0600, read as the nodes' configuration file: a password on
+// redis-server's command line would show in ps).
+func (s clusterService) aclFile() string         { return filepath.Join(s.dir(), "users.acl") }
+func (s clusterService) replicationFile() string { return filepath.Join(s.dir(), "replication.conf") }
 func (s clusterService) nodeDir(port int) string {
 	return filepath.Join(s.dir(), strconv.Itoa(port))
 }
@@ -119,11 +136,16 @@ func (s clusterService) status() ServiceStatus {
 	return st
 }
 
+// nodeArgs is a node's whole configuration: on a secure stack TLS only, for clients, for the
+// cluster bus and for replication, with the stack's users.
 func (s clusterService) nodeArgs(port int) []string {
 	d := s.nodeDir(port)
-	return []string{
+	var args []string
+	if s.c.Secure {
+		args = []string{s.replicationFile(), "--tls-cluster", "yes", "--tls-replication", "yes"}
+	}
+	return append(append(args, s.c.redisListen(port, s.aclFile())...),
 		"--bind", "127.0.0.1",
-		"--port", strconv.Itoa(port),
 		"--dir", d,
 		"--pidfile", filepath.Join(d, "redis.pid"),
 		"--logfile", filepath.Join(d, "redis.log"),
@@ -139,7 +161,22 @@ func (s clusterService) nodeArgs(port int) []string {
 		"--cluster-require-full-coverage", "no",
 		// A replica syncs at once rather than after Redis's default 5 s wait for more replicas.
 		"--repl-diskless-sync-delay", "0",
+	)
+}
+
+// writeSecrets writes a secure cluster's users and its nodes' login to their masters.
+func (s clusterService) writeSecrets() error {
+	if !s.c.Secure {
+		return nil
 	}
+	if err := s.c.writeACL(s.aclFile()); err != nil {
+		return err
+	}
+	admin, err := s.c.secrets().Password("redis-admin")
+	if err != nil {
+		return err
+	}
+	return writeSecret(s.replicationFile(), []byte("masteruser "+adminUser+"\nmasterauth "+admin+"\n"))
 }
 
 func (s clusterService) up(ctx context.Context, _ io.Writer) (int, bool, error) {
@@ -157,6 +194,9 @@ func (s clusterService) up(ctx context.Context, _ io.Writer) (int, bool, error) 
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return 0, false, errors.New("redis-server not found on PATH; run `make deps` (apt-get install redis-server)")
+	}
+	if err := s.writeSecrets(); err != nil {
+		return 0, false, err
 	}
 	started := false
 	for i := range l.Nodes() {
@@ -189,8 +229,12 @@ func (s clusterService) up(ctx context.Context, _ io.Writer) (int, bool, error) 
 func (s clusterService) form(ctx context.Context, l ClusterLayout) error {
 	nodes := make([]*redis.Client, l.Nodes())
 	for i := range nodes {
-		nodes[i] = redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", l.Port+i), MaxRetries: -1, DialTimeout: time.Second})
-		defer nodes[i].Close()
+		n, err := s.c.redisAdmin(fmt.Sprintf("127.0.0.1:%d", l.Port+i))
+		if err != nil {
+			return err
+		}
+		defer n.Close()
+		nodes[i] = n
 	}
 	for i, n := range nodes {
 		if err := waitReady(ctx, 20*time.Second, func() error { return nil }, func(ctx context.Context) error { return n.Ping(ctx).Err() }); err != nil {
@@ -345,7 +389,7 @@ func ClusterNodes(ctx context.Context, cfg Config) ([]ClusterNode, error) {
 		n := ClusterNode{Address: fmt.Sprintf("127.0.0.1:%d", port), Role: "down"}
 		n.PID, _ = pidFromFile(filepath.Join(s.nodeDir(port), "redis.pid"), "redis-server")
 		if n.PID > 0 {
-			readNode(ctx, &n)
+			readNode(ctx, c, &n)
 		}
 		out = append(out, n)
 	}
@@ -353,8 +397,12 @@ func ClusterNodes(ctx context.Context, cfg Config) ([]ClusterNode, error) {
 }
 
 // readNode fills a node's role and slots from its own line of CLUSTER NODES.
-func readNode(ctx context.Context, n *ClusterNode) {
-	rdb := redis.NewClient(&redis.Options{Addr: n.Address, MaxRetries: -1, DialTimeout: time.Second})
+func readNode(ctx context.Context, c Config, n *ClusterNode) {
+	rdb, err := c.redisAdmin(n.Address)
+	if err != nil {
+		n.Role = "unreachable"
+		return
+	}
 	defer rdb.Close()
 	text, err := rdb.ClusterNodes(ctx).Result()
 	if err != nil {
@@ -447,10 +495,16 @@ func StartClusterNode(ctx context.Context, cfg Config, addr string) (int, error)
 		return 0, errors.New("redis-server not found on PATH; run `make deps` (apt-get install redis-server)")
 	}
 	_ = os.Remove(filepath.Join(d, "redis.pid"))
+	if err := s.writeSecrets(); err != nil {
+		return 0, err
+	}
 	if _, err := runTool(ctx, d, bin, s.nodeArgs(port)...); err != nil {
 		return 0, fmt.Errorf("start cluster node %s: %w\nlog:\n%s", addr, err, tail(filepath.Join(d, "redis.log"), 20))
 	}
-	n := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
+	n, err := s.c.redisAdmin(addr)
+	if err != nil {
+		return 0, err
+	}
 	defer n.Close()
 	if err := waitReady(ctx, 20*time.Second, func() error { return nil }, func(ctx context.Context) error { return n.Ping(ctx).Err() }); err != nil {
 		return 0, fmt.Errorf("start cluster node %s: %w", addr, err)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/fsctl/fsctl/redisconn"
 )
 
@@ -109,7 +111,7 @@ func failoverAndRejoin(t *testing.T, ctx context.Context, c Config, nodes []Clus
 // started again brings it back to ok.
 func TestLocalClusterMasterLost(t *testing.T) {
 	ctx, c, _ := privateCluster(t, ClusterLayout{Masters: 3, Port: 17200})
-	client, err := redisconn.Open(c.RedisCluster.URL(), redisconn.Tune{MaxRetries: -1, DialTimeout: 500 * time.Millisecond})
+	client, err := redisconn.Open(c.RedisCluster.URL(false), redisconn.Tune{MaxRetries: -1, DialTimeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,6 +161,13 @@ func TestLocalClusterMasterLost(t *testing.T) {
 // test ends, and returns a context bounding the test with it.
 func privateCluster(t *testing.T, layout ClusterLayout) (context.Context, Config, clusterService) {
 	t.Helper()
+	return privateStackCluster(t, Config{RedisCluster: layout})
+}
+
+// privateStackCluster is privateCluster for a stack like base (a secure one: its certificates and
+// passwords made first).
+func privateStackCluster(t *testing.T, base Config) (context.Context, Config, clusterService) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test; run without -short")
 	}
@@ -166,9 +175,14 @@ func privateCluster(t *testing.T, layout ClusterLayout) (context.Context, Config
 		t.Fatal("redis-server not found: run `make deps`")
 	}
 	c, err := Config{Dir: t.TempDir(), RedisPort: 36379, PostgresPort: 35432, KafkaPort: 39092, KafkaControllerPort: 39093,
-		RedisCluster: layout}.withDefaults()
+		RedisCluster: base.RedisCluster, Secure: base.Secure}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.Secure {
+		if _, err := c.secrets().ensure(false, io.Discard); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
@@ -189,5 +203,78 @@ func keyOn(t *testing.T, lo, hi int) string {
 			return k
 		}
 	}
+	return ""
+}
+
+// TestSecureClusterSpeaksOnlyTLS: a secure stack's Redis Cluster is TLS-only for clients, for its
+// bus and for replication, with the stack's users: a plaintext client and the default user are
+// refused, the checkout's user reaches every master through rediss+cluster:// and no key outside
+// the sale's, replicas sync over TLS, and a master killed is replaced by its replica and rejoins,
+// all through the stack's own TLS admin login.
+func TestSecureClusterSpeaksOnlyTLS(t *testing.T) {
+	ctx, c, _ := privateStackCluster(t, Config{Secure: true, RedisCluster: ClusterLayout{Masters: 3, Replicas: 1, Port: 18200}})
+	nodes, err := ClusterNodes(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles := map[string]int{}
+	for _, n := range nodes {
+		roles[n.Role]++
+	}
+	if roles["master"] != 3 || roles["replica"] != 3 {
+		t.Fatalf("nodes %+v: want 3 masters and 3 replicas, read over TLS", nodes)
+	}
+	admin, err := c.redisAdmin(nodes[0].Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	for param, want := range map[string]string{"port": "0", "tls-port": "18200", "tls-cluster": "yes", "tls-replication": "yes"} {
+		if got, err := admin.ConfigGet(ctx, param).Result(); err != nil || got[param] != want {
+			t.Errorf("CONFIG GET %s: %v %v, want %s", param, got, err, want)
+		}
+	}
+	plain := redis.NewClient(&redis.Options{Addr: nodes[0].Address, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: time.Second})
+	defer plain.Close()
+	if err := plain.Ping(ctx).Err(); err == nil {
+		t.Error("a plaintext PING was answered")
+	}
+
+	e := c.Endpoints()
+	pw, err := c.secrets().Password("redis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(e.RedisClusterURL, "rediss+cluster://127.0.0.1:18200,") {
+		t.Fatalf("cluster URL %s", e.RedisClusterURL)
+	}
+	t.Setenv(redisconn.EnvCA, e.Credentials.CA)
+	t.Setenv(redisconn.EnvUser, SecureUser)
+	t.Setenv(redisconn.EnvPassword, pw)
+	client, err := redisconn.Open(e.RedisClusterURL, redisconn.Tune{MaxRetries: 2, DialTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	for _, key := range []string{saleKeyOn(t, 0, 5461), saleKeyOn(t, 5461, 10922), saleKeyOn(t, 10922, 16384)} {
+		if err := client.Set(ctx, key, "1", 0).Err(); err != nil {
+			t.Errorf("SET %s as %s: %v", key, SecureUser, err)
+		}
+	}
+	if err := client.Set(ctx, "not-a-sale-key", "1", 0).Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		t.Errorf("a key outside the sale's: %v, want NOPERM", err)
+	}
+	failoverAndRejoin(t, ctx, c, nodes)
+}
+
+// saleKeyOn is a key of the sale's hash tags whose slot is in [lo, hi).
+func saleKeyOn(t *testing.T, lo, hi int) string {
+	t.Helper()
+	for i := range 100000 {
+		if k := fmt.Sprintf("{fs:%d}:stock", i); redisconn.KeySlot(k) >= lo && redisconn.KeySlot(k) < hi {
+			return k
+		}
+	}
+	t.Fatalf("no key in slots [%d, %d)", lo, hi)
 	return ""
 }

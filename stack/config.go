@@ -172,7 +172,7 @@ func (c Config) Endpoints() Endpoints {
 		e.Issuer = c.issuer()
 	}
 	if c.RedisCluster.Masters > 0 {
-		e.RedisClusterURL = c.RedisCluster.URL()
+		e.RedisClusterURL = c.RedisCluster.URL(c.Secure)
 	}
 	if c.KafkaCluster.Brokers > 0 {
 		e.KafkaClusterBrokers = c.KafkaCluster.Addrs()
@@ -276,13 +276,11 @@ func (c Config) withDefaults() (Config, error) {
 		named["issuer"] = c.IssuerPort
 	}
 	if l := &c.RedisCluster; l.Masters > 0 {
-		if c.Secure {
-			// Its nodes, bus and replication would listen in plaintext: a secure stack must not
-			// hold a service that is not.
-			return c, fmt.Errorf("--redis-cluster on a secure stack: not built yet (its nodes would listen in plaintext); run the Redis Cluster on a plain stack, or use the secure stack's TLS Redis")
-		}
 		if l.Port == 0 {
 			l.Port = DefaultRedisClusterPort
+			if c.Secure {
+				l.Port = DefaultSecureRedisClusterPort
+			}
 		}
 		if err := l.validate(); err != nil {
 			return c, err
@@ -295,6 +293,9 @@ func (c Config) withDefaults() (Config, error) {
 	if l := &c.KafkaCluster; l.Brokers > 0 {
 		if l.Port == 0 {
 			l.Port = DefaultKafkaClusterPort
+			if c.Secure {
+				l.Port = DefaultSecureKafkaClusterPort
+			}
 		}
 		if err := l.validate(); err != nil {
 			return c, err

@@ -23,8 +23,12 @@ type KafkaLayout struct {
 	Port    int `json:"port"`
 }
 
-// DefaultKafkaClusterPort is the first broker's port of the local Kafka cluster.
-const DefaultKafkaClusterPort = 19200
+// DefaultKafkaClusterPort is the first broker's port of the local Kafka cluster; a secure
+// stack's starts at DefaultSecureKafkaClusterPort, so both stacks may keep one.
+const (
+	DefaultKafkaClusterPort       = 19200
+	DefaultSecureKafkaClusterPort = 19500
+)
 
 // DefaultKafkaLayout is the local Kafka cluster `fsctl stack up --kafka-cluster 3` starts.
 var DefaultKafkaLayout = KafkaLayout{Brokers: 3, Port: DefaultKafkaClusterPort}

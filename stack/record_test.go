@@ -54,17 +54,32 @@ func TestRecordIsTheStacksOwnPorts(t *testing.T) {
 	}
 }
 
-// TestSecureStackHoldsNoPlaintextCluster: a Redis Cluster would listen in plaintext, so a secure
-// stack refuses one rather than lie about its posture; its replicated Kafka is SASL_SSL like the
-// single broker (the properties are the same node's).
+// TestSecureStackHoldsNoPlaintextCluster: a secure stack's Redis Cluster and replicated Kafka
+// listen only over TLS (SASL_SSL between brokers too), on ports clear of the plain stack's, and
+// no password is on a node's command line (ps shows it).
 func TestSecureStackHoldsNoPlaintextCluster(t *testing.T) {
-	_, err := Resolve(Config{Dir: t.TempDir(), Secure: true, RedisCluster: ClusterLayout{Masters: 3}})
-	if err == nil || !strings.Contains(err.Error(), "plaintext") {
-		t.Errorf("--secure --redis-cluster 3: %v, want a refusal saying why", err)
+	rc, err := Resolve(Config{Dir: t.TempDir(), Secure: true, RedisCluster: ClusterLayout{Masters: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.RedisCluster.Port != DefaultSecureRedisClusterPort {
+		t.Errorf("a secure stack's cluster on port %d, want %d", rc.RedisCluster.Port, DefaultSecureRedisClusterPort)
+	}
+	args := strings.Join(clusterService{rc}.nodeArgs(rc.RedisCluster.Port), " ")
+	for _, want := range []string{"--port 0 --tls-port 16400", "--tls-cluster yes", "--tls-replication yes", "--aclfile"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("a secure cluster node's arguments %q lack %q", args, want)
+		}
+	}
+	if strings.Contains(args, "masterauth") || strings.Contains(args, "requirepass") {
+		t.Errorf("a password on the command line: %s", args)
 	}
 	c, err := Resolve(Config{Dir: t.TempDir(), Secure: true, KafkaCluster: KafkaLayout{Brokers: 3}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.KafkaCluster.Port != DefaultSecureKafkaClusterPort {
+		t.Errorf("a secure stack's Kafka cluster on port %d, want %d", c.KafkaCluster.Port, DefaultSecureKafkaClusterPort)
 	}
 	node := kafkaClusterService{c}.nodes(c.KafkaCluster)[0]
 	if props := node.properties(); !strings.Contains(props, "listeners=SASL_SSL://") || strings.Contains(props, "PLAINTEXT://127") {

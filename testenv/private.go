@@ -200,7 +200,7 @@ func PrivateRedisCluster(tb testing.TB, masters, replicas, port int) (stack.Conf
 	l := stack.ClusterLayout{Masters: masters, Replicas: replicas, Port: port}
 	cfg := stack.Config{Dir: tb.TempDir(), RedisCluster: l}
 	private(tb, cfg, stack.RedisCluster, 2*time.Minute, "redis-server from `make deps`")
-	return cfg, l.URL()
+	return cfg, l.URL(false)
 }
 
 // private starts one cluster service of cfg within limit and stops it when the test ends.

@@ -84,9 +84,9 @@ it; --chaos-steps keeps some of its steps, to shrink it by hand.`,
 	f.StringVar(&o.stack.cfg.KafkaLibs, "kafka-libs", "", "folder of the Kafka broker jars (default <dir>/kafka/libs)")
 	f.IntVar(&o.stack.cfg.RedisCluster.Masters, "redis-cluster", 0, "run the sale on the stack's Redis Cluster of this many masters (started if it is not running; redis-restart-empty then hits every node, and redis-master-kill is possible)")
 	f.IntVar(&o.stack.cfg.RedisCluster.Replicas, "redis-cluster-replicas", 0, "replicas per master of that Redis Cluster")
-	f.IntVar(&o.stack.cfg.RedisCluster.Port, "redis-cluster-port", stack.DefaultRedisClusterPort, "port of the Redis Cluster's first node")
+	f.IntVar(&o.stack.cfg.RedisCluster.Port, "redis-cluster-port", 0, fmt.Sprintf("port of the Redis Cluster's first node (default %d; a secure stack's %d)", stack.DefaultRedisClusterPort, stack.DefaultSecureRedisClusterPort))
 	f.IntVar(&o.stack.cfg.KafkaCluster.Brokers, "kafka-cluster", 0, "run the sale on the stack's replicated Kafka of this many brokers (kafka-kill then kills the orders partition's leader)")
-	f.IntVar(&o.stack.cfg.KafkaCluster.Port, "kafka-cluster-port", stack.DefaultKafkaClusterPort, "port of the replicated Kafka's first broker")
+	f.IntVar(&o.stack.cfg.KafkaCluster.Port, "kafka-cluster-port", 0, fmt.Sprintf("port of the replicated Kafka's first broker (default %d; a secure stack's %d)", stack.DefaultKafkaClusterPort, stack.DefaultSecureKafkaClusterPort))
 	deprecatedAlias(f, "kafka-brokers", "kafka-cluster") // --kafka-brokers is a broker list everywhere else
 	f.BoolVar(&o.chaos, "chaos", false, "draw the scenario from --seed: a trickle and bursts of buyers under overlapping random faults")
 	f.Uint64Var(&o.chaosCfg.Seed, "seed", 1, "with --chaos: the seed the run is drawn from; with a scenario: replaces its seed")

@@ -38,9 +38,9 @@ func newStackCmd() *cobra.Command {
 	f.StringVar(&opts.cfg.KafkaLibs, "kafka-libs", "", "folder of the Kafka broker jars (default <dir>/kafka/libs)")
 	f.IntVar(&opts.cfg.RedisCluster.Masters, "redis-cluster", 0, "also run a local Redis Cluster of this many masters (at least 3; remembered until the stack's redis-cluster folder is deleted)")
 	f.IntVar(&opts.cfg.RedisCluster.Replicas, "redis-cluster-replicas", 0, "replicas per master of the local Redis Cluster")
-	f.IntVar(&opts.cfg.RedisCluster.Port, "redis-cluster-port", stack.DefaultRedisClusterPort, "port of the cluster's first node on 127.0.0.1 (node i on port+i, its bus on port+i+10000)")
+	f.IntVar(&opts.cfg.RedisCluster.Port, "redis-cluster-port", 0, fmt.Sprintf("port of the cluster's first node on 127.0.0.1, node i on port+i, its bus on port+i+10000 (default %d; a secure stack's %d)", stack.DefaultRedisClusterPort, stack.DefaultSecureRedisClusterPort))
 	f.IntVar(&opts.cfg.KafkaCluster.Brokers, "kafka-cluster", 0, "also run a local replicated Kafka of this many KRaft brokers (3 to 9; topics get replication factor 3 and min.insync.replicas 2; remembered until the stack's kafka-cluster folder is deleted)")
-	f.IntVar(&opts.cfg.KafkaCluster.Port, "kafka-cluster-port", stack.DefaultKafkaClusterPort, "port of the Kafka cluster's first broker on 127.0.0.1 (broker i on port+i, its controller on port+100+i)")
+	f.IntVar(&opts.cfg.KafkaCluster.Port, "kafka-cluster-port", 0, fmt.Sprintf("port of the Kafka cluster's first broker on 127.0.0.1, broker i on port+i, its controller on port+100+i (default %d; a secure stack's %d)", stack.DefaultKafkaClusterPort, stack.DefaultSecureKafkaClusterPort))
 	f.BoolVar(&opts.cfg.Secure, "secure", false, "the stack in production posture: TLS only from a CA of its own, a password for every client (Redis ACL user, PostgreSQL SCRAM over verify-full TLS, Kafka SASL_SSL SCRAM-SHA-512); in ./"+stack.DefaultSecureDir+" on ports 16380, 15433, 19094/19095 (and its identity provider's JWKS on 18443) unless the folder and ports are given; remembered by the folder")
 	f.IntVar(&opts.cfg.IssuerPort, "issuer-port", stack.DefaultSecureIssuerPort, "a secure stack's identity provider (its JWKS over HTTPS) on 127.0.0.1")
 	// The issuer is this binary, run detached (fsctl stack issuer).
