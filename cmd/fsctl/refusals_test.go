@@ -121,4 +121,3 @@ func TestRefusedCertificatesNameTheFix(t *testing.T) {
 		t.Errorf("an expired certificate: %v, want the fix: renew it", err)
 	}
 }
-
