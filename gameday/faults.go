@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
-	"github.com/fsctl/fsctl/faultnet"
+	"github.com/fsctl/fsctl/netfault"
 	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/room"
 	"github.com/fsctl/fsctl/stack"
@@ -39,8 +41,9 @@ type Env struct {
 	FirstItemShards int
 	Rand            *seeded
 	// Proxies stand between the checkout instances and a service ("redis", "postgres") when a
-	// network fault needs them.
-	Proxies map[string]*faultnet.Proxy
+	// network fault needs them, proxies of the Toxiproxy server Toxiproxy drives.
+	Proxies   map[string]*netfault.Proxy
+	Toxiproxy *netfault.Client
 	// Rebuild restores the sale's Redis state from PostgreSQL (reconcile with RebuildRedis).
 	Rebuild func(ctx context.Context) (string, error)
 	// BuyersDone is closed once the last buyer has been answered.
@@ -161,6 +164,33 @@ var faultKinds = map[string]faultKind{
 				return nil, err
 			}
 			p.dur(m, "for", &f.For)
+			return f, nil
+		}},
+	"toxic": {[]string{"service", "toxic", "stream", "toxicity", "attributes", "for"},
+		"put a Toxiproxy toxic between the checkout instances and redis or postgres for `for` (3s): latency, bandwidth, timeout, reset_peer, slicer or limit_data, on the downstream, upstream or both streams, its `attributes` as Toxiproxy names them",
+		func(m fields, p *parser) (Fault, error) {
+			t := netfault.Toxic{Stream: netfault.Downstream}
+			f := netFault{For: 3 * time.Second, Toxic: &t}
+			if err := p.service(m, &f.Service, stack.Redis, stack.Postgres); err != nil {
+				return nil, err
+			}
+			p.str(m, "toxic", &t.Type)
+			p.str(m, "stream", &t.Stream)
+			var share float64
+			if m.get("toxicity") != nil {
+				p.share(m, "toxicity", &share)
+				t.Toxicity = float32(share)
+			}
+			p.ints(m, "attributes", &t.Attributes)
+			p.dur(m, "for", &f.For)
+			if p.err == nil {
+				if t.Type == "" {
+					return nil, lineErr(m.node, "toxic: say which (%s)", strings.Join(slices.Sorted(maps.Keys(netfault.Kinds)), ", "))
+				}
+				if err := t.Validate(); err != nil {
+					return nil, lineErr(m.node, "%v", err)
+				}
+			}
 			return f, nil
 		}},
 	"room-state-lost": {nil, "delete the sale's waiting-room state in Redis (queue, admissions, counters)",
@@ -508,23 +538,43 @@ func (f freeze) target(ctx context.Context, env *Env) (func(syscall.Signal) (int
 }
 
 // netFault slows or cuts the network between the checkout instances and one service, through the
-// game day's proxy in front of it (faultnet), for For, then puts it back.
+// game day's Toxiproxy proxy in front of it, for For, then puts it back: latency each way
+// (net-delay), a black hole both ways (net-partition), or any toxic a toxic step names.
 type netFault struct {
 	Service   string
 	Latency   time.Duration
 	Partition bool
-	For       time.Duration
+	// Toxic, when set, is the toxic step's own.
+	Toxic *netfault.Toxic
+	For   time.Duration
 }
 
 func (f netFault) Name() string {
-	if f.Partition {
+	switch {
+	case f.Toxic != nil:
+		return "toxic"
+	case f.Partition:
 		return "net-partition"
 	}
 	return "net-delay"
 }
 
+// toxic is what the fault puts on the proxy.
+func (f netFault) toxic() netfault.Toxic {
+	switch {
+	case f.Toxic != nil:
+		return *f.Toxic
+	case f.Partition:
+		return netfault.Partition()
+	}
+	return netfault.Latency(f.Latency, 0)
+}
+
 func (f netFault) Describe() string {
-	if f.Partition {
+	switch {
+	case f.Toxic != nil:
+		return fmt.Sprintf("toxic %s on the network to %s for %s", f.Toxic, f.Service, f.For)
+	case f.Partition:
 		return fmt.Sprintf("partition the network to %s for %s", f.Service, f.For)
 	}
 	return fmt.Sprintf("add %s to the network to %s, each way, for %s", f.Latency, f.Service, f.For)
@@ -532,22 +582,17 @@ func (f netFault) Describe() string {
 
 func (f netFault) Apply(ctx context.Context, env *Env) (string, error) {
 	px := env.Proxies[f.Service]
-	if px == nil {
+	if px == nil || env.Toxiproxy == nil {
 		return "", fmt.Errorf("%s: no proxy in front of %s (the game day puts one there when a step needs it, on a single node, not a Redis Cluster)", f.Name(), f.Service)
 	}
-	if f.Partition {
-		px.Partition()
-	} else {
-		px.SetLatency(f.Latency)
-	}
 	env.Note("network to %s: %s", f.Service, f.Describe())
-	// Put the network back whatever happens: a partition left in place would hang the settle.
-	defer func() { px.SetLatency(0); px.Heal() }()
-	if err := sleep(ctx, f.For); err != nil {
+	// Inject takes the toxic off whatever happens: a partition left in place would hang the settle.
+	note, err := env.Toxiproxy.Inject(ctx, px, f.toxic(), f.For)
+	if err != nil {
 		return "", err
 	}
 	env.Note("network to %s back to normal", f.Service)
-	return fmt.Sprintf("%s through the proxy %s -> %s, then back to normal", f.Describe(), px.Addr(), px.Upstream()), nil
+	return note, nil
 }
 
 type roomLost struct{}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsctl/fsctl/netfault"
 	"github.com/fsctl/fsctl/stack"
 	"github.com/fsctl/fsctl/warroom"
 )
@@ -165,10 +166,11 @@ func TestFaultFreezeOverlapping(t *testing.T) {
 func TestFaultNetPartitionAndDelay(t *testing.T) {
 	rep := mustPass(t, testScenario("net",
 		Step{At: time.Second, Fault: netFault{Service: stack.Redis, Partition: true, For: 1500 * time.Millisecond}, Line: 1},
-		Step{At: time.Second, Fault: netFault{Service: stack.Postgres, Latency: 300 * time.Millisecond, For: 2 * time.Second}, Line: 2}))
+		Step{At: time.Second, Fault: netFault{Service: stack.Postgres, For: 2 * time.Second,
+			Toxic: &netfault.Toxic{Type: "latency", Stream: netfault.Both, Attributes: map[string]int{"latency": 300, "jitter": 100}}}, Line: 2}))
 	for _, s := range rep.Steps {
-		if !strings.Contains(s.Note, "through the proxy") || !strings.Contains(s.Note, "back to normal") {
-			t.Errorf("step %d note %q: want the fault through the proxy and the network put back", s.Line, s.Note)
+		if !strings.Contains(s.Note, " on "+[]string{"redis", "postgres"}[s.Line-1]+" (127.0.0.1:") || !strings.Contains(s.Note, "then removed") {
+			t.Errorf("step %d note %q: want the toxic on the service's proxy, then removed", s.Line, s.Note)
 		}
 	}
 	// The partition holds answers back rather than failing them: some try waited most of it.

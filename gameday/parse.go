@@ -283,6 +283,27 @@ func (p *parser) int(m fields, k string, dst *int, lo, hi int) {
 	}
 }
 
+// ints reads key k's mapping of names to whole numbers (a toxic's attributes), each checked as
+// int does, from 0 up.
+func (p *parser) ints(m fields, k string, dst *map[string]int) {
+	n := m.get(k)
+	if n == nil || p.err != nil {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		p.fail(m, k, n, errors.New("want a mapping of names to whole numbers, like {latency: 200, jitter: 50}"))
+		return
+	}
+	out := map[string]int{}
+	sub := fieldsOf(n, m.field(k))
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		var v int
+		p.int(sub, n.Content[i].Value, &v, 0, 1<<31-1)
+		out[n.Content[i].Value] = v
+	}
+	*dst = out
+}
+
 func (p *parser) uint(m fields, k string, dst *uint64) {
 	if n := p.scalar(m, k); n != nil {
 		v, err := yamlfield.Uint(n)

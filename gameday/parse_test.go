@@ -61,6 +61,7 @@ steps:
   - {at: 7s, fault: server-add}
   - {at: 8s, fault: room-state-lost}
   - {at: 9s, fault: redis-restart-empty}
+  - {at: 10s, fault: toxic, service: redis, toxic: latency, stream: both, toxicity: 0.5, attributes: {latency: 150, jitter: 50}, for: 4s}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +76,7 @@ steps:
 	if r := sc.Sale.Room; r == nil || r.AdmissionRate != 40 || r.PowDifficulty != 4 {
 		t.Errorf("room %+v", sc.Sale.Room)
 	}
-	if len(sc.Steps) != 9 {
+	if len(sc.Steps) != 10 {
 		t.Fatalf("%d steps", len(sc.Steps))
 	}
 	if f := sc.Steps[0]; f.Line != 21 || f.Jitter != 500*time.Millisecond || f.Fault != (kafkaKill{Down: 2 * time.Second}) {
@@ -86,6 +87,10 @@ steps:
 	}
 	if f := sc.Steps[5].Fault.(crashAfterReserve); f.After != 4 {
 		t.Errorf("crash step %+v", f)
+	}
+	if f := sc.Steps[9].Fault.(netFault); f.Service != "redis" || f.For != 4*time.Second || f.Toxic == nil ||
+		f.Toxic.String() != "latency jitter=50 latency=150 both on 50% of connections" {
+		t.Errorf("toxic step %+v: %v", f, f.Toxic)
 	}
 }
 
@@ -121,6 +126,12 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 		{"steps not a list", base + "steps: kafka-kill\n", 7, "want a list"},
 		{"freeze without a service", base + "steps:\n  - {at: 1s, fault: freeze, for: 1s}\n", 8, "say which service"},
 		{"freeze of postgres", base + "steps:\n  - {at: 1s, fault: freeze, service: postgres}\n", 8, `service "postgres": want redis or kafka`},
+		{"toxic without a kind", base + "steps:\n  - {at: 1s, fault: toxic, service: redis}\n", 8, "toxic: say which (bandwidth, latency, limit_data, reset_peer, slicer, timeout)"},
+		{"unknown toxic", base + "steps:\n  - {at: 1s, fault: toxic, service: redis, toxic: lag}\n", 8, `toxic "lag": want one of bandwidth, latency`},
+		{"toxic attribute of another", base + "steps:\n  - {at: 1s, fault: toxic, service: redis, toxic: latency, attributes: {rate: 5}}\n", 8, `toxic latency: no attribute "rate" (it has jitter, latency)`},
+		{"toxic attribute in words", base + "steps:\n  - {at: 1s, fault: toxic, service: redis, toxic: latency, attributes: {latency: slow}}\n", 8, `steps[0].attributes.latency: "slow" is not a whole number`},
+		{"toxic stream", base + "steps:\n  - {at: 1s, fault: toxic, service: redis, toxic: latency, stream: sideways}\n", 8, `stream "sideways": want downstream, upstream or both`},
+		{"toxic on kafka", base + "steps:\n  - {at: 1s, fault: toxic, service: kafka, toxic: latency}\n", 8, `service "kafka": want redis or postgres`},
 		{"too many replays", base + "replays: 9\n", 7, "replays"},
 		{"room without a rate", strings.Replace(base, "sale:\n", "sale:\n  room: {maxActive: 5}\n", 1), 3, "want admissionRate"},
 	}

@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
-	"github.com/fsctl/fsctl/faultnet"
 	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/loadgen"
+	"github.com/fsctl/fsctl/netfault"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/payment/fake"
 	"github.com/fsctl/fsctl/pipeline"
@@ -302,8 +302,8 @@ func (r *run) teardown() {
 	if r.stopPayment != nil {
 		r.stopPayment()
 	}
-	for _, px := range r.env.Proxies {
-		_ = px.Close()
+	if r.env.Toxiproxy != nil {
+		_ = r.env.Toxiproxy.Close() // the in-process server, and every proxy with it
 	}
 	if r.closeStores != nil {
 		r.closeStores()
@@ -524,7 +524,8 @@ func (r *run) step(ctx context.Context, st Step, when time.Time) StepResult {
 	return res
 }
 
-// proxied puts a network-fault proxy (faultnet) between the checkout instances and each service
+// proxied puts a Toxiproxy proxy, of a server run in this process, between the checkout
+// instances and each service
 // a step's net-delay or net-partition names, and returns the endpoints the instances get. The
 // game day's own reads (settle, reconcile, the rebuild) keep the direct ones, as an operator's
 // would on another path.
@@ -545,17 +546,20 @@ func (r *run) proxied(e stack.Endpoints) (stack.Endpoints, error) {
 		if err != nil {
 			return e, fmt.Errorf("%s address: %w", nf.Service, err)
 		}
-		px, err := faultnet.Listen("127.0.0.1:0", u.Host)
+		if r.env.Toxiproxy == nil {
+			if r.env.Toxiproxy, err = netfault.Local(); err != nil {
+				return e, err
+			}
+			r.env.Proxies = map[string]*netfault.Proxy{}
+		}
+		px, err := r.env.Toxiproxy.Create(nf.Service, "127.0.0.1:0", u.Host)
 		if err != nil {
 			return e, err
 		}
-		if r.env.Proxies == nil {
-			r.env.Proxies = map[string]*faultnet.Proxy{}
-		}
 		r.env.Proxies[nf.Service] = px
-		u.Host = px.Addr()
+		u.Host = px.Listen
 		*target = u.String()
-		r.note("network proxy for %s: %s -> %s", nf.Service, px.Addr(), px.Upstream())
+		r.note("network proxy for %s (toxiproxy %s): %s -> %s", nf.Service, r.env.Toxiproxy.URL, px.Listen, px.Upstream)
 	}
 	return e, nil
 }

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/fsctl/fsctl/faultnet"
+	"github.com/fsctl/fsctl/netfault"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/reservation"
 	"github.com/fsctl/fsctl/sale"
@@ -92,11 +92,16 @@ func TestSameAnswersAsInProcess(t *testing.T) {
 // TestHealthFollowsRedis: SERVING once the scripts are loaded, NOT_SERVING when Redis goes away.
 func TestHealthFollowsRedis(t *testing.T) {
 	testenv.Redis(t)
-	proxy, err := faultnet.Listen("127.0.0.1:0", redisAddr(t))
+	tp, err := netfault.Local()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer tp.Close()
+	proxy, err := tp.Create("redis", "127.0.0.1:0", redisAddr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Listen, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	defer rdb.Close()
 	st := stock.New(rdb)
 	c, hs := serve(t, st)
@@ -107,7 +112,9 @@ func TestHealthFollowsRedis(t *testing.T) {
 	if err := c.Check(ctx); err != nil {
 		t.Fatalf("check: %v", err)
 	}
-	_ = proxy.Close()
+	if err := proxy.Disable(); err != nil { // Redis gone: the listener and every connection closed
+		t.Fatal(err)
+	}
 	waitHealth(t, c, hs, healthpb.HealthCheckResponse_NOT_SERVING)
 	if err := c.Check(ctx); err == nil {
 		t.Fatal("check passed with Redis gone")
