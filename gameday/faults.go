@@ -193,6 +193,10 @@ var faultKinds = map[string]faultKind{
 			}
 			return f, nil
 		}},
+	"exec": {[]string{"command", "timeout", "expect"}, "run a command at the step's moment: a list (the program and its words) or a line for sh -c; killed with its children after `timeout` (30s); its exit status (`expect`, 0) and last lines go in the timeline",
+		parseExec},
+	"http": {[]string{"method", "url", "headers", "body", "expect", "timeout"}, "send one request (`method` POST) to `url`, such as the shop's own pause switch, and want `expect` (any 2xx when left out) within `timeout` (10s); ${VARIABLES} in the url, headers and body come from the environment",
+		parseHTTP},
 	"room-state-lost": {nil, "delete the sale's waiting-room state in Redis (queue, admissions, counters)",
 		func(fields, *parser) (Fault, error) { return roomLost{}, nil }},
 }

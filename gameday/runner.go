@@ -525,8 +525,8 @@ func (r *run) step(ctx context.Context, st Step, when time.Time) StepResult {
 }
 
 // proxied puts a Toxiproxy proxy, of a server run in this process, between the checkout
-// instances and each service
-// a step's net-delay or net-partition names, and returns the endpoints the instances get. The
+// instances and each service a step's net-delay, net-partition or toxic names, and returns the
+// endpoints the instances get. The
 // game day's own reads (settle, reconcile, the rebuild) keep the direct ones, as an operator's
 // would on another path.
 func (r *run) proxied(e stack.Endpoints) (stack.Endpoints, error) {

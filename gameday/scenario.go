@@ -6,6 +6,7 @@ package gameday
 
 import (
 	_ "embed"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -132,4 +133,23 @@ func (s Scenario) String() string {
 	}
 	return fmt.Sprintf("%s: %d buyers %s for %d units on %d server(s), %d fault step(s), seed %d",
 		s.Name, s.Buyers, arrive, s.Units(), s.Servers, len(s.Steps), s.Seed)
+}
+
+// checker is a step that can tell before any load whether it will be able to run: its program on
+// PATH, its URL and its variables set.
+type checker interface{ Check() error }
+
+// Check finds, before any buyer arrives, every step that could not run: a program that is not on
+// PATH, a URL whose variables are not set. A typo must not cost a sale's worth of traffic. Each
+// problem is named by its step's line.
+func (s Scenario) Check() error {
+	var errs []error
+	for _, st := range s.Steps {
+		if c, ok := st.Fault.(checker); ok {
+			if err := c.Check(); err != nil {
+				errs = append(errs, fmt.Errorf("step (line %d): %w", st.Line, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

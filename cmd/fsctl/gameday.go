@@ -185,6 +185,9 @@ func verdictError(v gameday.Verdict, err error) error {
 // playGameday runs one scenario and writes its reports to dir; the report is nil only when the
 // run could not start.
 func playGameday(cmd *cobra.Command, o *gamedayOptions, sc gameday.Scenario, td gameday.Teardown, dir string) (*gameday.Report, error) {
+	if err := sc.Check(); err != nil {
+		return nil, usageError(err) // before the stack, the sale and any buyer
+	}
 	progress := o.output.beside(cmd.OutOrStdout(), cmd.ErrOrStderr())
 	scfg, err := o.stack.config(cmd, progress)
 	if err != nil {
