@@ -25,7 +25,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(BU
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .DEFAULT_GOAL := build
-.PHONY: help deps build vet test fuzz bench bench-sale bench-blast demo stack-up stack-down stack-status clean
+.PHONY: help deps build vet test fuzz bench bench-sale bench-blast demo stack-up stack-down stack-status clean faultdrill
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -146,6 +146,9 @@ soak: deps ## a SOAK_DURATION (30m) chaos sale that prints memory, goroutines, o
 .PHONY: drill
 drill: stack-up ## the drill (burst, settle, reconcile) against fsctl serve and the Spring-article shop, through their profiles (~30 s)
 	$(STACK_ENV) && GO=$(GO) FSCTL=$(FSCTL) scripts/drill.sh </dev/null
+
+faultdrill: stack-up ## fault drills on checkouts fsctl does not own, behind a Toxiproxy server: the article shop and fsctl serve pass examples/drill-faults.yaml, a planted lie is caught (exit 4) (~1.5 min)
+	$(STACK_ENV) && GO=$(GO) FSCTL=$(FSCTL) scripts/faultdrill.sh </dev/null
 
 clean: ## remove build outputs (the stack's data in .stack stays; `make stack-down` then rm -rf .stack)
 	rm -rf bin

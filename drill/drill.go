@@ -129,7 +129,7 @@ func (d *drill) burst(ctx context.Context) (string, bool, error) {
 	prefix := "drill-" + strconv.FormatInt(d.cfg.Now().UnixNano()%1e9, 36) + "-"
 	plan := loadgen.Plan{BaseURL: d.cfg.Target, Targets: d.run.Targets, Buyers: d.cfg.Buyers, UserPrefix: prefix,
 		Profile: d.p, Clicks: d.cfg.Clicks, Conns: d.cfg.Conns, Timeout: requestTimeout,
-		At: d.cfg.Now().Add(releaseLead(d.p, d.cfg.Buyers)), Now: d.cfg.Now}
+		At: d.cfg.Now().Add(loadgen.ReleaseLead(d.p, d.cfg.Buyers)), Now: d.cfg.Now}
 	if d.cfg.Secret != "" {
 		plan.Secret = []byte(d.cfg.Secret)
 	}
@@ -154,15 +154,4 @@ func okWord(ok bool) string {
 		return "OK"
 	}
 	return "FAIL"
-}
-
-// releaseLead is how far ahead the release is set: time to prepare every buyer before it. An RS256
-// signature costs about a millisecond on one core (BenchmarkProfilePrepare), so those get a
-// millisecond a buyer on top of the two seconds every burst gets.
-func releaseLead(p *profile.Profile, buyers int) time.Duration {
-	lead := 2 * time.Second
-	if p.Token.Type == profile.TokenRS256 {
-		lead += time.Duration(buyers) * time.Millisecond
-	}
-	return lead
 }

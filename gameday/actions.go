@@ -278,7 +278,8 @@ func parseHTTP(m fields, p *parser) (Fault, error) {
 	if s.URL == "" {
 		return nil, lineErr(m.node, "http: say the url (http(s)://...; ${VARIABLES} come from the environment)")
 	}
-	if u, err := url.Parse(s.URL); err != nil || !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") || u.Host == "" {
+	// A URL from the environment is checked once expanded (Check, before any load).
+	if u, err := url.Parse(s.URL); !strings.HasPrefix(s.URL, "$") && (err != nil || !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") || u.Host == "") {
 		return nil, lineErr(m.node, "http: url %q: want http:// or https://", s.URL)
 	}
 	if s.Timeout <= 0 {

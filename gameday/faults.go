@@ -2,6 +2,7 @@ package gameday
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,7 +68,7 @@ func (postgresStop) Holds() string      { return stack.Postgres }
 func (paymentFault) Holds() string      { return "payment" }
 func (f freeze) Holds() string          { return f.Service }
 func (serverKill) Holds() string        { return "fleet" }
-func (f netFault) Holds() string        { return "network to " + f.Service }
+func (f netFault) Holds() string        { return "network to " + f.on() }
 func (serverAdd) Holds() string         { return "fleet" }
 
 // faultKind parses one fault from its step's keys.
@@ -166,13 +167,19 @@ var faultKinds = map[string]faultKind{
 			p.dur(m, "for", &f.For)
 			return f, nil
 		}},
-	"toxic": {[]string{"service", "toxic", "stream", "toxicity", "attributes", "for"},
-		"put a Toxiproxy toxic between the checkout instances and redis or postgres for `for` (3s): latency, bandwidth, timeout, reset_peer, slicer or limit_data, on the downstream, upstream or both streams, its `attributes` as Toxiproxy names them",
+	"toxic": {[]string{"service", "proxy", "toxic", "stream", "toxicity", "attributes", "for"},
+		"put a Toxiproxy toxic between the checkout instances and redis or postgres (`service`), or on a proxy of your Toxiproxy server (`proxy`, in a drill with --toxiproxy), for `for` (3s): latency, bandwidth, timeout, reset_peer, slicer or limit_data, on the downstream, upstream or both streams, its `attributes` as Toxiproxy names them",
 		func(m fields, p *parser) (Fault, error) {
 			t := netfault.Toxic{Stream: netfault.Downstream}
 			f := netFault{For: 3 * time.Second, Toxic: &t}
-			if err := p.service(m, &f.Service, stack.Redis, stack.Postgres); err != nil {
-				return nil, err
+			p.str(m, "proxy", &f.Proxy)
+			switch {
+			case f.Proxy != "" && m.get("service") != nil:
+				return nil, lineErr(m.node, "toxic: give service (the game day's own proxy) or proxy (one of your Toxiproxy's), not both")
+			case f.Proxy == "":
+				if err := p.service(m, &f.Service, stack.Redis, stack.Postgres); err != nil {
+					return nil, err
+				}
 			}
 			p.str(m, "toxic", &t.Type)
 			p.str(m, "stream", &t.Stream)
@@ -545,7 +552,10 @@ func (f freeze) target(ctx context.Context, env *Env) (func(syscall.Signal) (int
 // game day's Toxiproxy proxy in front of it, for For, then puts it back: latency each way
 // (net-delay), a black hole both ways (net-partition), or any toxic a toxic step names.
 type netFault struct {
-	Service   string
+	Service string
+	// Proxy, instead of Service, names a proxy of the Toxiproxy server a drill drives
+	// (--toxiproxy): one in front of a store of the team's own system.
+	Proxy     string
 	Latency   time.Duration
 	Partition bool
 	// Toxic, when set, is the toxic step's own.
@@ -574,8 +584,14 @@ func (f netFault) toxic() netfault.Toxic {
 	return netfault.Latency(f.Latency, 0)
 }
 
+// on is the proxy the fault acts through: the named one, else the game day's own in front of
+// the service.
+func (f netFault) on() string { return cmp.Or(f.Proxy, f.Service) }
+
 func (f netFault) Describe() string {
 	switch {
+	case f.Toxic != nil && f.Proxy != "":
+		return fmt.Sprintf("toxic %s on proxy %s for %s", f.Toxic, f.Proxy, f.For)
 	case f.Toxic != nil:
 		return fmt.Sprintf("toxic %s on the network to %s for %s", f.Toxic, f.Service, f.For)
 	case f.Partition:
@@ -585,17 +601,20 @@ func (f netFault) Describe() string {
 }
 
 func (f netFault) Apply(ctx context.Context, env *Env) (string, error) {
-	px := env.Proxies[f.Service]
+	px := env.Proxies[f.on()]
 	if px == nil || env.Toxiproxy == nil {
+		if f.Proxy != "" {
+			return "", fmt.Errorf("toxic: no proxy %s (a drill against your own system names the proxies of its --toxiproxy)", f.Proxy)
+		}
 		return "", fmt.Errorf("%s: no proxy in front of %s (the game day puts one there when a step needs it, on a single node, not a Redis Cluster)", f.Name(), f.Service)
 	}
-	env.Note("network to %s: %s", f.Service, f.Describe())
+	env.Note("network to %s: %s", f.on(), f.Describe())
 	// Inject takes the toxic off whatever happens: a partition left in place would hang the settle.
 	note, err := env.Toxiproxy.Inject(ctx, px, f.toxic(), f.For)
 	if err != nil {
 		return "", err
 	}
-	env.Note("network to %s back to normal", f.Service)
+	env.Note("network to %s back to normal", f.on())
 	return note, nil
 }
 

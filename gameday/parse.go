@@ -26,7 +26,22 @@ func LoadFile(path string) (Scenario, error) {
 // Parse reads a scenario. Unknown keys, missing ones and values of the wrong kind are
 // *yamlfield.Errors that name their line, in the words every fsctl file uses; defaults fill what
 // may be left out.
-func Parse(b []byte) (Scenario, error) {
+func Parse(b []byte) (Scenario, error) { return parse(b, false) }
+
+// ParseDrill reads the scenario of a drill against a team's own system (fsctl gameday drill -f)
+// -f): the buyers, their schedule, the budget and the steps, in the game day's format,
+// but no sale (the target's is named on the command line), no instances and no payments of
+// fsctl's, and only steps that act on the team's system (exec, http, and toxic on a proxy of
+// their Toxiproxy). Each mistake names its line.
+func ParseDrill(b []byte) (Scenario, error) { return parse(b, true) }
+
+// LoadDrillFile reads a drill's scenario file (ParseDrill), the file named in its errors.
+func LoadDrillFile(path string) (Scenario, error) { return yamlfield.Load(path, ParseDrill) }
+
+// drillSteps are the steps a drill takes: those that act on the team's own system.
+var drillSteps = []string{"exec", "http", "toxic"}
+
+func parse(b []byte, drill bool) (Scenario, error) {
 	doc, err := yamlfield.Parse(b)
 	if err != nil {
 		return Scenario{}, err
@@ -70,7 +85,16 @@ func Parse(b []byte) (Scenario, error) {
 			return s, lineErr(n, "budget: say undecided (a share of buyers) or outage (a duration), or both")
 		}
 	}
-	for _, k := range []string{"sale", "buyers", "rate"} {
+	required := []string{"sale", "buyers", "rate"}
+	if drill {
+		required = required[1:]
+		for _, k := range []string{"sale", "servers", "pay", "cancel"} {
+			if n := root.get(k); n != nil {
+				return s, yamlfield.At(n, k, errors.New("not in a drill: it buys the running target's sale (--sale) through its profile, with no instances or payments of fsctl's"))
+			}
+		}
+	}
+	for _, k := range required {
 		if root.get(k) == nil {
 			return s, lineErr(root.node, "missing %q", k)
 		}
@@ -78,8 +102,10 @@ func Parse(b []byte) (Scenario, error) {
 	if s.Pay+s.Cancel > 1 {
 		return s, lineErr(root.get("pay"), "pay %g + cancel %g is more than 1", s.Pay, s.Cancel)
 	}
-	if s.Sale, err = parseSale(root.get("sale")); err != nil {
-		return s, err
+	if !drill {
+		if s.Sale, err = parseSale(root.get("sale")); err != nil {
+			return s, err
+		}
 	}
 	if n := root.get("steps"); n != nil {
 		if n.Kind != yaml.SequenceNode {
@@ -89,6 +115,11 @@ func Parse(b []byte) (Scenario, error) {
 			st, err := parseStep(sn, fmt.Sprintf("steps[%d]", i))
 			if err != nil {
 				return s, err
+			}
+			if drill {
+				if err := drillStep(st, sn); err != nil {
+					return s, err
+				}
 			}
 			s.Steps = append(s.Steps, st)
 		}
@@ -364,4 +395,16 @@ func (p *parser) rate(m fields, k string, dst *float64) {
 			*dst = v
 		}
 	}
+}
+
+// drillStep refuses, in a drill, a step that acts on the local stack's processes or proxies.
+func drillStep(st Step, n *yaml.Node) error {
+	name := st.Fault.Name()
+	if !slices.Contains(drillSteps, name) {
+		return lineErr(n, "%s acts on the local stack fsctl started; a drill against your own system takes %s steps", name, strings.Join(drillSteps, ", "))
+	}
+	if nf, ok := st.Fault.(netFault); ok && nf.Proxy == "" {
+		return lineErr(n, "toxic: name the proxy of your Toxiproxy it goes on (proxy: NAME, with --toxiproxy URL); service names the local game day's own")
+	}
+	return nil
 }

@@ -20,6 +20,8 @@ import (
 
 // Report is what a game day did and found.
 type Report struct {
+	// Kind is what ran: "game day", or "drill" against a team's own checkout.
+	Kind string `json:"kind"`
 	Scenario string        `json:"scenario"`
 	Seed     uint64        `json:"seed"`
 	Summary  string        `json:"summary"`
@@ -145,7 +147,7 @@ func (r *Report) allOK() bool { return len(r.Failures()) == 0 && len(r.Invariant
 
 // Render writes the report for a terminal.
 func (r *Report) Render(w io.Writer) error {
-	fmt.Fprintf(w, "\ngame day %s (seed %d) on %s\n%s\n", r.Scenario, r.Seed, r.Machine, r.Summary)
+	fmt.Fprintf(w, "\n%s %s (seed %d) on %s\n%s\n", r.Kind, r.Scenario, r.Seed, r.Machine, r.Summary)
 	// The results wrap on a narrow terminal (package table).
 	t := table.New(w, "phase", "took", "result").Wrap("result", 0)
 	for _, p := range r.Phases {
@@ -206,7 +208,7 @@ func (r *Report) Render(w io.Writer) error {
 		fmt.Fprintf(w, "seed %d failed; the faults above are its timeline. Replay it: %s\n", r.Seed, r.Replay)
 		fmt.Fprintf(w, "shrink it by hand: keep some of its steps with --chaos-steps 1,3 and replay until it passes\n")
 	}
-	fmt.Fprintf(w, "game day %s: %s in %s\n", r.Scenario, passWord(r.Passed), fmtDur(r.Took))
+	fmt.Fprintf(w, "%s %s: %s in %s\n", r.Kind, r.Scenario, passWord(r.Passed), fmtDur(r.Took))
 	return nil
 }
 
@@ -220,12 +222,20 @@ func (r *Report) WriteJSON(w io.Writer) error {
 
 // WriteMarkdown writes the report as a Markdown page (the terminal tables in code blocks, so they
 // read the same everywhere).
+// Title is the report's kind for a heading: "Game day" or "Drill".
+func (r *Report) Title() string {
+	if r.Kind == "drill" {
+		return "Drill"
+	}
+	return "Game day"
+}
+
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	var term bytes.Buffer
 	if err := r.Render(&term); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "# Game day %s: %s\n\n", r.Scenario, passWord(r.Passed))
+	fmt.Fprintf(w, "# %s %s: %s\n\n", r.Title(), r.Scenario, passWord(r.Passed))
 	fmt.Fprintf(w, "- started %s, took %s\n- machine: %s\n- %s\n\n", r.Started.Format(time.RFC3339), fmtDur(r.Took), r.Machine, r.Summary)
 	fmt.Fprintf(w, "## Phases\n\n| phase | took | result |\n|---|---:|---|\n")
 	for _, p := range r.Phases {
@@ -268,11 +278,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 }
 
 var htmlPage = template.Must(template.New("gameday").Parse(`<!doctype html>
-<html><head><meta charset="utf-8"><title>Game day {{.R.Scenario}}: {{.Verdict}}</title>
+<html><head><meta charset="utf-8"><title>{{.R.Title}} {{.R.Scenario}}: {{.Verdict}}</title>
 <style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}
 td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}.ok{color:#070}.fail{color:#b00;font-weight:bold}
 pre{background:#f6f6f6;padding:1em;overflow-x:auto}iframe{width:100%;height:1400px;border:1px solid #ccc}</style></head><body>
-<h1>Game day {{.R.Scenario}}: <span class="{{if .R.Passed}}ok{{else}}fail{{end}}">{{.Verdict}}</span></h1>
+<h1>{{.R.Title}} {{.R.Scenario}}: <span class="{{if .R.Passed}}ok{{else}}fail{{end}}">{{.Verdict}}</span></h1>
 <p>Started {{.R.Started.Format "2006-01-02T15:04:05Z07:00"}}, took {{.Took}}.<br>Machine: {{.R.Machine}}<br>{{.R.Summary}}</p>
 <h2>Phases</h2><table><tr><th>phase</th><th>took</th><th>result</th></tr>
 {{range .Phases}}<tr><td>{{.Name}}</td><td>{{.Took}}</td><td class="{{.Class}}">{{.Result}}</td></tr>{{end}}</table>

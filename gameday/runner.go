@@ -65,6 +65,10 @@ type Config struct {
 	Now func() time.Time
 	// OnFleet, when set, is handed the fleet as soon as it exists (tests watch its processes).
 	OnFleet func(*Fleet)
+	// Target, when set, plays the scenario against a running checkout of a team's own instead of
+	// the local stack (fsctl gameday drill -f); Stack, Teardown, Fsctl and JWTSecret are
+	// then unused.
+	Target *Target
 	// SoakEvery, above zero, samples every instance's memory, goroutines and open files and
 	// Redis's memory and keys this often while buyers arrive, and fails the run when one of them
 	// grew without bound (gameday/soak.go).
@@ -136,20 +140,27 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	r := &run{cfg: cfg, out: cfg.Out, t0: cfg.Now(), stack: withClusterPorts(cfg.Stack)}
 	r.steps = &steps.Runner{Now: cfg.Now, Print: func(line string) { r.printf("%s", line) }}
 	r.stack.Log = io.Discard
-	r.rep = &Report{Scenario: sc.Name, Seed: sc.Seed, Summary: sc.String(), Started: r.t0.UTC(), Machine: Machine(),
+	r.rep = &Report{Kind: "game day", Scenario: sc.Name, Seed: sc.Seed, Summary: sc.String(), Started: r.t0.UTC(), Machine: Machine(),
 		Units: sc.Units(), WorkDir: cfg.WorkDir}
 	if sc.Chaos != nil {
 		r.rep.Replay = sc.Chaos.Command()
 	}
 	r.env = &Env{Stack: r.stack, Endpoints: Endpoints(r.stack), SaleID: sc.Sale.ID, Rand: newSeeded(sc.Seed), Note: r.note}
-	if err := loginEnv(r.env.Endpoints.Credentials); err != nil {
+	if cfg.Target != nil {
+		r.rep.Kind = "drill"
+		r.rep.Summary = fmt.Sprintf("drill %s: %d buyers at %g/s against %s, %d step(s), seed %d", sc.Name, sc.Buyers, sc.Rate, cfg.Target.URL, len(sc.Steps), sc.Seed)
+	} else if err := loginEnv(r.env.Endpoints.Credentials); err != nil {
 		return nil, err
 	}
 	if len(sc.Sale.Items) > 0 {
 		r.env.FirstItem, r.env.FirstItemShards = sc.Sale.Items[0].ID, max(sc.Sale.Items[0].Shards, 1)
 	}
 	r.env.Rebuild = r.rebuild
-	fmt.Fprintf(r.out, "game day %s\n", sc)
+	if cfg.Target != nil {
+		fmt.Fprintf(r.out, "%s\n", r.rep.Summary)
+	} else {
+		fmt.Fprintf(r.out, "game day %s\n", sc)
+	}
 	defer func() {
 		r.teardown()
 		r.rep.Took = r.cfg.Now().Sub(r.t0)
@@ -157,12 +168,9 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 			r.rep.Error = err.Error()
 		}
 		r.rep.Passed = err == nil && r.rep.allOK()
-		r.printf("game day %s: %s in %s", sc.Name, passWord(r.rep.Passed), r.rep.Took.Round(100*time.Millisecond))
+		r.printf("%s %s: %s in %s", r.rep.Kind, sc.Name, passWord(r.rep.Passed), r.rep.Took.Round(100*time.Millisecond))
 	}()
-	phases := []struct {
-		name string
-		fn   func(context.Context) (string, error)
-	}{
+	phases := []phaseFunc{
 		{"stack", r.stackUp},
 		{"sale", r.createSale},
 		{"servers", r.startServers},
@@ -171,6 +179,9 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		{"settle", r.settle},
 		{"reconcile", r.reconcile},
 		{"invariants", r.invariants},
+	}
+	if cfg.Target != nil {
+		phases = r.targetPhases()
 	}
 	var firstErr error
 	for _, ph := range phases {
@@ -185,6 +196,12 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		}
 	}
 	return r.rep, firstErr
+}
+
+// phaseFunc is one phase of a run: its name and what it does.
+type phaseFunc struct {
+	name string
+	fn   func(context.Context) (string, error)
 }
 
 // phase runs one phase as a step: an error is the phase failing. The report's phases are the
@@ -308,6 +325,10 @@ func (r *run) teardown() {
 	if r.closeStores != nil {
 		r.closeStores()
 	}
+	if r.cfg.Target != nil {
+		r.printf("teardown: nothing of the target's is fsctl's to stop")
+		return
+	}
 	down := r.cfg.Teardown == TeardownAlways || (r.cfg.Teardown == TeardownAuto && len(r.up) > 0)
 	if !down {
 		// A run cut short (Ctrl-C) may have left a service a fault had stopped; put it back.
@@ -410,15 +431,13 @@ func (r *run) preflight(ctx context.Context) (string, error) {
 	}
 }
 
-// blast fires the buyers while the steps inject their faults at their moments.
-func (r *run) blast(ctx context.Context) (string, error) {
+// localPlan is the buyers' plan against the game day's own fleet, released at at.
+func (r *run) localPlan(at time.Time) loadgen.Plan {
 	sc := r.cfg.Scenario
 	var targets []loadgen.Target
 	for _, it := range sc.Sale.Items {
 		targets = append(targets, loadgen.Target{SaleID: sc.Sale.ID, ItemID: it.ID})
 	}
-	at := r.cfg.Now().Add(2 * time.Second).Round(time.Millisecond)
-	r.rep.ReleasedAt = at.Sub(r.t0)
 	plan := loadgen.Plan{
 		BaseURL: r.env.Fleet.URL(), Targets: targets, Buyers: sc.Buyers, Secret: r.cfg.JWTSecret,
 		UserPrefix: fmt.Sprintf("gd-%d-", at.UnixMilli()), Clicks: 1, Retries: sc.Retries, At: at, Conns: 64,
@@ -430,6 +449,20 @@ func (r *run) blast(ctx context.Context) (string, error) {
 	if sc.Sale.Room != nil {
 		plan.Journey = &loadgen.Room{MaxPoll: 250 * time.Millisecond, Wait: 30 * time.Second}
 	}
+	return plan
+}
+
+// blast fires the buyers while the steps inject their faults at their moments.
+func (r *run) blast(ctx context.Context) (string, error) {
+	sc := r.cfg.Scenario
+	var plan loadgen.Plan
+	if r.cfg.Target != nil {
+		plan = r.targetPlan(r.cfg.Now().Add(loadgen.ReleaseLead(r.cfg.Target.Profile, sc.Buyers)).Round(time.Millisecond))
+	} else {
+		plan = r.localPlan(r.cfg.Now().Add(loadgen.ReleaseLead(nil, sc.Buyers)).Round(time.Millisecond))
+	}
+	at := plan.At
+	r.rep.ReleasedAt = at.Sub(r.t0)
 	if err := plan.Validate(); err != nil {
 		return "", err
 	}
@@ -467,7 +500,7 @@ func (r *run) blast(ctx context.Context) (string, error) {
 	r.records, r.rep.records = res.Records, res.Records
 	r.rep.Availability = measureAvailability(res.Records, at)
 	r.followUps = res.FollowUps
-	r.rep.Blast = r.pipe.Answered(res, false)
+	r.rep.Blast = r.pipe.Answered(res, r.cfg.Target != nil) // a drill holds the answers to the target's stock and limits
 	r.rep.FollowUps = blast.TallyFollowUps(res.FollowUps)
 	var failed []string
 	for _, s := range results {
@@ -532,6 +565,9 @@ func (r *run) step(ctx context.Context, st Step, when time.Time) StepResult {
 func (r *run) proxied(e stack.Endpoints) (stack.Endpoints, error) {
 	for _, st := range r.cfg.Scenario.Steps {
 		nf, ok := st.Fault.(netFault)
+		if ok && nf.Proxy != "" {
+			return e, fmt.Errorf("step (line %d) toxic: proxy %s names a proxy of your own Toxiproxy, which only `fsctl gameday drill --toxiproxy` drives; the local game day's toxics name a service (redis or postgres)", st.Line, nf.Proxy)
+		}
 		if !ok || r.env.Proxies[nf.Service] != nil {
 			continue
 		}

@@ -101,6 +101,9 @@ func (r *run) reservedOrders() []uuid.UUID {
 // settle heals first what a fault left down (a restart that failed), so the sale can settle and
 // the checker sees every order the log holds, then waits for the sale to settle.
 func (r *run) settle(ctx context.Context) (string, error) {
+	if r.cfg.Target != nil {
+		return passed(r.pipe.Settle(ctx)) // nothing of the target's is fsctl's to heal
+	}
 	down, err := r.stackDown(ctx)
 	if err != nil {
 		return "", err

@@ -3,11 +3,17 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fsctl/fsctl/drill"
+	"github.com/fsctl/fsctl/gameday"
+	"github.com/fsctl/fsctl/kafkaconn"
+	"github.com/fsctl/fsctl/netfault"
+	"github.com/fsctl/fsctl/profile"
 )
 
 type gamedayDrillOptions struct {
@@ -22,6 +28,11 @@ type gamedayDrillOptions struct {
 	settle    time.Duration
 	secret    jwtSecretFlag
 	output    outputFlag
+	// scenario, when set, is a drill scenario (buyers on a schedule, exec, http and toxic steps,
+	// judged as a game day); toxiproxy the team's Toxiproxy its toxic steps name proxies of.
+	scenario  string
+	toxiproxy string
+	reportDir string
 }
 
 func newGamedayDrillCmd() *cobra.Command {
@@ -29,9 +40,20 @@ func newGamedayDrillCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "drill",
 		Short: "Burst, settle, reconcile and check the invariants of your own running checkout, through its profile",
-		Long: `A game day against your own running checkout: fsctl does not own its processes, so no faults are
-injected — release a burst through the profile, wait until the sale settles, reconcile, check the
-invariants. Exit 0 passed, 4 an invariant broken, 1 the drill could not run, 2 a bad flag.
+		Long: `A game day against your own running checkout: release a burst through the profile, wait until
+the sale settles, reconcile, check the invariants. fsctl does not own its processes: faults come
+from a scenario (-f FILE, the game day's format) of steps that act on your system: exec (a
+command: kubectl delete pod, a managed Redis's failover, systemctl restart), http (your shop's own
+pause or kill switch) and toxic (a Toxiproxy toxic on a proxy of your Toxiproxy server,
+--toxiproxy URL, in front of a store). The buyers arrive on the scenario's schedule, the steps fire
+at their moments, and the whole history is judged as the local game day's: every RESERVED answer
+is an order, nothing is oversold, the same key never gets two answers, no 500, and the scenario's
+availability budget holds. Every program, variable and proxy the steps name is checked before any
+buyer arrives. Exit 0 passed, 4 an invariant broken, 3 only the budget missed, 1 the drill could
+not run or a step failed, 2 a bad flag or scenario. A scenario against a staging checkout:
+
+  fsctl gameday drill -f examples/drill-faults.yaml --toxiproxy http://toxiproxy.staging:8474 \
+      --profile my-shop.yaml --sale bf --target https://staging-shop.internal
 
 The target is read and bought from only through --profile (default: the bundled server's): its
 items and stock from the profile's SQL, the burst through its purchase template and token, the
@@ -58,8 +80,15 @@ held, the sale settled within --settle, reconcile found nothing and no item sold
 	f.DurationVar(&o.settle, "settle", time.Minute, "bound on the wait for the sale to settle after the burst")
 	o.secret.bind(f)
 	bindOutput(f, &o.output, "the report")
+	f.StringVarP(&o.scenario, "file", "f", "", "a drill scenario, as the game day's -f: buyers on a schedule and exec, http and toxic steps acting on your system (examples/drill-faults.yaml)")
+	deprecatedAlias(f, "scenario", "file")
+	addressString(f, &o.toxiproxy, "toxiproxy", os.Getenv(envToxiproxy), "your Toxiproxy server's API (http://host:8474), whose proxies the scenario's toxic steps name (env "+envToxiproxy+")")
+	f.StringVar(&o.reportDir, "report-dir", "", "with -f/--file: also write report.md, report.html and report.json here")
 	return cmd
 }
+
+// envToxiproxy names the variable of a team's Toxiproxy server's API.
+const envToxiproxy = "FSCTL_TOXIPROXY_URL"
 
 func runGamedayDrill(cmd *cobra.Command, o gamedayDrillOptions) error {
 	prof, err := o.profile.load()
@@ -76,6 +105,9 @@ func runGamedayDrill(cmd *cobra.Command, o gamedayDrillOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.scenario != "" {
+		return runScenarioDrill(cmd, o, prof, kc)
+	}
 	cfg := drill.Config{Profile: prof, Target: o.target, Sale: o.sale, Items: o.items,
 		RedisURL: o.endpoints.redisURL, PostgresURL: o.endpoints.postgresURL, Kafka: kc,
 		Buyers: o.buyers, Conns: o.conns, Rate: o.rate, Settle: o.settle, Secret: o.secret.forProfile(prof), Progress: cmd.ErrOrStderr()}
@@ -90,6 +122,58 @@ func runGamedayDrill(cmd *cobra.Command, o gamedayDrillOptions) error {
 	}
 	if !rep.Passed {
 		return invariantBroken(fmt.Errorf("drill failed: %d invariant(s) broken, see the report", len(rep.Failures)))
+	}
+	return nil
+}
+
+// runScenarioDrill plays a drill scenario against the target: everything its steps name is
+// checked before any buyer arrives (exit 2), then the run is judged as a game day's.
+func runScenarioDrill(cmd *cobra.Command, o gamedayDrillOptions, prof *profile.Profile, kc kafkaconn.Conn) error {
+	for _, name := range []string{"buyers", "rate", "settle"} {
+		if cmd.Flags().Changed(name) {
+			return usageError(fmt.Errorf("--%s: with -f/--file the scenario says it", name))
+		}
+	}
+	sc, err := gameday.LoadDrillFile(o.scenario)
+	if err != nil {
+		return err // exitCode tells a file that cannot be read from one that is wrong
+	}
+	if err := sc.Check(); err != nil {
+		return usageError(err)
+	}
+	t := &gameday.Target{Profile: prof, URL: o.target, Sale: o.sale, Items: o.items, RedisURL: o.endpoints.redisURL,
+		PostgresURL: o.endpoints.postgresURL, Kafka: kc, Secret: o.secret.forProfile(prof), Conns: o.conns}
+	if names := sc.Proxies(); len(names) > 0 {
+		if o.toxiproxy == "" {
+			return usageError(fmt.Errorf("the scenario's toxic steps name proxies (%s): give --toxiproxy URL (env %s)", strings.Join(names, ", "), envToxiproxy))
+		}
+		if t.Toxiproxy, err = netfault.Dial(o.toxiproxy); err != nil {
+			return err
+		}
+		for _, name := range names {
+			if _, err := t.Toxiproxy.Proxy(name); err != nil {
+				return usageError(err) // a typo must not cost a sale's worth of traffic
+			}
+		}
+	}
+	rep, runErr := gameday.Run(cmd.Context(), gameday.Config{Scenario: sc, Target: t, Out: o.output.beside(cmd.OutOrStdout(), cmd.ErrOrStderr()),
+		WorkDir: o.reportDir})
+	if rep == nil {
+		return runErr
+	}
+	if o.reportDir != "" {
+		if err := writeGamedayReports(o.reportDir, rep); err != nil {
+			return err
+		}
+	}
+	if err := writeReport(cmd.OutOrStdout(), o.output, rep); err != nil {
+		return err
+	}
+	if !rep.Passed {
+		if runErr == nil {
+			runErr = fmt.Errorf("drill %s failed", sc.Name)
+		}
+		return verdictError(rep.Verdict(), runErr)
 	}
 	return nil
 }

@@ -96,7 +96,15 @@ func (s *Shop) purchase(w http.ResponseWriter, r *http.Request) {
 
 	id, err := uuid.NewV7()
 	if err == nil {
-		err = s.publish(r.Context(), OrderMessage{OrderID: id.String(), ItemID: itemID, UserID: user, CreatedAt: time.Now().UTC()})
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.PublishTimeout)
+		err = s.publish(ctx, OrderMessage{OrderID: id.String(), ItemID: itemID, UserID: user, CreatedAt: time.Now().UTC()})
+		cancel()
+	}
+	if err != nil && s.cfg.LoseOrders {
+		// The planted lie (Config.LoseOrders): the buyer is told it worked, the order is gone.
+		s.log.Error("publish failed; LYING: answering 202 and losing the order", "item", itemID, "user", user, "err", err)
+		writeJSON(w, http.StatusAccepted, map[string]string{"orderId": id.String(), "status": StatusPending})
+		return
 	}
 	if err != nil {
 		s.log.Error("publish failed; releasing reservation", "item", itemID, "user", user, "err", err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strconv"
 	"time"
@@ -53,6 +54,17 @@ type Config struct {
 	Group       string         // consumer group; DefaultGroup when empty
 	PublicKey   *rsa.PublicKey // verifies the buyers' RS256 tokens
 	Logger      *slog.Logger   // slog.Default() when nil
+	// PublishVia, when set, is a TCP proxy (host:port) in front of a single broker that the order
+	// writer dials instead of any broker's address (a Toxiproxy proxy in a fault drill); the
+	// consumer reaches the brokers directly.
+	PublishVia string
+	// PublishTimeout bounds the publish of one order (3s when zero): past it the reservation is
+	// released and the buyer is told 503.
+	PublishTimeout time.Duration
+	// LoseOrders is a planted lie, for fsctl's own tests only: when the publish fails the buyer
+	// is still told 202 and the order is lost (the writer does not try a batch twice). fsctl
+	// gameday drill must catch it.
+	LoseOrders bool
 }
 
 // Shop is one running checkout service: its connections, the order writer and the order reader.
@@ -82,6 +94,9 @@ func Open(ctx context.Context, cfg Config) (*Shop, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.PublishTimeout <= 0 {
+		cfg.PublishTimeout = 3 * time.Second
 	}
 	opts, err := redis.ParseURL(cfg.RedisURL)
 	if err != nil {
@@ -114,7 +129,7 @@ func Open(ctx context.Context, cfg Config) (*Shop, error) {
 		// An own Transport, not the process-wide default: the default caches topic metadata for
 		// every writer in the process, so a topic created after that cache was filled reads as
 		// "Unknown Topic Or Partition" until it expires.
-		Transport: &kafka.Transport{MetadataTTL: 5 * time.Second},
+		Transport: writerTransport(cfg.PublishVia),
 		Balancer:  &kafka.Hash{}, // key = item id, so one item's orders stay in order on one partition
 		// RequireAll: a 202 must mean the order survives a broker loss.
 		RequiredAcks: kafka.RequireAll,
@@ -123,6 +138,11 @@ func Open(ctx context.Context, cfg Config) (*Shop, error) {
 		WriteTimeout:           5 * time.Second,
 		MaxAttempts:            3,
 		AllowAutoTopicCreation: false,
+	}
+	if cfg.LoseOrders {
+		// The lie is whole: a batch whose one attempt failed is dropped, not sent again once the
+		// broker can be reached (the writer's own retries would deliver the order after all).
+		s.writer.MaxAttempts = 1
 	}
 	s.reader = kafka.NewReader(kafka.ReaderConfig{
 		Brokers:     cfg.Brokers,
@@ -134,6 +154,19 @@ func Open(ctx context.Context, cfg Config) (*Shop, error) {
 		StartOffset: kafka.FirstOffset, // a new group must not skip orders published before it joined
 	})
 	return s, nil
+}
+
+// writerTransport is the order writer's own transport; through via, when set, whatever broker
+// address the metadata names.
+func writerTransport(via string) *kafka.Transport {
+	t := &kafka.Transport{MetadataTTL: 5 * time.Second}
+	if via != "" {
+		d := &net.Dialer{Timeout: 5 * time.Second}
+		t.Dial = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, via)
+		}
+	}
+	return t
 }
 
 // Migrate applies schema.sql; every statement is IF NOT EXISTS so it is safe at every start.

@@ -71,6 +71,9 @@ func run() error {
 	flag.StringVar(&cfg.Group, "group", articleshop.DefaultGroup, "Kafka consumer group")
 	flag.StringVar(&keyPath, "jwt-public-key", env("ARTICLESHOP_JWT_PUBLIC_KEY", "examples/articleshop/keys/buyer-signing.pub.pem"), "PEM file of the RSA key that verifies buyer tokens (ARTICLESHOP_JWT_PUBLIC_KEY)")
 	flag.Var(&seed, "item", "ID=QUANTITY: create the item if missing and preheat its stock (repeatable)")
+	flag.StringVar(&cfg.PublishVia, "publish-via", "", "host:port of a TCP proxy in front of a single broker that the order writer dials instead (a Toxiproxy proxy in a fault drill)")
+	flag.DurationVar(&cfg.PublishTimeout, "publish-timeout", 3*time.Second, "bound on the publish of one order; past it the reservation is released and the buyer told 503")
+	flag.BoolVar(&cfg.LoseOrders, "lose-orders-on-publish-error", false, "a planted lie for fsctl's own tests: tell the buyer 202 when the publish failed, and lose the order")
 	flag.Parse()
 
 	for _, b := range strings.Split(brokers, ",") {
