@@ -21,7 +21,7 @@ import (
 // Report is what a game day did and found.
 type Report struct {
 	// Kind is what ran: "game day", or "drill" against a team's own checkout.
-	Kind string `json:"kind"`
+	Kind     string        `json:"kind"`
 	Scenario string        `json:"scenario"`
 	Seed     uint64        `json:"seed"`
 	Summary  string        `json:"summary"`
