@@ -1,6 +1,7 @@
 package gameday
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -259,4 +260,37 @@ func drawFaults(r *rand.Rand, c ChaosConfig) []Step {
 		steps = append(steps, Step{At: at, Fault: f, Line: i + 1, Kind: name})
 	}
 	return steps
+}
+
+// Drawn is a drill's scenario with its steps drawn by seed from the ones it declares (fsctl
+// gameday drill -f FILE --chaos --seed N): faults steps (0: one per 3 s of the arrivals, and at
+// least one per declared step), each a declared step's fault at a moment drawn uniformly over the
+// first nine tenths of the arrivals, in time order and numbered from 1. The same file, seed and
+// count draw the same schedule. Declare faults that end on their own (a toxic for a time, a pod
+// deleted that its Deployment replaces, a failover): a stop drawn without its start would leave
+// the target down.
+func (s Scenario) Drawn(seed uint64, faults int) (Scenario, error) {
+	if len(s.Steps) == 0 {
+		return s, errors.New("--chaos draws from the scenario's steps, and it declares none")
+	}
+	d := s.Duration()
+	if faults <= 0 {
+		faults = max(len(s.Steps), int(d/(3*time.Second)))
+	}
+	if faults > 500 {
+		return s, fmt.Errorf("--faults %d: want up to 500", faults)
+	}
+	r := rand.New(rand.NewPCG(seed, seed^0x5eed_c4a0_5eed_c4a0))
+	ats := make([]time.Duration, faults)
+	for i := range ats {
+		ats[i] = time.Duration(r.Int64N(max(int64(d)*9/10, 1))).Round(100 * time.Millisecond)
+	}
+	slices.Sort(ats)
+	drawn := make([]Step, len(ats))
+	for i, at := range ats {
+		src := s.Steps[r.IntN(len(s.Steps))]
+		drawn[i] = Step{At: at, Fault: src.Fault, Line: i + 1, Kind: fmt.Sprintf("%s (line %d)", src.Fault.Name(), src.Line)}
+	}
+	s.Name, s.Seed, s.Steps = fmt.Sprintf("%s-chaos-%d", s.Name, seed), seed, drawn
+	return s, nil
 }

@@ -1,6 +1,7 @@
 package gameday
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -136,5 +137,47 @@ func TestChaosShrinkByHand(t *testing.T) {
 		if _, err := Chaos(bad); err == nil {
 			t.Errorf("%+v: want an error", bad)
 		}
+	}
+}
+
+// TestDrawnFromTheDeclaredSteps: a drill's --chaos draws its steps from the ones the scenario
+// declares, the same for the same seed, another for another, over the arrivals, each named by the
+// line it came from; a scenario that declares none cannot be drawn from.
+func TestDrawnFromTheDeclaredSteps(t *testing.T) {
+	sc, err := ParseDrill([]byte(`name: staging
+buyers: 3000
+rate: 100/s
+steps:
+  - {at: 1s, fault: toxic, proxy: redis, toxic: latency, attributes: {latency: 100}, for: 2s}
+  - {at: 2s, fault: http, url: "https://shop.example/admin/failover", expect: 202}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := sc.Drawn(5, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := sc.Drawn(5, 0)
+	c, _ := sc.Drawn(6, 0)
+	if len(a.Steps) != 10 || fmt.Sprint(a.Steps) != fmt.Sprint(b.Steps) || fmt.Sprint(a.Steps) == fmt.Sprint(c.Steps) {
+		t.Fatalf("seed 5: %d steps (want one per 3 s of 30 s), the same again %v, another seed %v", len(a.Steps), fmt.Sprint(a.Steps) == fmt.Sprint(b.Steps), fmt.Sprint(a.Steps) != fmt.Sprint(c.Steps))
+	}
+	kinds := map[string]int{}
+	for i, st := range a.Steps {
+		kinds[st.Kind]++
+		if st.Line != i+1 || st.At < 0 || st.At > 27*time.Second || (i > 0 && st.At < a.Steps[i-1].At) {
+			t.Errorf("step %d: %+v", i, st)
+		}
+	}
+	if kinds["toxic (line 5)"]+kinds["http (line 6)"] != 10 || kinds["toxic (line 5)"] == 0 || kinds["http (line 6)"] == 0 {
+		t.Errorf("drawn kinds %v: want both declared steps, nothing else", kinds)
+	}
+	if a.Name != "staging-chaos-5" || a.Seed != 5 {
+		t.Errorf("name %q seed %d", a.Name, a.Seed)
+	}
+	sc.Steps = nil
+	if _, err := sc.Drawn(5, 0); err == nil || !strings.Contains(err.Error(), "declares none") {
+		t.Errorf("no steps: %v", err)
 	}
 }

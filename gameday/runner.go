@@ -65,6 +65,9 @@ type Config struct {
 	Now func() time.Time
 	// OnFleet, when set, is handed the fleet as soon as it exists (tests watch its processes).
 	OnFleet func(*Fleet)
+	// Replay, when set, is the command that draws the run again (a drill's --chaos), printed
+	// when it fails.
+	Replay string
 	// Target, when set, plays the scenario against a running checkout of a team's own instead of
 	// the local stack (fsctl gameday drill -f); Stack, Teardown, Fsctl and JWTSecret are
 	// then unused.
@@ -144,6 +147,9 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		Units: sc.Units(), WorkDir: cfg.WorkDir}
 	if sc.Chaos != nil {
 		r.rep.Replay = sc.Chaos.Command()
+	}
+	if cfg.Replay != "" {
+		r.rep.Replay = cfg.Replay
 	}
 	r.env = &Env{Stack: r.stack, Endpoints: Endpoints(r.stack), SaleID: sc.Sale.ID, Rand: newSeeded(sc.Seed), Note: r.note}
 	if cfg.Target != nil {

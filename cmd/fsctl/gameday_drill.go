@@ -33,6 +33,10 @@ type gamedayDrillOptions struct {
 	scenario  string
 	toxiproxy string
 	reportDir string
+	// chaos redraws the scenario's steps from seed: faults of them at random moments.
+	chaos  bool
+	seed   uint64
+	faults int
 }
 
 func newGamedayDrillCmd() *cobra.Command {
@@ -83,6 +87,9 @@ held, the sale settled within --settle, reconcile found nothing and no item sold
 	f.StringVarP(&o.scenario, "file", "f", "", "a drill scenario, as the game day's -f: buyers on a schedule and exec, http and toxic steps acting on your system (examples/drill-faults.yaml)")
 	deprecatedAlias(f, "scenario", "file")
 	addressString(f, &o.toxiproxy, "toxiproxy", os.Getenv(envToxiproxy), "your Toxiproxy server's API (http://host:8474), whose proxies the scenario's toxic steps name (env "+envToxiproxy+")")
+	f.BoolVar(&o.chaos, "chaos", false, "with -f/--file: draw the steps from the ones the scenario declares, at moments drawn from --seed (a failing seed prints the command that replays it)")
+	f.Uint64Var(&o.seed, "seed", 1, "with --chaos: the seed of the draw")
+	f.IntVar(&o.faults, "faults", 0, "with --chaos: how many steps to draw (default one per 3s of the arrivals, at least one per declared step)")
 	f.StringVar(&o.reportDir, "report-dir", "", "with -f/--file: also write report.md, report.html and report.json here")
 	return cmd
 }
@@ -107,6 +114,11 @@ func runGamedayDrill(cmd *cobra.Command, o gamedayDrillOptions) error {
 	}
 	if o.scenario != "" {
 		return runScenarioDrill(cmd, o, prof, kc)
+	}
+	for _, name := range []string{"chaos", "seed", "faults", "toxiproxy", "report-dir"} {
+		if cmd.Flags().Changed(name) {
+			return usageError(fmt.Errorf("--%s is a setting of a scenario drill (-f FILE)", name))
+		}
 	}
 	cfg := drill.Config{Profile: prof, Target: o.target, Sale: o.sale, Items: o.items,
 		RedisURL: o.endpoints.redisURL, PostgresURL: o.endpoints.postgresURL, Kafka: kc,
@@ -138,6 +150,19 @@ func runScenarioDrill(cmd *cobra.Command, o gamedayDrillOptions, prof *profile.P
 	if err != nil {
 		return err // exitCode tells a file that cannot be read from one that is wrong
 	}
+	var replay string
+	switch {
+	case !o.chaos && cmd.Flags().Changed("faults"):
+		return usageError(errors.New("--faults is a setting of --chaos"))
+	case !o.chaos && cmd.Flags().Changed("seed"):
+		sc.Seed = o.seed // the scenario's own draws (a step's jitter)
+	}
+	if o.chaos {
+		if sc, err = sc.Drawn(o.seed, o.faults); err != nil {
+			return usageError(err)
+		}
+		replay = fmt.Sprintf("fsctl gameday drill -f %s --chaos --seed %d --faults %d (with this run's --profile, --target, --sale and stores)", o.scenario, o.seed, len(sc.Steps))
+	}
 	if err := sc.Check(); err != nil {
 		return usageError(err)
 	}
@@ -157,7 +182,7 @@ func runScenarioDrill(cmd *cobra.Command, o gamedayDrillOptions, prof *profile.P
 		}
 	}
 	rep, runErr := gameday.Run(cmd.Context(), gameday.Config{Scenario: sc, Target: t, Out: o.output.beside(cmd.OutOrStdout(), cmd.ErrOrStderr()),
-		WorkDir: o.reportDir})
+		WorkDir: o.reportDir, Replay: replay})
 	if rep == nil {
 		return runErr
 	}
