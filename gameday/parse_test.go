@@ -178,3 +178,27 @@ func TestParseBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestShippedDrillScenariosParse: the drill scenarios in examples/ are drills (no sale, only steps
+// on the team's own system), each with the steps it says.
+func TestShippedDrillScenariosParse(t *testing.T) {
+	for file, kinds := range map[string]string{
+		"../examples/drill-faults.yaml": "toxic toxic exec exec http",
+		"../examples/drill-lie.yaml":    "toxic",
+	} {
+		sc, err := LoadDrillFile(file)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		var got []string
+		for _, st := range sc.Steps {
+			got = append(got, st.Fault.Name())
+		}
+		if strings.Join(got, " ") != kinds || len(sc.Proxies()) == 0 {
+			t.Errorf("%s: steps %v, proxies %v; want %s", file, got, sc.Proxies(), kinds)
+		}
+		if _, err := LoadFile(file); err == nil {
+			t.Errorf("%s: a drill scenario read as a local game day's (it has no sale)", file)
+		}
+	}
+}

@@ -24,15 +24,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-waitfor() { # HOST:PORT what log — both servers listen once they are ready (no curl needed)
-	for _ in $(seq 1 150); do
-		if (exec 3<>"/dev/tcp/${1%:*}/${1#*:}") 2>/dev/null; then return 0; fi
-		sleep 0.2
-	done
-	echo "drill: $2 did not come up at $1; its log:" >&2
-	cat "$3" >&2
-	return 1
-}
+. scripts/lib.sh # waitfor, listening: both servers listen once they are ready
 
 $GO build -o "$FSCTL" ./cmd/fsctl
 $GO build -o bin/articleshop ./examples/articleshop/cmd/articleshop

@@ -28,15 +28,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-waitfor() { # HOST:PORT what log
-	for _ in $(seq 1 150); do
-		if (exec 3<>"/dev/tcp/${1%:*}/${1#*:}") 2>/dev/null; then return 0; fi
-		sleep 0.2
-	done
-	echo "faultdrill: $2 did not come up at $1; its log:" >&2
-	cat "$3" >&2
-	return 1
-}
+. scripts/lib.sh # waitfor, listening
 
 $GO build -o "$FSCTL" ./cmd/fsctl
 $GO build -o bin/articleshop ./examples/articleshop/cmd/articleshop
@@ -69,11 +61,12 @@ target() {
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do cmd+=("$1"); shift; done
 	if [ $# -gt 0 ]; then shift; first=("$@"); fi
 	cat >"$tmp/start.sh" <<EOF
-if (exec 3<>/dev/tcp/${TARGET%:*}/${TARGET#*:}) 2>/dev/null; then echo "$TARGET is taken: is the target still running?" >&2; exit 1; fi
+. "$PWD/scripts/lib.sh"
+if listening $TARGET; then echo "$TARGET is taken: is the target still running?" >&2; exit 1; fi
 nohup $(printf '%q ' "${cmd[@]}") "\$@" >>"$tmp/target.log" 2>&1 &
 echo \$! >"$tmp/target.pid"
 for _ in \$(seq 1 150); do
-	if (exec 3<>/dev/tcp/${TARGET%:*}/${TARGET#*:}) 2>/dev/null && kill -0 "\$(cat "$tmp/target.pid")" 2>/dev/null; then exit 0; fi
+	if listening $TARGET && kill -0 "\$(cat "$tmp/target.pid")" 2>/dev/null; then exit 0; fi
 	if ! kill -0 "\$(cat "$tmp/target.pid")" 2>/dev/null; then break; fi
 	sleep 0.2
 done

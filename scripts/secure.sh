@@ -23,6 +23,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
+. scripts/lib.sh # waitfor
 stack_env=$("$FSCTL" stack env --dir "$DIR")
 eval "$stack_env"
 step() { echo "--- secure: $*"; }
@@ -36,10 +37,7 @@ step "sale create --reset, then fsctl serve on $SERVE"
 head -2 "$tmp/sale.out"
 "$FSCTL" serve --addr "$SERVE" >"$tmp/serve.log" 2>&1 &
 pids+=($!)
-for _ in $(seq 1 150); do
-	if (exec 3<>"/dev/tcp/${SERVE%:*}/${SERVE#*:}") 2>/dev/null; then break; fi
-	sleep 0.2
-done
+waitfor "$SERVE" "fsctl serve" "$tmp/serve.log"
 target=(--target "http://$SERVE")
 
 step "preflight"
