@@ -279,8 +279,16 @@ func waitFor(n int64, rate float64) time.Duration {
 
 // Reset deletes a sale's room: settings, queue, admitted set and counters.
 func (s *Store) Reset(ctx context.Context, saleID string) error {
-	if err := s.rdb.Del(ctx, SaleKeys(saleID).all()...).Err(); err != nil {
-		return fmt.Errorf("room of sale %s: reset: %w", saleID, err)
+	_, err := s.Delete(ctx, saleID)
+	return err
+}
+
+// Delete is Reset that says how many of the room's keys there were: what a Redis that loses the
+// room's state loses (a game day's room-state-lost counts them).
+func (s *Store) Delete(ctx context.Context, saleID string) (int64, error) {
+	n, err := s.rdb.Del(ctx, SaleKeys(saleID).all()...).Result()
+	if err != nil {
+		return 0, fmt.Errorf("room of sale %s: reset: %w", saleID, err)
 	}
-	return nil
+	return n, nil
 }
