@@ -244,6 +244,15 @@ func (s clusterService) form(ctx context.Context, l ClusterLayout) error {
 	if s.formed(ctx, nodes) == nil {
 		return nil
 	}
+	if s.remembered(ctx, nodes) {
+		// A restart: every node knows every other from its nodes.conf, with the roles the cluster
+		// has now (a replica promoted by a failover stays a master). Forming it again from the
+		// layout would tell that master to replicate its old master, now its own replica.
+		if err := waitCluster(ctx, nodes, func(info string) bool { return infoValue(info, "cluster_state") == "ok" }); err != nil {
+			return fmt.Errorf("the cluster did not come back to cluster_state:ok: %w", err)
+		}
+		return nil
+	}
 	for m := range l.Masters {
 		lo, hi := m*16384/l.Masters, (m+1)*16384/l.Masters-1
 		info, err := nodes[m].ClusterInfo(ctx).Result()
@@ -299,6 +308,18 @@ func (s clusterService) form(ctx context.Context, l ClusterLayout) error {
 		}
 	}
 	return s.formed(ctx, nodes)
+}
+
+// remembered reports whether every node already knows every other one (a cluster formed before
+// and restarted), whatever its state is yet.
+func (s clusterService) remembered(ctx context.Context, nodes []*redis.Client) bool {
+	for _, n := range nodes {
+		info, err := n.ClusterInfo(ctx).Result()
+		if err != nil || infoValue(info, "cluster_known_nodes") != strconv.Itoa(len(nodes)) {
+			return false
+		}
+	}
+	return true
 }
 
 // formed is nil once every node says cluster_state:ok and knows every other node.

@@ -45,6 +45,26 @@ func TestLocalClusterWithReplicas(t *testing.T) {
 	// A master killed with SIGKILL: its replica takes its slots over, the cluster is ok again,
 	// and the old master, started again, rejoins as a replica.
 	failoverAndRejoin(t, ctx, c, nodes)
+	// The stack survives its own failover: stopped and started twice, it keeps the roles the
+	// cluster has now (the promoted replica stays a master) and serves keys on every slot.
+	for i := range 2 {
+		if err := s.down(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, started, err := s.up(ctx, io.Discard); err != nil || !started {
+			t.Fatalf("up %d after the failover: started %v, %v", i+1, started, err)
+		}
+	}
+	client, err := redisconn.Open(c.RedisCluster.URL(false), redisconn.Tune{MaxRetries: 3, DialTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	for _, key := range []string{keyOn(t, 0, 5461), keyOn(t, 5461, 10922), keyOn(t, 10922, 16384)} {
+		if err := client.Set(ctx, key, "1", 0).Err(); err != nil {
+			t.Errorf("after the failover and two restarts, SET %s: %v", key, err)
+		}
+	}
 	// Another layout over the remembered one is refused with what to do.
 	other := c
 	other.RedisCluster.Masters = 4
