@@ -147,12 +147,14 @@ type httpStep struct {
 
 func (httpStep) Name() string { return "http" }
 
-func (s httpStep) Describe() string {
-	want := "a 2xx"
-	if s.Expect != 0 {
-		want = fmt.Sprint(s.Expect)
+func (s httpStep) Describe() string { return fmt.Sprintf("%s %s, want %s", s.Method, s.URL, s.want()) }
+
+// want is the status the step wants, in words.
+func (s httpStep) want() string {
+	if s.Expect == 0 {
+		return "a 2xx"
 	}
-	return fmt.Sprintf("%s %s, want %s", s.Method, s.URL, want)
+	return fmt.Sprint(s.Expect)
 }
 
 // Check is the URL's form, its ${VARIABLES} set: the request is not sent.
@@ -216,7 +218,7 @@ func (s httpStep) Apply(ctx context.Context, env *Env) (string, error) {
 	env.Note("http %s %s: %d in %s", s.Method, s.URL, resp.StatusCode, took)
 	ok := resp.StatusCode == s.Expect || s.Expect == 0 && resp.StatusCode/100 == 2
 	if !ok {
-		return "", fmt.Errorf("http %s %s answered %d, want %s: %s", s.Method, s.URL, resp.StatusCode, strings.TrimPrefix(s.Describe(), s.Method+" "+s.URL+", want "),
+		return "", fmt.Errorf("http %s %s answered %d, want %s: %s", s.Method, s.URL, resp.StatusCode, s.want(),
 			strings.Join(strings.Fields(string(snippet)), " "))
 	}
 	return fmt.Sprintf("%s %s answered %d in %s", s.Method, s.URL, resp.StatusCode, took), nil
@@ -259,18 +261,11 @@ func parseHTTP(m fields, p *parser) (Fault, error) {
 	p.str(m, "body", &s.Body)
 	p.int(m, "expect", &s.Expect, 0, 599)
 	p.dur(m, "timeout", &s.Timeout)
-	if n := m.get("headers"); n != nil && p.err == nil {
-		if n.Kind != yaml.MappingNode {
-			p.fail(m, "headers", n, errors.New("want a mapping of header names to values"))
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if v := n.Content[i+1]; v.Kind == yaml.ScalarNode {
-				s.Headers[n.Content[i].Value] = v.Value
-			} else {
-				p.fail(m, "headers", v, errors.New("want each header a single value"))
-			}
-		}
-	}
+	p.mapOf(m, "headers", "header names to values", func(sub fields, name string) {
+		var v string
+		p.str(sub, name, &v)
+		s.Headers[name] = v
+	})
 	if p.err != nil {
 		return nil, p.err
 	}

@@ -106,10 +106,12 @@ func TestScenarioCheckNamesTheStep(t *testing.T) {
 		t.Errorf("a shell line of builtins and programs on PATH was refused: %v", err)
 	}
 	for doc, want := range map[string]string{
-		base + "  - {at: 1s, fault: exec}\n":                             "exec: say the command",
-		base + "  - {at: 1s, fault: exec, command: [ls], timeout: 0s}\n": "timeout must be positive",
-		base + "  - {at: 1s, fault: http, url: shop.example/pause}\n":    `url "shop.example/pause": want http:// or https://`,
-		base + "  - {at: 1s, fault: http, url: http://x, expect: 700}\n": "steps[0].expect: want 0..599",
+		base + "  - {at: 1s, fault: exec}\n":                                                  "exec: say the command",
+		base + "  - {at: 1s, fault: exec, command: [ls], timeout: 0s}\n":                      "timeout must be positive",
+		base + "  - {at: 1s, fault: http, url: shop.example/pause}\n":                         `url "shop.example/pause": want http:// or https://`,
+		base + "  - {at: 1s, fault: http, url: http://x, expect: 700}\n":                      "steps[0].expect: want 0..599",
+		base + "  - {at: 1s, fault: http, url: http://x, headers: {Authorization: [a, b]}}\n": "steps[0].headers.Authorization: want a single value",
+		base + "  - {at: 1s, fault: http, url: http://x, headers: Bearer}\n":                  "steps[0].headers: want a mapping of header names to values",
 	} {
 		_, err := Parse([]byte(doc))
 		var fe *yamlfield.Error

@@ -314,25 +314,35 @@ func (p *parser) int(m fields, k string, dst *int, lo, hi int) {
 	}
 }
 
+// mapOf reads key k's mapping, each value by one(sub, name) (p.int, p.str, ...) so that a
+// mistake names its key; want says what the mapping holds. It reports whether there was one.
+func (p *parser) mapOf(m fields, k, want string, one func(sub fields, name string)) bool {
+	n := m.get(k)
+	if n == nil || p.err != nil {
+		return false
+	}
+	if n.Kind != yaml.MappingNode {
+		p.fail(m, k, n, errors.New("want a mapping of "+want))
+		return false
+	}
+	sub := fieldsOf(n, m.field(k))
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		one(sub, n.Content[i].Value)
+	}
+	return true
+}
+
 // ints reads key k's mapping of names to whole numbers (a toxic's attributes), each checked as
 // int does, from 0 up.
 func (p *parser) ints(m fields, k string, dst *map[string]int) {
-	n := m.get(k)
-	if n == nil || p.err != nil {
-		return
-	}
-	if n.Kind != yaml.MappingNode {
-		p.fail(m, k, n, errors.New("want a mapping of names to whole numbers, like {latency: 200, jitter: 50}"))
-		return
-	}
 	out := map[string]int{}
-	sub := fieldsOf(n, m.field(k))
-	for i := 0; i+1 < len(n.Content); i += 2 {
+	if p.mapOf(m, k, "names to whole numbers, like {latency: 200, jitter: 50}", func(sub fields, name string) {
 		var v int
-		p.int(sub, n.Content[i].Value, &v, 0, 1<<31-1)
-		out[n.Content[i].Value] = v
+		p.int(sub, name, &v, 0, 1<<31-1)
+		out[name] = v
+	}) {
+		*dst = out
 	}
-	*dst = out
 }
 
 func (p *parser) uint(m fields, k string, dst *uint64) {

@@ -83,16 +83,7 @@ func (c Conn) diagnose(err error) (what, fix string) {
 	var record tls.RecordHeaderError
 	login := fmt.Sprintf("%s as %q", c.SASL.Mechanism, c.SASL.User)
 	if kind, what, ok := reach.Cert(err); ok {
-		what = "TLS: the broker's " + strings.TrimPrefix(what, "the ")
-		switch kind {
-		case reach.Untrusted:
-			return what, "give --kafka-ca (" + EnvCA + ") the CA file that signed it"
-		case reach.Expired:
-			return what, reach.RenewFix
-		case reach.WrongName:
-			return what, "give --kafka-server-name (" + EnvServerName + ") a name the certificate holds"
-		}
-		return what, "have it reissued as a server certificate its CA signed"
+		return "TLS: the broker's " + strings.TrimPrefix(what, "the "), reach.CertFix("kafka", kind)
 	}
 	switch {
 	case errors.As(err, &record):

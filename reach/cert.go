@@ -42,21 +42,20 @@ func Cert(err error) (kind CertKind, what string, ok bool) {
 	return 0, "", false
 }
 
-// RenewFix is what to do about an expired certificate, said the same way for every service.
-const RenewFix = "renew it (the local stack: fsctl stack up --secure --renew), and check this machine's clock"
-
 // caFix says where each service's client takes the CA and the name to check.
 var caFix = map[string][2]string{
 	"redis":    {"give the CA file that signed it (?ca=FILE in the URL, or FSCTL_REDIS_CA)", "give a name the certificate holds (?server_name=NAME, or FSCTL_REDIS_SERVER_NAME)"},
 	"postgres": {"give the CA file that signed it (sslrootcert=FILE in the URL, with sslmode=verify-full)", "connect by a name the certificate holds"},
+	"kafka":    {"give --kafka-ca (FSCTL_KAFKA_CA) the CA file that signed it", "give --kafka-server-name (FSCTL_KAFKA_SERVER_NAME) a name the certificate holds"},
 }
 
-// certFix is what to do about a certificate refusal met while reaching service.
-func certFix(service string, kind CertKind) string {
+// CertFix is what to do about a certificate refusal met while reaching service (redis, postgres,
+// kafka): renew an expired one, else where that service's client takes the CA or the name.
+func CertFix(service string, kind CertKind) string {
 	fix, known := caFix[service]
 	switch {
 	case kind == Expired:
-		return RenewFix
+		return "renew it (the local stack: fsctl stack up --secure --renew), and check this machine's clock"
 	case kind == Untrusted && known:
 		return fix[0]
 	case kind == WrongName && known:

@@ -117,7 +117,7 @@ func Hint(err error, stack []string) string {
 		return ""
 	}
 	if kind, _, ok := Cert(e.Err); ok {
-		return certFix(e.Service, kind)
+		return CertFix(e.Service, kind)
 	}
 	if e.answered() {
 		return ""
