@@ -33,30 +33,32 @@ func restartClusterEmpty(ctx context.Context, env *Env, down time.Duration) (str
 		}
 	}
 	env.Note("redis cluster killed (%d nodes)", l.Nodes())
-	if err := sleep(ctx, down); err != nil {
-		return "", err
-	}
-	addrs := l.Addrs()
-	errs := make([]error, len(addrs))
-	var wg sync.WaitGroup
-	for i, addr := range addrs { // all at once: a master alone waits for the others to agree
-		wg.Go(func() {
-			if errs[i] = stack.WipeClusterNodeData(env.Stack, addr); errs[i] == nil {
-				_, errs[i] = stack.StartClusterNode(ctx, env.Stack, addr)
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return "", err
-	}
-	if err := waitClusterOK(ctx, env, 30*time.Second); err != nil {
-		return "", err
-	}
-	env.Note("redis cluster restarted empty")
-	rebuilt, err := env.Rebuild(ctx)
+	rebuilt, err := env.RebuildLost(ctx, func(ctx context.Context) error {
+		if err := sleep(ctx, down); err != nil {
+			return err
+		}
+		addrs := l.Addrs()
+		errs := make([]error, len(addrs))
+		var wg sync.WaitGroup
+		for i, addr := range addrs { // all at once: a master alone waits for the others to agree
+			wg.Go(func() {
+				if errs[i] = stack.WipeClusterNodeData(env.Stack, addr); errs[i] == nil {
+					_, errs[i] = stack.StartClusterNode(ctx, env.Stack, addr)
+				}
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		if err := waitClusterOK(ctx, env, 30*time.Second); err != nil {
+			return err
+		}
+		env.Note("redis cluster restarted empty")
+		return nil
+	})
 	if err != nil {
-		return "", fmt.Errorf("rebuild redis from postgres: %w", err)
+		return "", err
 	}
 	env.Note("redis rebuilt: %s", rebuilt)
 	return fmt.Sprintf("killed the %d nodes of the cluster, restarted them empty, rebuilt: %s", l.Nodes(), rebuilt), nil

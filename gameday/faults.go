@@ -47,6 +47,9 @@ type Env struct {
 	Toxiproxy *netfault.Client
 	// Rebuild restores the sale's Redis state from PostgreSQL (reconcile with RebuildRedis).
 	Rebuild func(ctx context.Context) (string, error)
+	// RebuildLost is Rebuild for a Redis that was killed: restart brings it back empty while the
+	// order log is recorded, and the rebuild does not wait for Kafka again.
+	RebuildLost func(ctx context.Context, restart func(context.Context) error) (string, error)
 	// BuyersDone is closed once the last buyer has been answered.
 	BuyersDone <-chan struct{}
 	// Note adds a line to the run's timeline.
@@ -237,17 +240,19 @@ func (f redisRestartEmpty) Apply(ctx context.Context, env *Env) (string, error) 
 		return "", err
 	}
 	env.Note("redis killed (pid %d)", pid)
-	if err := sleep(ctx, f.Down); err != nil {
-		return "", err
-	}
-	npid, err := stack.Start(ctx, env.Stack, stack.Redis, true)
+	var npid int
+	rebuilt, err := env.RebuildLost(ctx, func(ctx context.Context) error {
+		if err := sleep(ctx, f.Down); err != nil {
+			return err
+		}
+		if npid, err = stack.Start(ctx, env.Stack, stack.Redis, true); err != nil {
+			return err
+		}
+		env.Note("redis restarted empty (pid %d)", npid)
+		return nil
+	})
 	if err != nil {
 		return "", err
-	}
-	env.Note("redis restarted empty (pid %d)", npid)
-	rebuilt, err := env.Rebuild(ctx)
-	if err != nil {
-		return "", fmt.Errorf("rebuild redis from postgres: %w", err)
 	}
 	env.Note("redis rebuilt: %s", rebuilt)
 	return fmt.Sprintf("killed pid %d, restarted empty as pid %d, rebuilt: %s", pid, npid, rebuilt), nil

@@ -50,7 +50,7 @@ func parse(b []byte, drill bool) (Scenario, error) {
 		return Scenario{}, &yamlfield.Error{Line: 1, Err: errors.New("empty scenario")}
 	}
 	root, err := mapping(doc.Content[0], "", "name", "seed", "sale", "servers", "buyers", "rate", "ramp",
-		"pay", "cancel", "retries", "replays", "settle", "budget", "steps")
+		"pay", "cancel", "retries", "retryAfter", "replays", "settle", "budget", "steps")
 	if err != nil {
 		return Scenario{}, err
 	}
@@ -65,6 +65,7 @@ func parse(b []byte, drill bool) (Scenario, error) {
 	p.share(root, "pay", &s.Pay)
 	p.share(root, "cancel", &s.Cancel)
 	p.int(root, "retries", &s.Retries, 0, 10)
+	p.dur(root, "retryAfter", &s.RetryAfter)
 	p.int(root, "replays", &s.Replays, 0, 5)
 	p.dur(root, "settle", &s.Settle)
 	if p.err != nil {

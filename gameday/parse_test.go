@@ -50,6 +50,7 @@ ramp: 1s
 pay: 0.6
 cancel: 0.1
 retries: 2
+retryAfter: 2s
 settle: 30s
 steps:
   - {at: 1s, jitter: 500ms, fault: kafka-kill, down: 2s}
@@ -67,7 +68,7 @@ steps:
 		t.Fatal(err)
 	}
 	if sc.Name != "full" || sc.Seed != 9 || sc.Servers != 3 || sc.Buyers != 1000 || sc.Rate != 50 || sc.Ramp != time.Second ||
-		sc.Pay != 0.6 || sc.Cancel != 0.1 || sc.Retries != 2 || sc.Settle != 30*time.Second {
+		sc.Pay != 0.6 || sc.Cancel != 0.1 || sc.Retries != 2 || sc.RetryAfter != 2*time.Second || sc.Settle != 30*time.Second {
 		t.Errorf("scenario %+v", sc)
 	}
 	if sc.Sale.ID != "s1" || sc.Sale.HoldTTL != 5*time.Second || sc.Sale.PerUserLimit != 2 || len(sc.Sale.Items) != 2 || sc.Sale.Items[0].Shards != 2 || sc.Units() != 15 {
@@ -79,7 +80,7 @@ steps:
 	if len(sc.Steps) != 10 {
 		t.Fatalf("%d steps", len(sc.Steps))
 	}
-	if f := sc.Steps[0]; f.Line != 21 || f.Jitter != 500*time.Millisecond || f.Fault != (kafkaKill{Down: 2 * time.Second}) {
+	if f := sc.Steps[0]; f.Line != 22 || f.Jitter != 500*time.Millisecond || f.Fault != (kafkaKill{Down: 2 * time.Second}) {
 		t.Errorf("step 0 %+v", f)
 	}
 	if f := sc.Steps[2].Fault.(paymentFault); f.DeclineRate != 0.3 || f.Latency != 800*time.Millisecond || f.ErrorRate != -1 || f.Outage {
@@ -110,6 +111,7 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 		{"missing at", base + "steps:\n  - fault: server-add\n", 8, `missing "at"`},
 		{"bad duration", base + "steps:\n  - at: soon\n    fault: server-add\n", 8, `steps[0].at: "soon" is not a duration: write it like 90s, 10m or 1h30m`},
 		{"duration in words", base + "settle: 10 minutes\n", 7, `settle: "10 minutes" is not a duration`},
+		{"negative retry-after", base + "retryAfter: -1s\n", 7, `retryAfter: -1s: must not be negative`},
 		{"param of another fault", base + "steps:\n  - at: 1s\n    fault: server-add\n    down: 2s\n", 10, `steps[0].down: unknown key (known: at, jitter, fault)`},
 		{"bad share", base + "pay: 1.5\n", 7, `pay: "1.5" is not a share`},
 		{"pay and cancel over 1", base + "pay: 0.7\ncancel: 0.5\n", 7, "more than 1"},

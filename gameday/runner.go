@@ -161,7 +161,8 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if len(sc.Sale.Items) > 0 {
 		r.env.FirstItem, r.env.FirstItemShards = sc.Sale.Items[0].ID, max(sc.Sale.Items[0].Shards, 1)
 	}
-	r.env.Rebuild = r.rebuild
+	r.env.Rebuild = func(ctx context.Context) (string, error) { return r.rebuild(ctx, false) }
+	r.env.RebuildLost = r.rebuildLost
 	if cfg.Target != nil {
 		fmt.Fprintf(r.out, "%s\n", r.rep.Summary)
 	} else {
@@ -446,7 +447,7 @@ func (r *run) localPlan(at time.Time) loadgen.Plan {
 	}
 	plan := loadgen.Plan{
 		BaseURL: r.env.Fleet.URL(), Targets: targets, Buyers: sc.Buyers, Secret: r.cfg.JWTSecret,
-		UserPrefix: fmt.Sprintf("gd-%d-", at.UnixMilli()), Clicks: 1, Retries: sc.Retries, At: at, Conns: 64,
+		UserPrefix: fmt.Sprintf("gd-%d-", at.UnixMilli()), Clicks: 1, Retries: sc.Retries, RetryAfter: sc.RetryAfter, At: at, Conns: 64,
 		Timeout:  10 * time.Second,
 		Schedule: &loadgen.Schedule{Rate: sc.Rate, Ramp: sc.Ramp, Offsets: sc.Arrivals}, Replays: sc.Replays,
 		After: &loadgen.AfterPurchase{Pay: sc.Pay, Cancel: sc.Cancel, Seed: sc.Seed, PaymentToken: "tok_gameday"}, // not tok_ok, which the fake always accepts

@@ -44,6 +44,10 @@ type Scenario struct {
 	// Retries resend a purchase with the same Idempotency-Key after a 5xx or a broken connection,
 	// as a real client does when the server it talked to died.
 	Retries int
+	// RetryAfter, when set, makes the buyers honour the server's Retry-After, as an app does: a
+	// retry waits what the answer asked (at most this long), and a 503 PAUSED or a 429 is retried
+	// too. Zero (the default) retries at once, and only failures.
+	RetryAfter time.Duration
 	// Replays resend a purchase with the same Idempotency-Key after it was answered (a resubmitted
 	// form), so one key is answered by several instances; each answer must agree with the first.
 	Replays int

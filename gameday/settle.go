@@ -146,10 +146,11 @@ func passed(detail string, ok bool, err error) (string, error) {
 // rebuild restores the sale's Redis state from PostgreSQL after Redis lost it. Another fault may
 // hold PostgreSQL or Kafka down meanwhile (a chaos run draws them to meet): the rebuild is tried
 // again every second for up to two minutes, as an operator would, and each failure is noted.
-func (r *run) rebuild(ctx context.Context) (string, error) {
+// recorded says the order log was recorded after the loss (rebuildLost).
+func (r *run) rebuild(ctx context.Context, recorded bool) (string, error) {
 	deadline := r.cfg.Now().Add(2 * time.Minute)
 	for try := 1; ; try++ {
-		note, err := r.rebuildOnce(ctx)
+		note, err := r.rebuildOnce(ctx, recorded)
 		if err == nil || ctx.Err() != nil || r.cfg.Now().After(deadline) {
 			if err == nil && try > 1 {
 				note = fmt.Sprintf("%s (try %d)", note, try)
@@ -163,12 +164,35 @@ func (r *run) rebuild(ctx context.Context) (string, error) {
 	}
 }
 
-func (r *run) rebuildOnce(ctx context.Context) (string, error) {
-	e := r.env.Endpoints
-	rep, err := reconcile.Run(ctx, reconcile.Config{
-		SaleID: r.sale.ID, RedisURL: e.RedisURL, PostgresURL: e.PostgresURL, Kafka: kafkaconn.EnvFor(e.KafkaBrokers),
-		RebuildRedis: true, DrainTimeout: time.Minute, Timeout: 5 * time.Second,
-	})
+// rebuildLost brings back a Redis that lost the sale (restart starts the killed Redis again,
+// empty) while the order log is recorded in PostgreSQL (reconcile.RecordLog), then rebuilds it
+// without reading the log again: a Kafka broker lost just then does not hold the sale down as
+// well. When the log could not be recorded, the rebuild records it itself. A restart's error is
+// returned as it is.
+func (r *run) rebuildLost(ctx context.Context, restart func(context.Context) error) (string, error) {
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	logged := make(chan error, 1)
+	go func() {
+		_, err := reconcile.RecordLog(lctx, r.reconcileConfig(false))
+		logged <- err
+	}()
+	if err := restart(ctx); err != nil {
+		return "", err
+	}
+	err := <-logged
+	if err != nil {
+		r.note("order log not recorded while redis came back, the rebuild records it: %v", err)
+	}
+	note, err := r.rebuild(ctx, err == nil)
+	if err != nil {
+		return "", fmt.Errorf("rebuild redis from postgres: %w", err)
+	}
+	return note, nil
+}
+
+func (r *run) rebuildOnce(ctx context.Context, recorded bool) (string, error) {
+	rep, err := reconcile.Run(ctx, r.reconcileConfig(recorded))
 	if err != nil {
 		return "", err
 	}
@@ -180,6 +204,15 @@ func (r *run) rebuildOnce(ctx context.Context) (string, error) {
 		what = append(what, strings.TrimSpace(a.ItemID+" "+a.What))
 	}
 	return fmt.Sprintf("%d action(s): %s", len(rep.Actions), strings.Join(what, "; ")), nil
+}
+
+// reconcileConfig is the rebuild's reconcile of the game day's sale.
+func (r *run) reconcileConfig(recorded bool) reconcile.Config {
+	e := r.env.Endpoints
+	return reconcile.Config{
+		SaleID: r.sale.ID, RedisURL: e.RedisURL, PostgresURL: e.PostgresURL, Kafka: kafkaconn.EnvFor(e.KafkaBrokers),
+		RebuildRedis: true, LogRecorded: recorded, DrainTimeout: time.Minute, Timeout: 5 * time.Second,
+	}
 }
 
 // checks are the game day's own invariants, judged with the pipeline's: every RESERVED answer

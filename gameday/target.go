@@ -101,7 +101,7 @@ func (r *run) connectTarget(ctx context.Context) (string, error) {
 func (r *run) targetPlan(at time.Time) loadgen.Plan {
 	t, sc := r.cfg.Target, r.cfg.Scenario
 	plan := loadgen.Plan{BaseURL: strings.TrimRight(t.URL, "/"), Targets: r.pipe.Targets, Buyers: sc.Buyers, Profile: t.Profile,
-		UserPrefix: fmt.Sprintf("drill-%d-", at.UnixMilli()), Clicks: 1, Retries: sc.Retries, At: at, Conns: max(t.Conns, 1),
+		UserPrefix: fmt.Sprintf("drill-%d-", at.UnixMilli()), Clicks: 1, Retries: sc.Retries, RetryAfter: sc.RetryAfter, At: at, Conns: max(t.Conns, 1),
 		Timeout:  10 * time.Second,
 		Schedule: &loadgen.Schedule{Rate: sc.Rate, Ramp: sc.Ramp, Offsets: sc.Arrivals}, Now: r.cfg.Now}
 	if t.Secret != "" {

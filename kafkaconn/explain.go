@@ -62,7 +62,7 @@ func (c Conn) Explain(err error) error {
 
 // Lasting reports whether err is a refusal that waiting will not change: a certificate this
 // client does not accept, a refused login, a mechanism or a protocol the listener does not speak.
-// A start that waits for Kafka to come up stops at once on one; a broker that closed the
+// A start that waits for Kafka to come up stops on one within seconds; a broker that closed the
 // connection or did not answer may be starting, and is waited for.
 func (c Conn) Lasting(err error) bool {
 	if err == nil {

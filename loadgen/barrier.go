@@ -306,7 +306,10 @@ func (p Plan) fire(ctx context.Context, client *http.Client, c click) []Record {
 		return r
 	}
 	r := try()
-	for n := 0; n < p.Retries && Retryable(r.Outcome) && ctx.Err() == nil; n++ {
+	for n := 0; n < p.Retries && p.retries(r) && ctx.Err() == nil; n++ {
+		if !p.wait(ctx, r) {
+			break
+		}
 		r = try()
 	}
 	for n := 0; n < p.Replays && ctx.Err() == nil; n++ {
@@ -376,4 +379,27 @@ func sleepUntil(ctx context.Context, at time.Time, now func() time.Time, spin ti
 		}
 	}
 	return nil
+}
+
+// retries says whether a try is followed by another with the same key: a failure, or, for a
+// buyer who honours Retry-After, any answer that asked to be retried later.
+func (p Plan) retries(r Record) bool {
+	return Retryable(r.Outcome) || p.RetryAfter > 0 && r.RetryAfter > 0
+}
+
+// wait holds a retry back for what the answer's Retry-After asked, at most p.RetryAfter (not at
+// all when the plan retries at once); false when ctx ended first.
+func (p Plan) wait(ctx context.Context, r Record) bool {
+	d := min(r.RetryAfter, p.RetryAfter)
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

@@ -118,6 +118,7 @@ func exchange(ctx context.Context, c *http.Client, req *http.Request, now func()
 	resp.Body.Close()
 	rec.Done = now()
 	rec.Status, rec.Proto, rec.BytesIn = resp.StatusCode, resp.Proto, len(body)
+	rec.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), rec.Done)
 	if err != nil {
 		rec.failed(err)
 		return nil, nil, false

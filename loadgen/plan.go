@@ -70,6 +70,11 @@ type Plan struct {
 	Clicks int
 	// Retries resend a click with the SAME key after a timeout, transport error or 5xx.
 	Retries int
+	// RetryAfter, when set, makes a buyer do what the answer's Retry-After header asks, as an
+	// app would: a retry waits the time it names (at most RetryAfter), and an answer that carries
+	// one (429 and 503: PAUSED, RATE_LIMITED, OVERLOADED ...) is retried too, within Retries.
+	// Zero retries at once, and only what Retryable names.
+	RetryAfter time.Duration
 	// Replays resend a click with the same key after an answer (a resubmitted form), so the
 	// same-key-same-answer invariant is checked even when nothing fails.
 	Replays int
@@ -138,6 +143,8 @@ func (p Plan) Validate() error {
 		return fmt.Errorf("clicks %d: need at least one", p.Clicks)
 	case p.Retries < 0 || p.Replays < 0:
 		return errors.New("retries and replays cannot be negative")
+	case p.RetryAfter < 0:
+		return fmt.Errorf("retry-after %s: must be positive (or 0 to retry at once)", p.RetryAfter)
 	case p.Conns < 1:
 		return fmt.Errorf("conns %d: need at least one connection", p.Conns)
 	case p.Timeout < 0:

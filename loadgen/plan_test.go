@@ -70,16 +70,17 @@ func TestPlanValidation(t *testing.T) {
 		t.Fatalf("fsctl serve's journeys refused: %v", err)
 	}
 	for name, mod := range map[string]func(*loadgen.Plan){
-		"no url":      func(p *loadgen.Plan) { p.BaseURL = "" },
-		"no target":   func(p *loadgen.Plan) { p.Targets = nil },
-		"no item":     func(p *loadgen.Plan) { p.Targets = []loadgen.Target{{SaleID: "s"}} },
-		"no buyers":   func(p *loadgen.Plan) { p.Buyers = 0 },
-		"no clicks":   func(p *loadgen.Plan) { p.Clicks = 0 },
-		"retries < 0": func(p *loadgen.Plan) { p.Retries = -1 },
-		"no conns":    func(p *loadgen.Plan) { p.Conns = 0 },
-		"timeout < 0": func(p *loadgen.Plan) { p.Timeout = -time.Second },
-		"engine":      func(p *loadgen.Plan) { p.Engine = "turbo" },
-		"no time":     func(p *loadgen.Plan) { p.At = time.Time{} },
+		"no url":          func(p *loadgen.Plan) { p.BaseURL = "" },
+		"no target":       func(p *loadgen.Plan) { p.Targets = nil },
+		"no item":         func(p *loadgen.Plan) { p.Targets = []loadgen.Target{{SaleID: "s"}} },
+		"no buyers":       func(p *loadgen.Plan) { p.Buyers = 0 },
+		"no clicks":       func(p *loadgen.Plan) { p.Clicks = 0 },
+		"retries < 0":     func(p *loadgen.Plan) { p.Retries = -1 },
+		"retry-after < 0": func(p *loadgen.Plan) { p.RetryAfter = -time.Second },
+		"no conns":        func(p *loadgen.Plan) { p.Conns = 0 },
+		"timeout < 0":     func(p *loadgen.Plan) { p.Timeout = -time.Second },
+		"engine":          func(p *loadgen.Plan) { p.Engine = "turbo" },
+		"no time":         func(p *loadgen.Plan) { p.At = time.Time{} },
 
 		"bad shard":                func(p *loadgen.Plan) { p.Shard = loadgen.Shard{Index: 3, Count: 2} },
 		"room of a foreign target": func(p *loadgen.Plan) { p.Profile, p.Journey = foreign(), &loadgen.Room{} },

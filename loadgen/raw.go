@@ -341,6 +341,7 @@ func (p Plan) readAnswer(ctx context.Context, br *bufio.Reader, r *Record) (bool
 	}
 	resp.Body.Close()
 	r.Status, r.Proto, r.BytesIn = resp.StatusCode, resp.Proto, len(body)
+	r.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), p.now())
 	if err != nil {
 		r.Status, r.Proto = 0, ""
 		_, err := fail(err)

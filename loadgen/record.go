@@ -3,6 +3,9 @@ package loadgen
 import (
 	"fmt"
 	"io"
+	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -35,6 +38,9 @@ type Record struct {
 	Error                             string
 	// Conn is the local address of the connection the request went over.
 	Conn string
+	// RetryAfter is what the answer's Retry-After header asked for (0 when it had none; see
+	// retryAfter).
+	RetryAfter time.Duration
 }
 
 // Latency is the time from the intended release to the complete answer.
@@ -68,4 +74,21 @@ func WriteResults(w io.Writer, recs []Record) error {
 		}
 	}
 	return nil
+}
+
+// retryAfter reads a Retry-After header, in seconds or as an HTTP date (measured from now): 0
+// when it is absent or malformed, 1 ns when it asks for no wait at all (0 seconds, a date already
+// past), so that 0 keeps meaning no header.
+func retryAfter(h string, now time.Time) time.Duration {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return 0
+	}
+	if secs, err := strconv.Atoi(h); err == nil && secs >= 0 {
+		return max(time.Duration(secs)*time.Second, time.Nanosecond)
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return max(t.Sub(now), time.Nanosecond)
+	}
+	return 0
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/ingest"
+	"github.com/fsctl/fsctl/stock"
 )
 
 // catchUp brings PostgreSQL up to the order log for a rebuild, without waiting for the consumer
@@ -22,9 +23,9 @@ import (
 //
 // Refused orders and payments are left to the group, which dead-letters them once. Kafka or
 // PostgreSQL down is waited for, up to DrainTimeout.
-func (r *run) catchUp(ctx context.Context) (int, error) {
+func (r *run) catchUp(ctx context.Context, redis ingest.Releaser) (int, error) {
 	c := r.book
-	rec := ingest.NewRecorder(c.db, c.st, nil, ingest.Metrics{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	rec := ingest.NewRecorder(c.db, redis, nil, ingest.Metrics{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	giveUp := r.cfg.Now().Add(r.cfg.DrainTimeout)
 	var next, ends map[int]int64 // each partition's next offset to record, and where to stop
 	recorded := 0
@@ -55,6 +56,16 @@ func (r *run) catchUp(ctx context.Context) (int, error) {
 		case <-time.After(catchUpRetry):
 		}
 	}
+}
+
+// lostRedis is the Releaser of a Redis that lost the sale's state (RecordLog): no hold-release
+// marker is left, and a paid order's hold is settled by the rebuild's reload from PostgreSQL.
+type lostRedis struct{}
+
+func (lostRedis) Release(context.Context, stock.Release) (bool, error) { return false, nil }
+func (lostRedis) Settle(context.Context, stock.Settle) (bool, error)   { return false, nil }
+func (lostRedis) ReleasedOrders(_ context.Context, refs []stock.OrderRef) ([]bool, error) {
+	return make([]bool, len(refs)), nil
 }
 
 // logPositions reads each partition of the orders topic: the group's committed position (where

@@ -30,18 +30,22 @@ type run struct {
 	closer []func()
 }
 
-func open(ctx context.Context, cfg Config, p *profile.Profile) (*run, error) {
+// open connects to the target's stores and the order log; with ping, both stores must answer
+// (RecordLog runs while Redis is down, and reads PostgreSQL only, retrying it).
+func open(ctx context.Context, cfg Config, p *profile.Profile, ping bool) (*run, error) {
 	t, err := profile.Connect(ctx, p, cfg.RedisURL, cfg.PostgresURL)
 	if err != nil {
 		return nil, err
 	}
 	r := &run{cfg: cfg, p: p, t: t, closer: []func(){t.Close}}
-	if err := t.Ping(ctx, cfg.Timeout); err != nil {
-		if where := stranded(ctx, cfg, t); where != "" {
-			err = fmt.Errorf("%w\n%s", err, where)
+	if ping {
+		if err := t.Ping(ctx, cfg.Timeout); err != nil {
+			if where := stranded(ctx, cfg, t); where != "" {
+				err = fmt.Errorf("%w\n%s", err, where)
+			}
+			r.close()
+			return nil, err
 		}
-		r.close()
-		return nil, err
 	}
 	if len(cfg.Kafka.Brokers) > 0 && p.Kafka.Topic != "" && p.Kafka.Group != "" {
 		var closeIdle func()

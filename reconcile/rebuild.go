@@ -46,15 +46,19 @@ func (r *run) rebuild(ctx context.Context) ([]Action, error) {
 		return acts, err
 	}
 	act("", "wiped the sale's Redis keys", "--rebuild-redis: Redis is rebuilt from PostgreSQL, the source of truth")
-	n, err := r.catchUp(ctx)
-	if err != nil {
-		return acts, err
+	recorded := "the order log was recorded in PostgreSQL after Redis lost the sale"
+	if !r.cfg.LogRecorded {
+		n, err := r.catchUp(ctx, c.st)
+		if err != nil {
+			return acts, err
+		}
+		recorded = fmt.Sprintf("recorded the order log in PostgreSQL (%d events)", n)
 	}
 	epochs, err := c.db.NextEpochs(ctx, sl.ID)
 	if err != nil {
 		return acts, err
 	}
-	act("", fmt.Sprintf("recorded the order log in PostgreSQL (%d events) and fenced what comes later (epoch %s)", n, epochList(sl, epochs)),
+	act("", fmt.Sprintf("%s and fenced what comes later (epoch %s)", recorded, epochList(sl, epochs)),
 		"an order Redis granted is counted in the snapshot below, or dropped as stale and its buyer told to retry")
 	reloaded := sl
 	reloaded.Paused = true

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -140,6 +141,56 @@ func TestRebuildRecordsTheLogItself(t *testing.T) {
 	if it := rep.Items[0]; !rep.OK() || it.Holds != 3 || it.Stock != 7 {
 		t.Fatalf("after the rebuild: redis stock %d and %d holds, want 7 and 3; findings %v", it.Stock, it.Holds, findings(rep))
 	}
+}
+
+// TestRecordLogWhileRedisIsGone: a Redis that was killed takes seconds to come back (a cluster
+// waits 2 s before its masters take writes), and the game day kills a Kafka broker soon after. The
+// order log is recorded in PostgreSQL while Redis is still unreachable (RecordLog), so the rebuild
+// after it does not read the log again: here Kafka is unreachable by then, and the rebuild still
+// restores every order of the log. Without RecordLog the three orders would be reloaded as for sale.
+func TestRecordLogWhileRedisIsGone(t *testing.T) {
+	tg, lg := withStalledLog(t, 10)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	placed := lg.reserve(t, ctx, 3)
+	lg.publish(t, ctx, lg.cfg.OrdersTopic, placed)
+	if err := tg.c.App.Stock.Reset(ctx, tg.c.Sale); err != nil { // Redis loses the sale
+		t.Fatal(err)
+	}
+	gone := lg.cfg
+	gone.RedisURL = "redis://" + closedPort(t)
+	n, err := reconcile.RecordLog(ctx, gone)
+	if err != nil || n != 3 {
+		t.Fatalf("order log recorded with Redis down: %d events, %v; want 3", n, err)
+	}
+	lg.expect(t, ctx, placed, orders.StatusPending)
+
+	noKafka := lg.cfg
+	noKafka.LogRecorded, noKafka.Timeout = true, time.Second
+	noKafka.Kafka.Brokers = []string{closedPort(t)}
+	rep, err := reconcile.Run(ctx, noKafka)
+	if err != nil {
+		t.Fatalf("rebuild after the log was recorded, Kafka unreachable: %v", err)
+	}
+	if len(rep.Actions) < 2 || !strings.Contains(rep.Actions[1].What, "recorded in PostgreSQL after Redis lost the sale") {
+		t.Errorf("rebuild actions %+v: want the log said recorded before", rep.Actions)
+	}
+	after := tg.run(t, false)
+	if it := after.Items[0]; !after.OK() || it.Holds != 3 || it.Stock != 7 {
+		t.Fatalf("after the rebuild: redis stock %d and %d holds, want 7 and 3; findings %v", it.Stock, it.Holds, findings(after))
+	}
+}
+
+// closedPort is a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
 }
 
 // TestALateHandOffIsStaleNotSoldTwice: an OrderPlaced that reaches the log after the rebuild read

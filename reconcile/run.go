@@ -38,6 +38,10 @@ type Config struct {
 	// RebuildRedis restores the sale's Redis state from PostgreSQL (after Redis lost it), once the
 	// order log is recorded in PostgreSQL.
 	RebuildRedis bool
+	// LogRecorded says RecordLog recorded the order log after Redis lost the sale's state: the
+	// rebuild fences and reloads without reading the log (and waiting for Kafka) again. Only for a
+	// Redis that lost the state (see RecordLog), never for one that may still grant reservations.
+	LogRecorded bool
 	// DrainTimeout bounds how long a rebuild tries to record the order log in PostgreSQL (Kafka or
 	// PostgreSQL may be down meanwhile).
 	DrainTimeout time.Duration
@@ -131,14 +135,8 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return Report{}, err
 	}
-	cfg.defaults()
-	p := *cmp.Or(cfg.Profile, profile.Default())
-	// The order log's names in cfg, when given, replace the profile's.
-	cfg.OrdersTopic = cmp.Or(cfg.OrdersTopic, p.Kafka.Topic)
-	cfg.DeadLetterTopic = cmp.Or(cfg.DeadLetterTopic, p.Kafka.DeadLetter)
-	cfg.ConsumerGroup = cmp.Or(cfg.ConsumerGroup, p.Kafka.Group)
-	p.Kafka.Topic, p.Kafka.DeadLetter, p.Kafka.Group = cfg.OrdersTopic, cfg.DeadLetterTopic, cfg.ConsumerGroup
-	r, err := open(ctx, cfg, &p)
+	p := cfg.resolve()
+	r, err := open(ctx, cfg, &p, true)
 	if err != nil {
 		return Report{}, err
 	}
@@ -155,6 +153,47 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	rep, err := fixPasses(ctx, cfg, r.inspect)
 	rep.Actions = append(actions, rep.Actions...)
 	return rep, err
+}
+
+// resolve fills cfg's defaults and returns the profile the run reads through: the order log's
+// names in cfg, when given, replace the profile's.
+func (c *Config) resolve() profile.Profile {
+	c.defaults()
+	p := *cmp.Or(c.Profile, profile.Default())
+	c.OrdersTopic = cmp.Or(c.OrdersTopic, p.Kafka.Topic)
+	c.DeadLetterTopic = cmp.Or(c.DeadLetterTopic, p.Kafka.DeadLetter)
+	c.ConsumerGroup = cmp.Or(c.ConsumerGroup, p.Kafka.Group)
+	p.Kafka.Topic, p.Kafka.DeadLetter, p.Kafka.Group = c.OrdersTopic, c.DeadLetterTopic, c.ConsumerGroup
+	return p
+}
+
+// RecordLog records the order log in PostgreSQL up to where it stands, for the rebuild of a Redis
+// that lost the sale's state (killed and restarted empty): it needs PostgreSQL and Kafka, not
+// Redis, so it runs while Redis comes back, and the rebuild after it (LogRecorded) fences and
+// reloads without waiting for Kafka. That is safe because a Redis that lost the state grants and
+// confirms nothing until it is reloaded (a reserve finds no stock, server.confirm no order), so
+// every order a buyer was told RESERVED reached the log before the loss, and a read of the log
+// begun after it holds them all; what lands later was never confirmed, and is recorded or dropped
+// as stale by the fence like any late hand-off. The hold-release markers died with Redis, as the
+// rebuild's wipe would have removed them. Never for a Redis that may still hold the sale
+// (partitioned, frozen): a plain rebuild wipes it before it reads the log.
+func RecordLog(ctx context.Context, cfg Config) (int, error) {
+	if err := cfg.Validate(); err != nil {
+		return 0, err
+	}
+	if !cfg.bundled() {
+		return 0, fmt.Errorf("recording the order log is only for fsctl serve; profile %s declares another checkout", cfg.Profile.Name)
+	}
+	p := cfg.resolve()
+	r, err := open(ctx, cfg, &p, false)
+	if err != nil {
+		return 0, err
+	}
+	defer r.close()
+	if r.kafka == nil {
+		return 0, errNoBrokers
+	}
+	return r.catchUp(ctx, lostRedis{})
 }
 
 // only narrows the sale to the given items (all when none is given).

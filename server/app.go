@@ -229,7 +229,10 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 	}
 	// A broker coming back answers protocol errors (no controller, no leader yet) before it
 	// serves: those are waited out. A refused login or a certificate this client does not accept
-	// is not going to get better: the start stops on it at once.
+	// is not going to get better: the start stops on it once every try for lastingFor was refused
+	// so (a secure broker killed or starting refused a login it took a moment later: the game day's
+	// server-add met it).
+	var refusedSince time.Time
 	err = waitReady(ctx, "kafka", cfg.StartWait, 30*time.Second, log, func(ctx context.Context) error {
 		for _, t := range []string{cfg.OrdersTopic, cfg.DeadLetterTopic} {
 			if err := events.EnsureTopic(ctx, cfg.Kafka, t, cfg.Partitions); err != nil {
@@ -240,7 +243,16 @@ func Open(ctx context.Context, cfg AppConfig, log *slog.Logger) (*App, error) {
 			return events.EnsureCompactedTopic(ctx, cfg.Kafka, cmp.Or(cfg.StockTopic, events.DefaultStockTopic), stockPartitions)
 		}
 		return nil
-	}, func(err error) bool { return !cfg.Kafka.Lasting(err) })
+	}, func(err error) bool {
+		if !cfg.Kafka.Lasting(err) {
+			refusedSince = time.Time{}
+			return true
+		}
+		if refusedSince.IsZero() {
+			refusedSince = time.Now()
+		}
+		return time.Since(refusedSince) < lastingFor
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -514,6 +526,10 @@ func waitReady(ctx context.Context, what string, limit, tryFor time.Duration, lo
 		}
 	}
 }
+
+// lastingFor is how long Kafka must refuse a login or a certificate, try after try, before a
+// start gives up on it.
+const lastingFor = 3 * time.Second
 
 // stockPartitions is the stock topic's partition count: its traffic is one small message per
 // changed item per publisher flush, and every API instance reads every partition.
