@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -158,7 +157,7 @@ func TestRecordLogWhileRedisIsGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone := lg.cfg
-	gone.RedisURL = "redis://" + closedPort(t)
+	gone.RedisURL = "redis://" + testenv.ClosedAddr(t)
 	n, err := reconcile.RecordLog(ctx, gone)
 	if err != nil || n != 3 {
 		t.Fatalf("order log recorded with Redis down: %d events, %v; want 3", n, err)
@@ -167,7 +166,7 @@ func TestRecordLogWhileRedisIsGone(t *testing.T) {
 
 	noKafka := lg.cfg
 	noKafka.LogRecorded, noKafka.Timeout = true, time.Second
-	noKafka.Kafka.Brokers = []string{closedPort(t)}
+	noKafka.Kafka.Brokers = []string{testenv.ClosedAddr(t)}
 	rep, err := reconcile.Run(ctx, noKafka)
 	if err != nil {
 		t.Fatalf("rebuild after the log was recorded, Kafka unreachable: %v", err)
@@ -179,18 +178,6 @@ func TestRecordLogWhileRedisIsGone(t *testing.T) {
 	if it := after.Items[0]; !after.OK() || it.Holds != 3 || it.Stock != 7 {
 		t.Fatalf("after the rebuild: redis stock %d and %d holds, want 7 and 3; findings %v", it.Stock, it.Holds, findings(after))
 	}
-}
-
-// closedPort is a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }
 
 // TestALateHandOffIsStaleNotSoldTwice: an OrderPlaced that reaches the log after the rebuild read

@@ -16,25 +16,14 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/testenv"
 )
-
-// closedPort is a loopback port nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
 
 // A pay or cancel while PostgreSQL is stopped failed with a connection error that carried no
 // code, and the buyer got 500 INTERNAL (a chaos game day found 47 of them during a 2 s
 // postgres-stop). A store that cannot be reached is 503 UNAVAILABLE with a Retry-After.
 func TestStoreDownIsUnavailableNotInternal(t *testing.T) {
-	addr := closedPort(t)
+	addr := testenv.ClosedAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, pgErr := pgx.Connect(ctx, "postgres://fsctl@"+addr+"/fsctl?connect_timeout=2")

@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -114,4 +115,20 @@ func slug(s string) string {
 		}
 		return '-'
 	}, s)
+}
+
+// ClosedAddr is a loopback address ("127.0.0.1:port") nothing listens on: a service there is down
+// at once, refused rather than timed out. Unlike the other helpers it needs no service, and runs
+// under -short too.
+func ClosedAddr(tb testing.TB) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return addr
 }

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/fsctl/fsctl/testenv"
 )
 
 func metricsServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
@@ -29,22 +31,10 @@ func metricsServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
 	return srv, &hits
 }
 
-// closedPort returns an address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return "http://" + addr
-}
-
 func TestScraperSumsServersAndSkipsOtherSales(t *testing.T) {
 	a, hits := metricsServer(t)
 	b, _ := metricsServer(t)
-	sc := NewScraper([]string{a.URL, b.URL + "/", closedPort(t)}, "/metrics", "bf", nil)
+	sc := NewScraper([]string{a.URL, b.URL + "/", "http://" + testenv.ClosedAddr(t)}, "/metrics", "bf", nil)
 	ctx := context.Background()
 	tr, err := sc.Traffic(ctx)
 	if err != nil {
@@ -73,7 +63,7 @@ func TestScraperSumsServersAndSkipsOtherSales(t *testing.T) {
 }
 
 func TestDownServerIsDownAndTheSnapshotCompletes(t *testing.T) {
-	sc := NewScraper([]string{closedPort(t)}, "/metrics", "bf", nil)
+	sc := NewScraper([]string{"http://" + testenv.ClosedAddr(t)}, "/metrics", "bf", nil)
 	f := newFake()
 	src := f.sources()
 	src.Traffic, src.Admission, src.Payment = sc, sc, sc

@@ -18,6 +18,7 @@ import (
 	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/testenv"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
 )
 
@@ -206,7 +207,7 @@ func captureDuringBurst(t *testing.T, c *checkouttest.Checkout, src Sources) Mod
 
 func TestDownPartsShowDownAgainstTheRealStack(t *testing.T) {
 	c := checkouttest.Start(t, checkouttest.Options{Quantity: 10, Limit: 1})
-	dead := closedPort(t)
+	dead := "http://" + testenv.ClosedAddr(t)
 	src, closeFn, err := Open(Endpoints{Sale: c.Sale.ID, RedisURL: strings.Replace(dead, "http", "redis", 1), PostgresURL: c.PostgresURL,
 		Kafka: kafkaconn.Conn{Brokers: []string{strings.TrimPrefix(dead, "http://")}}, OrdersTopic: c.OrdersTopic, ConsumerGroup: c.ConsumerGroup,
 		Servers: []string{c.Base, dead}, AdminToken: "wrong-token"})

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/fsctl/fsctl/examples/articleshop/articletest"
 	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/testenv"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
 	"github.com/fsctl/fsctl/warroom"
 )
@@ -109,27 +109,13 @@ func TestWarroomFailOnFiringAlerts(t *testing.T) {
 	}
 }
 
-// closedPort returns a loopback port nothing listens on: a source there is down at once.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
-}
-
 // TestWarroomOnceFailsDuringAnOutage: with every source down, --once exits 3 without being told
 // to (--fail-on crit is its default), so a CI gate that forgot the flag does not pass during an
 // outage; --fail-on none opts out.
 func TestWarroomOnceFailsDuringAnOutage(t *testing.T) {
 	args := []string{"warroom", "--once", "--window", "0", "--sale", "s", "--timeout", "2s",
-		"--target", "http://" + closedPort(t), "--admin-token", "t", "--redis-url", "redis://" + closedPort(t) + "/0",
-		"--postgres-url", "postgres://fsctl@" + closedPort(t) + "/fsctl?sslmode=disable", "--kafka-brokers", closedPort(t)}
+		"--target", "http://" + testenv.ClosedAddr(t), "--admin-token", "t", "--redis-url", "redis://" + testenv.ClosedAddr(t) + "/0",
+		"--postgres-url", "postgres://fsctl@" + testenv.ClosedAddr(t) + "/fsctl?sslmode=disable", "--kafka-brokers", testenv.ClosedAddr(t)}
 	out, code, err := runCLI(t, args...)
 	if code != exitCheck || err == nil || !strings.Contains(err.Error(), "sources_down") {
 		t.Fatalf("every source down, no --fail-on: exit %d, %v; want exit %d naming sources_down\n%s", code, err, exitCheck, out)
