@@ -79,6 +79,7 @@ func (w *WarRoom) loop(ctx context.Context, t0 time.Time, src warroom.Sources, r
 		if ctx.Err() != nil {
 			return
 		}
+		cur.Merge(prev)
 		warroom.Derive(prev, &cur)
 		cur.Alerts = warroom.Evaluate(alerts, &cur)
 		if rec != nil {
@@ -106,15 +107,22 @@ func (w *WarRoom) diff(t0 time.Time, prev, cur *warroom.Snapshot) {
 	if prev == nil {
 		add("recording snapshots every %s", w.Interval)
 	}
+	// A late source (warroom.DownAfter) is noted only if it goes down.
+	state := func(s warroom.State) warroom.State {
+		if s == warroom.Late {
+			return warroom.OK
+		}
+		return s
+	}
 	before := map[string]warroom.State{}
 	if prev != nil {
 		for _, r := range prev.Readings() {
-			before[r.Name] = r.State
+			before[r.Name] = state(r.State)
 		}
 	}
 	for _, r := range cur.Readings() {
 		old, seen := before[r.Name]
-		if r.State == "" || (seen && old == r.State) || (!seen && r.State == warroom.OK) {
+		if r.State == "" || (seen && old == state(r.State)) || (!seen && state(r.State) == warroom.OK) {
 			continue
 		}
 		if r.Error != "" {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -69,7 +70,7 @@ var metricDocs = map[string]string{
 	"payment_decline_ratio": "declined share of pay answers over the window",
 	"payment_error_ratio":   "failed share of pay answers over the window",
 	"seconds_to_sold_out":   "shortest time to sold out over the items (use below:)",
-	"sources_down":          "data sources that did not answer",
+	"sources_down":          "data sources down (" + strconv.Itoa(DownAfter) + " probes in a row missed)",
 }
 
 // DefaultAlerts are the thresholds used when no alerts file is given; examples/warroom-alerts.yaml

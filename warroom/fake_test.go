@@ -22,6 +22,8 @@ type fakeSources struct {
 	control   Control
 	down      map[string]error
 	actions   []string
+	// slowTraffic delays the traffic source's answer (or until its probe's deadline).
+	slowTraffic time.Duration
 }
 
 func newFake() *fakeSources {
@@ -66,7 +68,17 @@ func (f *fakeSources) Orders(context.Context) ([]ItemOrders, error) {
 	return slices.Clone(f.orders), f.down["orders"]
 }
 
-func (f *fakeSources) Traffic(context.Context) (Traffic, error) {
+func (f *fakeSources) Traffic(ctx context.Context) (Traffic, error) {
+	f.mu.Lock()
+	slow := f.slowTraffic
+	f.mu.Unlock()
+	if slow > 0 {
+		select {
+		case <-ctx.Done():
+			return Traffic{}, ctx.Err()
+		case <-time.After(slow):
+		}
+	}
 	t := f.traffic
 	t.Outcomes = maps.Clone(t.Outcomes)
 	return t, f.err("traffic")

@@ -59,7 +59,11 @@ func TestGoldenSourcesDownAndAbsent(t *testing.T) {
 	f.setDown("orders", errors.New("postgres 127.0.0.1:15432/fsctl unreachable (is the stack up? try `fsctl stack up`)"))
 	f.setDown("pipeline", errors.New("kafka metadata of fsctl.orders: dial tcp 127.0.0.1:19092: connect: connection refused"))
 	goldenScreen(t, f, func(collect func() tea.Msg) []tea.Msg {
-		return []tea.Msg{collect()}
+		var msgs []tea.Msg
+		for range DownAfter { // a source is down once it missed DownAfter probes in a row
+			msgs = append(msgs, collect())
+		}
+		return msgs
 	})
 }
 

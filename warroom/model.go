@@ -166,7 +166,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // returns the command that records it.
 func (m *Model) observe(s Snapshot) tea.Cmd {
 	prev := m.snap
-	s.merge(prev)
+	s.Merge(prev)
 	Derive(prev, &s)
 	s.Alerts = m.alerter.Evaluate(&s)
 	m.items.observe(&s, prev == nil || !s.Items.At.Equal(prev.Items.At))

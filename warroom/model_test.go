@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -145,15 +146,28 @@ func TestRatesVelocityAndDriftBetweenSnapshots(t *testing.T) {
 	}
 }
 
-func TestDownSourceShowsDownAndTheDashboardGoesOn(t *testing.T) {
+// TestAStoppedSourceIsDownAtItsThirdMiss: a source that stops answering is late (◐, its last
+// answer kept, no alert) for DownAfter-1 probes and DOWN, with the sources_down alert, at the
+// DownAfter-th: the time --help states. The dashboard goes on meanwhile, and says when it is back.
+func TestAStoppedSourceIsDownAtItsThirdMiss(t *testing.T) {
 	h := newHarness(t, Options{Interval: -1})
 	h.refresh()
 	h.f.setDown("traffic", errors.New("dial tcp 127.0.0.1:1: connection refused"))
+	for miss := 1; miss < DownAfter; miss++ {
+		h.refresh()
+		scr, s := h.screen(), h.m.Snapshot()
+		if s.Traffic.State != Late || !s.Traffic.OK() || s.Traffic.Data.Outcomes["RESERVED"] != 105 {
+			t.Fatalf("miss %d: traffic %s (data kept: %v), want late with its last answer", miss, s.Traffic.State, s.Traffic.OK())
+		}
+		if !strings.Contains(scr, "◐ traffic") || strings.Contains(scr, "sources_down") || strings.Contains(scr, "source down") {
+			t.Fatalf("miss %d of %d: the dashboard cried wolf:\n%s", miss, DownAfter, scr)
+		}
+	}
 	h.refresh()
 	scr := h.screen()
 	for _, want := range []string{"DOWN dial tcp 127.0.0.1:1", "traffic source down: dial tcp 127.0.0.1:1: connection refused", "✖ traffic", "warn sources_down 1 ≥ 1"} {
 		if !strings.Contains(scr, want) {
-			t.Errorf("screen lacks %q:\n%s", want, scr)
+			t.Errorf("miss %d: screen lacks %q:\n%s", DownAfter, want, scr)
 		}
 	}
 	if !h.m.Snapshot().Items.OK() {
@@ -163,6 +177,39 @@ func TestDownSourceShowsDownAndTheDashboardGoesOn(t *testing.T) {
 	h.refresh()
 	if scr := h.screen(); !strings.Contains(scr, "traffic source back") || !strings.Contains(scr, "cleared sources_down") {
 		t.Fatalf("recovery not logged:\n%s", scr)
+	}
+}
+
+// TestASlowSourceBelowTheRuleRaisesNothing: a source slower than the probe's timeout now and
+// then (twice in a row at most, as a loaded box's Kafka was) never counts as down: no DOWN, no
+// sources_down alert, in 30 probes. The probes really time out (the fake takes 4 × the timeout).
+func TestASlowSourceBelowTheRuleRaisesNothing(t *testing.T) {
+	h := newHarness(t, Options{Interval: -1})
+	const timeout = 20 * time.Millisecond
+	misses := 0
+	for i := range 30 {
+		slow := i%DownAfter != 0 // DownAfter-1 slow probes, then one in time
+		h.f.mu.Lock()
+		h.f.slowTraffic = 0
+		if slow {
+			h.f.slowTraffic = 4 * timeout
+		}
+		h.f.mu.Unlock()
+		h.clk.Add(time.Second)
+		h.send(SnapshotMsg{Snapshot: Collect(context.Background(), h.m.opt.Sources, CollectOptions{Now: h.clk.Now, Timeout: timeout})})
+		s := h.m.Snapshot()
+		if slow {
+			misses++
+			if s.Traffic.State != Late {
+				t.Fatalf("probe %d timed out: traffic %s, want late", i+1, s.Traffic.State)
+			}
+		}
+		if s.Traffic.State == Down || slices.ContainsFunc(s.Alerts, func(a Alert) bool { return a.Metric == "sources_down" }) {
+			t.Fatalf("probe %d: a source slow below the rule counted down:\n%s", i+1, h.screen())
+		}
+	}
+	if misses < 15 || strings.Contains(h.screen(), "source down") {
+		t.Fatalf("%d probes missed; screen:\n%s", misses, h.screen())
 	}
 }
 

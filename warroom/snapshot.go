@@ -14,12 +14,19 @@ import (
 type State string
 
 // Source states. NotAvailable means the target has no such source (its profile declares none, or
-// no endpoint was given); Down means the source exists but did not answer.
+// no endpoint was given); Down means the source exists but missed DownAfter probes in a row; Late
+// means it missed fewer, and its reading is the last answer it gave (Merge).
 const (
 	OK           State = "ok"
+	Late         State = "late"
 	Down         State = "down"
 	NotAvailable State = "n/a"
 )
+
+// DownAfter is how many probes in a row a source must miss (an error, or no answer within the
+// probe timeout) before the live dashboard and the game day count it down: on a loaded box a
+// source that answers in 1.1 s once is late, not down, and raises no sources_down alert.
+const DownAfter = 3
 
 // Status is how one reading went.
 type Status struct {
@@ -31,6 +38,10 @@ type Status struct {
 	At     time.Time `json:"at,omitzero"`
 	// TookMS is how long the probe ran, in milliseconds.
 	TookMS float64 `json:"tookMs,omitempty"`
+	// Misses counts the probes in a row this source missed, this one included (Merge).
+	Misses int `json:"misses,omitempty"`
+	// Answered is when a late source's data was read (zero when it has not answered yet).
+	Answered time.Time `json:"answered,omitzero"`
 }
 
 // Reading is one source's answer with its status; Data is the zero value unless State is OK.
@@ -39,8 +50,8 @@ type Reading[T any] struct {
 	Data T `json:"data"`
 }
 
-// OK reports whether the reading holds data.
-func (r Reading[T]) OK() bool { return r.State == OK }
+// OK reports whether the reading holds data: this probe's answer, or a late source's last one.
+func (r Reading[T]) OK() bool { return r.State == OK || r.State == Late && !r.Answered.IsZero() }
 
 // ItemStock is one item as Redis holds it, summed over the item's shards.
 type ItemStock struct {
@@ -170,11 +181,13 @@ type NamedStatus struct {
 	Status
 }
 
-// merge fills the sources this round did not read (State "") from prev, so a snapshot taken on a
-// fast tick still carries the slow sources' last answers.
-func (s *Snapshot) merge(prev *Snapshot) {
+// Merge completes s, the next collection of a timeline, with what prev (nil for the first) knew: a
+// source this round did not read (State "") keeps prev's reading, so a snapshot taken on a fast
+// tick still carries the slow sources' last answers; and a source that missed its probe is Down
+// only once it missed DownAfter in a row, Late before that, showing its last answer.
+func (s *Snapshot) Merge(prev *Snapshot) {
 	if prev == nil {
-		return
+		prev = &Snapshot{}
 	}
 	keep(&s.Items, prev.Items)
 	keep(&s.Orders, prev.Orders)
@@ -186,7 +199,24 @@ func (s *Snapshot) merge(prev *Snapshot) {
 }
 
 func keep[T any](cur *Reading[T], prev Reading[T]) {
-	if cur.State == "" {
+	switch {
+	case cur.State == "":
 		*cur = prev
+	case cur.State == Down:
+		if prev.State == Late || prev.State == Down {
+			cur.Misses = prev.Misses + 1
+		} else {
+			cur.Misses = 1
+		}
+		if cur.Misses >= DownAfter || prev.State == Down {
+			return
+		}
+		cur.State = Late
+		switch prev.State {
+		case OK:
+			cur.Data, cur.Answered = prev.Data, prev.At
+		case Late:
+			cur.Data, cur.Answered = prev.Data, prev.Answered
+		}
 	}
 }

@@ -126,6 +126,8 @@ func (m Model) prompt(s *Snapshot) string {
 		switch r.State {
 		case OK:
 			c, mark = colOK, "●"
+		case Late:
+			c, mark = colWarn, "◐"
 		case Down:
 			c, mark = colCrit, "✖"
 		case NotAvailable:

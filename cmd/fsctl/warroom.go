@@ -50,8 +50,12 @@ Panels: items (remaining / held / paid, sell-through velocity, time to sold out)
 Operator actions (pause/resume the sale or admission, the admission rate, kill switches) go
 through the first --target's /admin/v1 API with --admin-token, each after a y/n confirmation.
 
-A source that is down shows DOWN on its panel and the dashboard goes on; one that is not
-configured (--no-redis, no --admin-token, ...) shows "not available" with the reason.
+A source counts as down once it missed 3 probes in a row (an error, or no answer within
+--timeout): a fast source within 3 × --interval, a slow one within 3 × --slow-every ticks. Until
+then it is late (◐): its panel keeps the last answer and no sources_down alert fires, so a source
+that answers slowly once on a loaded box does not cry wolf. A source that is down shows DOWN on
+its panel and the dashboard goes on; one that is not configured (--no-redis, no --admin-token,
+...) shows "not available" with the reason. --once reads each source once: a miss is DOWN.
 
 With the --profile of another checkout (not fsctl serve), it reads only what the profile
 declares: items (stock left over the shards, buyers, holds) through its Redis key templates and
@@ -95,7 +99,7 @@ never fails. The live dashboard never exits on an alert.
 	f.DurationVar(&o.interval, "interval", warroom.DefaultInterval, "refresh interval of the fast sources (metrics, Kafka)")
 	f.IntVar(&o.slowEvery, "slow-every", warroom.DefaultSlowEvery, "read Redis, PostgreSQL and the admin API every N refreshes")
 	f.DurationVar(&o.window, "window", time.Second, "with --once: the window rates are measured over (0: cumulative only)")
-	f.DurationVar(&o.timeout, "timeout", warroom.DefaultProbeTimeout, "timeout of each source's probe")
+	f.DurationVar(&o.timeout, "timeout", warroom.DefaultProbeTimeout, "timeout of each source's probe: a probe that takes longer missed (a source is down after 3 misses in a row)")
 	// crit by default: a gate that forgot the flag must not pass while every source is down
 	f.StringVar(&o.failOn, "fail-on", warroom.Crit, "with --once: exit 3 when an alert of this level or worse fires (warn, crit); none never fails")
 	_ = cmd.MarkFlagRequired("sale")
