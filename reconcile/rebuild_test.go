@@ -214,6 +214,74 @@ func TestALateHandOffIsStaleNotSoldTwice(t *testing.T) {
 	}
 }
 
+// TestAHandOffDuringTheRebuildsReadIsCounted forces the window of docs/gameday.md's finding 8: four
+// hand-offs of reservations made on the Redis being replaced reach the log after the rebuild read
+// where it ends, and the group records them before the rebuild bumps the epoch. They are then
+// orders of the current epoch, in PostgreSQL before the snapshot, so the rebuild restores their
+// holds: their units are not put back on sale, and when every unit is sold no buyer told RESERVED
+// is refused. (Their own buyers were told to retry: the confirm finds the state replaced.) After
+// the bump the same hand-offs are stale (TestALateHandOffIsStaleNotSoldTwice).
+func TestAHandOffDuringTheRebuildsReadIsCounted(t *testing.T) {
+	tg, lg := withStalledLog(t, 10)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	late := lg.reserve(t, ctx, 4)
+	cfg := tg.cfg // the log the checkout's group consumes
+	cfg.RebuildRedis = true
+	var landed atomic.Bool
+	cfg.Progress = writerFunc(func(line string) {
+		if !strings.HasPrefix(line, "reconcile: recorded ") || landed.Load() {
+			return
+		}
+		// The rebuild has read the log up to its end and recorded it; the epoch is not bumped yet.
+		lg.publish(t, ctx, tg.c.OrdersTopic, late)
+		for ctx.Err() == nil {
+			ids := make([]uuid.UUID, len(late))
+			for i, e := range late {
+				ids[i] = e.OrderID
+			}
+			st, err := tg.c.App.Orders.Statuses(ctx, ids)
+			if err == nil && len(st) == len(ids) {
+				landed.Store(true)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	rep, err := reconcile.Run(ctx, cfg)
+	if err != nil || !landed.Load() {
+		t.Fatalf("rebuild: %v; the late hand-offs recorded before the bump: %v", err, landed.Load())
+	}
+	for _, a := range rep.Actions {
+		t.Log(a.What)
+	}
+	lg.expect(t, ctx, late, orders.StatusPending)
+	ids := tg.buy(t, 6) // every unit left, each 202, each in PostgreSQL as PENDING
+	statuses, err := tg.c.App.Orders.Statuses(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if statuses[id] != orders.StatusPending {
+			t.Fatalf("a buyer told RESERVED after the rebuild: order %s is %q in PostgreSQL", id, statuses[id])
+		}
+	}
+	if code, _ := tg.c.Buy("one-more", "hot", "k"); code != 410 {
+		t.Fatalf("an 11th buyer of 10 units (4 held by the late hand-offs): %d, want 410 SOLD_OUT", code)
+	}
+	if after := tg.run(t, false); !after.OK() {
+		t.Fatalf("after the sale: %v", findings(after))
+	}
+}
+
+// writerFunc is a progress writer that hands each line to f.
+type writerFunc func(line string)
+
+func (f writerFunc) Write(p []byte) (int, error) {
+	f(string(p))
+	return len(p), nil
+}
+
 // stalledLog is an orders topic and a consumer group nobody consumes, beside a running checkout:
 // events published there stay unrecorded until a rebuild records them.
 type stalledLog struct {
@@ -244,7 +312,7 @@ func (lg *stalledLog) reserve(t *testing.T, ctx context.Context, n int) []events
 			t.Fatalf("reserve for %s: %v %v", user, rv.Outcome, err)
 		}
 		out = append(out, events.OrderPlaced{OrderID: rv.OrderID, SaleID: c.Sale.ID, ItemID: "hot", UserID: user,
-			Slot: rv.Slot, Shard: rv.Shard, Shards: rv.Shards, CreatedAt: time.Now().UTC(), ExpiresAt: rv.ExpiresAt, IdemKey: "k"})
+			Slot: rv.Slot, Shard: rv.Shard, Shards: rv.Shards, CreatedAt: time.Now().UTC(), ExpiresAt: rv.ExpiresAt, IdemKey: "k", Epoch: rv.Epoch})
 	}
 	return out
 }
