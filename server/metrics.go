@@ -36,6 +36,7 @@ type metrics struct {
 	waitShort      *prometheus.CounterVec
 	replayHandOffs prometheus.Counter
 	unconfirmed    prometheus.Counter
+	pastDeadline   prometheus.Counter
 	republished    prometheus.Counter
 	repaired       prometheus.Counter
 	paidRecorded   prometheus.Counter
@@ -99,6 +100,9 @@ func newMetrics() *metrics {
 		replayHandOffs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fsctl_replay_handoffs_total", Help: "Replayed RESERVED answers whose order was handed to Kafka again before the buyer heard yes.",
 		}),
+		pastDeadline: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fsctl_purchases_past_deadline_total", Help: "Purchases not answered within the purchase deadline: the buyer heard 503 UNAVAILABLE then, while the purchase went on.",
+		}),
 		unconfirmed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fsctl_handoffs_unconfirmed_total", Help: "Hand-offs Kafka acknowledged whose Redis state a rebuild replaced (or Redis could not confirm) before the buyer heard yes; answered 503.",
 		}),
@@ -154,7 +158,7 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(m.roomDepth, m.roomActive, m.roomRate, m.roomWait, m.roomAdmitted, m.roomExpired, m.failOpen, m.rateLimited)
 	m.reg.MustRegister(m.outcomes, m.requests, m.reserve, m.publish, m.released, m.persisted, m.duplicates,
 		m.deadLettered, m.consumerBatch, m.consumerErrors, m.payments, m.breakerState, m.soldOutFlag,
-		m.borrowed, m.waitShort, m.replayHandOffs, m.unconfirmed, m.republished, m.repaired, m.paidRecorded,
+		m.borrowed, m.waitShort, m.replayHandOffs, m.unconfirmed, m.pastDeadline, m.republished, m.repaired, m.paidRecorded,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

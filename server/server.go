@@ -87,6 +87,9 @@ type Config struct {
 	WriteTimeout time.Duration
 	// PublishTimeout bounds how long a purchase waits for Kafka's acknowledgement.
 	PublishTimeout time.Duration
+	// PurchaseDeadline bounds how long a buyer waits for a purchase's answer: past it the buyer
+	// hears 503 UNAVAILABLE with a Retry-After while the purchase goes on (deadline.go); 0: none.
+	PurchaseDeadline time.Duration
 	// ReadModelTTL is how stale the remaining-stock numbers of GET /sales/{id} may be.
 	ReadModelTTL time.Duration
 	// Version is reported by /readyz and, with Commit, by fsctl_build_info.
@@ -121,6 +124,7 @@ func DefaultConfig() Config {
 		ReadHeaderTimeout: 5 * time.Second,
 		WriteTimeout:      15 * time.Second,
 		PublishTimeout:    5 * time.Second,
+		PurchaseDeadline:  DefaultPurchaseDeadline,
 		ReadModelTTL:      500 * time.Millisecond,
 		Version:           "dev",
 		Commit:            "unknown",
@@ -221,9 +225,9 @@ func (s *Server) Handler() http.Handler {
 	route := func(pattern string, h http.HandlerFunc) {
 		mux.Handle(pattern, s.instrument(pattern, h))
 	}
-	route("POST /api/v1/sales/{sale}/items/{item}/purchase", s.handlePurchase)
+	route("POST /api/v1/sales/{sale}/items/{item}/purchase", s.answerWithin(s.handlePurchase))
 	route("GET /api/v1/sales/{sale}/items/{item}/purchase-path", s.handlePurchasePath)
-	route("POST /api/v1/sales/{sale}/items/{item}/purchase/{token}", s.handleRevealedPurchase)
+	route("POST /api/v1/sales/{sale}/items/{item}/purchase/{token}", s.answerWithin(s.handleRevealedPurchase))
 	route("GET /api/v1/orders/{id}", s.handleGetOrder)
 	route("POST /api/v1/orders/{id}/pay", s.handlePay)
 	route("DELETE /api/v1/orders/{id}", s.handleCancel)

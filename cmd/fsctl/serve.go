@@ -39,6 +39,7 @@ type serveOptions struct {
 	jwks          jwksFlags
 	maxConns      int
 	shedConns     int
+	deadline      time.Duration
 	publishLinger time.Duration
 	partitions    int
 	startWait     time.Duration
@@ -141,6 +142,7 @@ buyers' tokens or pause the sale with them.`,
 	o.jwks.bind(fs)
 	fs.IntVar(&o.maxConns, "max-conns", d.MaxConns, "most client connections the checkout serves at once; beyond them a connection is shed (--shed-conns); 0 serves every one. Keep --max-conns plus --shed-conns below the open-file limit (ulimit -n)")
 	fs.IntVar(&o.shedConns, "shed-conns", d.ShedConns, "most connections beyond --max-conns that still get an answer, at once: 503 OVERLOADED with Retry-After and Connection: close (GET /healthz answers 200 there, so a liveness probe does not fail because the instance is busy); beyond those a connection is closed unanswered")
+	fs.DurationVar(&o.deadline, "purchase-deadline", d.PurchaseDeadline, "the longest a buyer waits for a purchase's answer: past it (a store frozen, a broker that does not acknowledge) the buyer hears 503 UNAVAILABLE with Retry-After while the purchase goes on, and a retry with the same Idempotency-Key learns how it ended; above the publish timeout (5s), below buyers' own timeouts; 0 turns it off")
 	fs.DurationVar(&o.publishLinger, "publish-linger", 0, "ignored")
 	_ = fs.MarkDeprecated("publish-linger", "concurrent publishes share produce requests without a timer now; the flag has no effect")
 	fs.IntVar(&o.partitions, "partitions", 6, "partitions of the orders topic when the server creates it")
@@ -239,6 +241,10 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 	if o.maxConns < 0 || o.shedConns < 0 {
 		return fmt.Errorf("--max-conns and --shed-conns must not be negative")
 	}
+	if o.deadline < 0 || o.deadline > 0 && o.deadline < time.Second {
+		return usageError(fmt.Errorf("--purchase-deadline %s: give at least 1s (a purchase's Redis and Kafka round trips need that much under load), or 0 for none", o.deadline))
+	}
+	cfg.PurchaseDeadline = o.deadline
 	build := currentBuild()
 	cfg.Addr, cfg.MaxConns, cfg.ShedConns, cfg.Version, cfg.Commit = o.addr, o.maxConns, o.shedConns, build.Version, build.Commit
 	cfg.AdminToken, cfg.SoldOut, cfg.ClientIPHeader = o.adminToken, soldOut, o.clientIP

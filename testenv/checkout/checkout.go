@@ -53,6 +53,8 @@ type Options struct {
 	// JWKS, when set, verifies buyers' tokens against an identity provider's key set instead of
 	// Secret (fsctl serve --jwks-url).
 	JWKS *auth.JWKSConfig
+	// Tune, when set, changes the server's configuration before it starts (its deadlines).
+	Tune func(*server.Config)
 }
 
 // Checkout is one running test checkout.
@@ -99,6 +101,9 @@ func Start(t testing.TB, o Options) *Checkout {
 	cfg.ReadModelTTL = 0
 	cfg.AdminToken = AdminToken
 	cfg.SoldOutPoll = 20 * time.Millisecond
+	if o.Tune != nil {
+		o.Tune(&cfg)
+	}
 	lc := lifecycle.DefaultConfig()
 	lc.ExpiryInterval, lc.SweepInterval = 50*time.Millisecond, 200*time.Millisecond
 	app, base := StartApp(t, server.AppConfig{
