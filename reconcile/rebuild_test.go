@@ -198,20 +198,8 @@ func TestALateHandOffIsStaleNotSoldTwice(t *testing.T) {
 		t.Fatalf("rebuild: %v", err)
 	}
 	lg.publish(t, ctx, tg.c.OrdersTopic, late) // the hand-offs land now, on the log the consumer reads
-	ids := tg.buy(t, 10)                       // every unit, each 202, each in PostgreSQL as PENDING
+	lg.sellOut(t, ctx, 10)                     // every unit
 	lg.expect(t, ctx, late, "")
-	statuses, err := tg.c.App.Orders.Statuses(ctx, ids)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range ids {
-		if statuses[id] != orders.StatusPending {
-			t.Fatalf("a buyer told RESERVED after the rebuild: order %s is %q in PostgreSQL", id, statuses[id])
-		}
-	}
-	if code, _ := tg.c.Buy("one-more", "hot", "k"); code != 410 {
-		t.Fatalf("an 11th buyer of 10 units: %d, want 410 SOLD_OUT", code)
-	}
 }
 
 // TestAHandOffDuringTheRebuildsReadIsCounted forces the window of docs/gameday.md's finding 8: four
@@ -256,19 +244,7 @@ func TestAHandOffDuringTheRebuildsReadIsCounted(t *testing.T) {
 		t.Log(a.What)
 	}
 	lg.expect(t, ctx, late, orders.StatusPending)
-	ids := tg.buy(t, 6) // every unit left, each 202, each in PostgreSQL as PENDING
-	statuses, err := tg.c.App.Orders.Statuses(ctx, ids)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range ids {
-		if statuses[id] != orders.StatusPending {
-			t.Fatalf("a buyer told RESERVED after the rebuild: order %s is %q in PostgreSQL", id, statuses[id])
-		}
-	}
-	if code, _ := tg.c.Buy("one-more", "hot", "k"); code != 410 {
-		t.Fatalf("an 11th buyer of 10 units (4 held by the late hand-offs): %d, want 410 SOLD_OUT", code)
-	}
+	lg.sellOut(t, ctx, 6) // every unit the late hand-offs left
 	if after := tg.run(t, false); !after.OK() {
 		t.Fatalf("after the sale: %v", findings(after))
 	}
@@ -327,6 +303,25 @@ func (lg *stalledLog) publish(t *testing.T, ctx context.Context, topic string, p
 		if err := pub.PublishOrderPlaced(ctx, e); err != nil {
 			t.Errorf("publish order %s: %v", e.OrderID, err)
 		}
+	}
+}
+
+// sellOut has n buyers buy the units left, each answered 202 with its order PENDING in PostgreSQL
+// (none refused), and one more buyer told 410 SOLD_OUT.
+func (lg *stalledLog) sellOut(t *testing.T, ctx context.Context, n int) {
+	t.Helper()
+	ids := lg.tg.buy(t, n)
+	statuses, err := lg.tg.c.App.Orders.Statuses(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if statuses[id] != orders.StatusPending {
+			t.Fatalf("a buyer told RESERVED after the rebuild: order %s is %q in PostgreSQL", id, statuses[id])
+		}
+	}
+	if code, _ := lg.tg.c.Buy("one-more", "hot", "k"); code != 410 {
+		t.Fatalf("one more buyer once the %d units left were sold: %d, want 410 SOLD_OUT", n, code)
 	}
 }
 
