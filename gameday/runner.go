@@ -438,6 +438,15 @@ func (r *run) preflight(ctx context.Context) (string, error) {
 	}
 }
 
+// buyerConns is how many connections the game day's buyers share: enough for every buyer waiting
+// at once to have one, as real buyers each have their own (the rate times the server's purchase
+// deadline and a Retry-After's wait, 8 s), between 64 and 2048. With 64 (before), buyers arriving
+// while purchases waited out a frozen store queued for a connection, and their client's 10 s ran
+// out there: 358 TIMEOUTs in a run whose every purchase the servers answered within 6 s.
+func buyerConns(rate float64) int {
+	return int(min(max(rate*8, 64), 2048))
+}
+
 // localPlan is the buyers' plan against the game day's own fleet, released at at.
 func (r *run) localPlan(at time.Time) loadgen.Plan {
 	sc := r.cfg.Scenario
@@ -447,7 +456,7 @@ func (r *run) localPlan(at time.Time) loadgen.Plan {
 	}
 	plan := loadgen.Plan{
 		BaseURL: r.env.Fleet.URL(), Targets: targets, Buyers: sc.Buyers, Secret: r.cfg.JWTSecret,
-		UserPrefix: fmt.Sprintf("gd-%d-", at.UnixMilli()), Clicks: 1, Retries: sc.Retries, RetryAfter: sc.RetryAfter, At: at, Conns: 64,
+		UserPrefix: fmt.Sprintf("gd-%d-", at.UnixMilli()), Clicks: 1, Retries: sc.Retries, RetryAfter: sc.RetryAfter, At: at, Conns: buyerConns(sc.Rate),
 		Timeout:  10 * time.Second,
 		Schedule: &loadgen.Schedule{Rate: sc.Rate, Ramp: sc.Ramp, Offsets: sc.Arrivals}, Replays: sc.Replays,
 		After: &loadgen.AfterPurchase{Pay: sc.Pay, Cancel: sc.Cancel, Seed: sc.Seed, PaymentToken: "tok_gameday"}, // not tok_ok, which the fake always accepts
