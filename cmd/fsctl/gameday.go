@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/fsctl/fsctl/gameday"
 	"github.com/fsctl/fsctl/stack"
@@ -25,6 +26,9 @@ type gamedayOptions struct {
 	chaosCfg  gameday.ChaosConfig
 	seeds     int
 	soakEvery time.Duration
+	// budgetUndecided and budgetOutage replace the scenario's availability budget where given.
+	budgetUndecided float64
+	budgetOutage    time.Duration
 }
 
 func newGamedayCmd() *cobra.Command {
@@ -96,6 +100,8 @@ it; --chaos-steps keeps some of its steps, to shrink it by hand.`,
 	f.IntVar(&o.chaosCfg.Faults, "faults", 0, "with --chaos: how many faults the nemesis draws (default one per 3s of --duration, at least 3)")
 	f.IntVar(&o.seeds, "seeds", 1, "with --chaos: run this many seeds, from --seed on, one after the other, and sum them up (reports in <report-dir>/seed-N)")
 	f.DurationVar(&o.soakEvery, "soak", 0, "sample every instance's memory, goroutines and open files and Redis's memory and keys this often while buyers arrive (e.g. 30s), print them over time, and fail the run when one grew without bound: the last third's peak above the first third's by half and a margin (make soak)")
+	f.Float64Var(&o.budgetUndecided, "budget-undecided", 0, "fail (exit 3) when more than this share of buyers (0 to 1, e.g. 0.15) got no definitive answer; replaces the scenario's budget.undecided")
+	f.DurationVar(&o.budgetOutage, "budget-outage", 0, "fail (exit 3) on a longer stretch of arrivals with no definitive answer (e.g. 5s); replaces the scenario's budget.outage")
 	f.IntSliceVar(&o.chaosCfg.Only, "chaos-steps", nil, "with --chaos: keep only these steps of the seed's schedule (e.g. 2,5), to shrink a failing seed")
 	cmd.AddCommand(newGamedayDrillCmd())
 	return cmd
@@ -142,6 +148,9 @@ func runGameday(cmd *cobra.Command, o *gamedayOptions) error {
 			sc.Seed = o.chaosCfg.Seed
 		}
 	}
+	if err := o.applyBudget(flags, &sc); err != nil {
+		return usageError(err)
+	}
 	dir, err := filepath.Abs(o.reportDir)
 	if err != nil {
 		return err
@@ -165,6 +174,32 @@ func runGameday(cmd *cobra.Command, o *gamedayOptions) error {
 		}
 		return verdictError(rep.Verdict(), runErr)
 	}
+	return nil
+}
+
+// applyBudget puts --budget-undecided and --budget-outage in place of the scenario's budget.
+func (o *gamedayOptions) applyBudget(flags *pflag.FlagSet, sc *gameday.Scenario) error {
+	undecided, outage := flags.Changed("budget-undecided"), flags.Changed("budget-outage")
+	if !undecided && !outage {
+		return nil
+	}
+	b := gameday.Budget{Undecided: -1, Outage: -1}
+	if sc.Budget != nil {
+		b = *sc.Budget
+	}
+	if undecided {
+		if o.budgetUndecided < 0 || o.budgetUndecided > 1 {
+			return fmt.Errorf("--budget-undecided %g: want a share of buyers between 0 and 1, like 0.15", o.budgetUndecided)
+		}
+		b.Undecided = o.budgetUndecided
+	}
+	if outage {
+		if o.budgetOutage <= 0 {
+			return fmt.Errorf("--budget-outage %s: want the longest outage allowed, like 5s", o.budgetOutage)
+		}
+		b.Outage = o.budgetOutage
+	}
+	sc.Budget = &b
 	return nil
 }
 

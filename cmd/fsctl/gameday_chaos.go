@@ -64,6 +64,9 @@ func runChaosSeeds(cmd *cobra.Command, o *gamedayOptions, td gameday.Teardown, d
 		c := o.chaosCfg
 		c.Seed += uint64(i)
 		sc, err := gameday.Chaos(c)
+		if err == nil {
+			err = o.applyBudget(cmd.Flags(), &sc)
+		}
 		if err != nil {
 			return usageError(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fsctl/fsctl/gameday"
 )
@@ -27,9 +28,41 @@ func TestGamedayCLI(t *testing.T) {
 	}
 	for _, args := range [][]string{{"--teardown", "sometimes"}, {"--output", "yaml"},
 		{"--chaos", "-f", bad}, {"--duration", "5s"}, {"--chaos-steps", "1"}, {"--chaos", "--duration", "2h"},
-		{"--chaos", "--chaos-steps", "0"}, {"--chaos", "--faults", "3", "--chaos-steps", "4"}} {
+		{"--chaos", "--chaos-steps", "0"}, {"--chaos", "--faults", "3", "--chaos-steps", "4"},
+		{"--budget-undecided", "1.5"}, {"--budget-undecided", "-0.1"}, {"--budget-outage", "0s"}} {
 		if _, code, err := runCLI(t, append([]string{"gameday"}, args...)...); code != 2 || err == nil {
 			t.Errorf("%v: code %d, err %v", args, code, err)
+		}
+	}
+}
+
+// --budget-undecided and --budget-outage replace only the part of the scenario's budget they name,
+// and give a scenario without one (a chaos run's) a budget.
+func TestGamedayBudgetFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		budget *gameday.Budget
+		want   *gameday.Budget
+	}{
+		{nil, &gameday.Budget{Undecided: 0.15, Outage: 10 * time.Second}, &gameday.Budget{Undecided: 0.15, Outage: 10 * time.Second}},
+		{[]string{"--budget-outage", "5s"}, &gameday.Budget{Undecided: 0.15, Outage: 10 * time.Second}, &gameday.Budget{Undecided: 0.15, Outage: 5 * time.Second}},
+		{[]string{"--budget-undecided", "0.05"}, &gameday.Budget{Undecided: 0.15, Outage: 10 * time.Second}, &gameday.Budget{Undecided: 0.05, Outage: 10 * time.Second}},
+		{[]string{"--budget-outage", "3s"}, nil, &gameday.Budget{Undecided: -1, Outage: 3 * time.Second}},
+		{nil, nil, nil},
+	} {
+		cmd := newGamedayCmd()
+		if err := cmd.ParseFlags(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		o := &gamedayOptions{}
+		o.budgetUndecided, _ = cmd.Flags().GetFloat64("budget-undecided")
+		o.budgetOutage, _ = cmd.Flags().GetDuration("budget-outage")
+		sc := gameday.Scenario{Budget: tc.budget}
+		if err := o.applyBudget(cmd.Flags(), &sc); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if (sc.Budget == nil) != (tc.want == nil) || sc.Budget != nil && *sc.Budget != *tc.want {
+			t.Errorf("%v on %+v: budget %+v, want %+v", tc.args, tc.budget, sc.Budget, tc.want)
 		}
 	}
 }
