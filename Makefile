@@ -117,8 +117,11 @@ GAMEDAY_DIR ?= /tmp/fsctl-gameday
 gameday: deps ## the built-in game day: burst + faults on the local stack, invariants checked (~2 min)
 	$(FSCTL) gameday --report-dir $(GAMEDAY_DIR) $(STACK_FLAGS) </dev/null
 
-gameday-cluster: deps ## the built-in game day on the stack's Redis Cluster and replicated Kafka (started if needed; ~1 min)
-	$(FSCTL) gameday --redis-cluster $(REDIS_CLUSTER) --kafka-cluster $(KAFKA_CLUSTER) --report-dir $(GAMEDAY_DIR)-cluster $(STACK_FLAGS) </dev/null
+# The cluster's outage budget: measured 2.7 to 3.0 s in five runs on the 2-core box (2026-12-03; the
+# cluster's restart), against the scenario's 10 s for one node, whose only broker's restart takes 6 to 8 s.
+CLUSTER_OUTAGE_BUDGET ?= 5s
+gameday-cluster: deps ## the built-in game day on the stack's Redis Cluster and replicated Kafka (started if needed; ~1 min), held to a CLUSTER_OUTAGE_BUDGET (5s) outage
+	$(FSCTL) gameday --redis-cluster $(REDIS_CLUSTER) --kafka-cluster $(KAFKA_CLUSTER) --budget-outage $(CLUSTER_OUTAGE_BUDGET) --report-dir $(GAMEDAY_DIR)-cluster $(STACK_FLAGS) </dev/null
 
 # Chaos game days: each seed draws its own buyers (a trickle with bursts) and its own overlapping
 # faults; a failing seed prints the command that replays it. SEEDS seeds from CHAOS_SEED.

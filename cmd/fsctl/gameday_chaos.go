@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -32,6 +33,7 @@ type chaosRun struct {
 	Failed       []string       `json:"failed,omitempty"`
 	Report       string         `json:"report"`
 	verdict      gameday.Verdict
+	share        float64 // the undecided share; -1 with no buyers
 }
 
 // runChaosSeeds plays o.seeds chaos runs, from --seed on, on one stack (brought up once, stopped
@@ -109,9 +111,10 @@ func runChaosSeeds(cmd *cobra.Command, o *gamedayOptions, td gameday.Teardown, d
 
 func summarizeChaos(rep *gameday.Report, report string) chaosRun {
 	r := chaosRun{Seed: rep.Seed, Passed: rep.Passed, verdict: rep.Verdict(), Faults: map[string]int{}, Acknowledged: rep.Acknowledged, Missing: rep.Missing,
-		Outage: rep.Availability.Outage, Took: rep.Took, Report: report, Failed: rep.Failures()}
+		Outage: rep.Availability.Outage, Took: rep.Took, Report: report, Failed: rep.Failures(), share: -1}
 	if rep.Availability.Buyers > 0 {
-		r.Undecided = fmt.Sprintf("%.1f%%", 100*rep.Availability.Share())
+		r.share = rep.Availability.Share()
+		r.Undecided = fmt.Sprintf("%.1f%%", 100*r.share)
 	}
 	for _, s := range rep.Steps {
 		r.Faults[s.Kind]++
@@ -167,6 +170,9 @@ func (runs chaosRuns) Render(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "%d of %d seed(s) passed; %d acknowledged orders checked, %d missing from PostgreSQL\nfaults injected: %s\n",
 		passed, len(runs), acked, missing, strings.Join(parts, ", "))
+	if line := runs.spread(); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	for _, r := range runs {
 		if r.Passed {
 			continue
@@ -178,6 +184,27 @@ func (runs chaosRuns) Render(w io.Writer) error {
 		fmt.Fprintf(w, "  replay: %s\n", r.Replay)
 	}
 	return nil
+}
+
+// spread is the median and the worst of the seeds' undecided shares and longest outages, each
+// worst with its seed: what a long run's availability was, in one line.
+func (runs chaosRuns) spread() string {
+	var shares, outages []chaosRun
+	for _, r := range runs {
+		if r.share >= 0 {
+			shares = append(shares, r)
+		}
+		outages = append(outages, r)
+	}
+	if len(shares) == 0 {
+		return ""
+	}
+	slices.SortStableFunc(shares, func(a, b chaosRun) int { return cmp.Compare(a.share, b.share) })
+	slices.SortStableFunc(outages, func(a, b chaosRun) int { return cmp.Compare(a.Outage, b.Outage) })
+	mid, worst := shares[len(shares)/2], shares[len(shares)-1]
+	omid, oworst := outages[len(outages)/2], outages[len(outages)-1]
+	return fmt.Sprintf("undecided: median %.1f%%, worst %.1f%% (seed %d); longest outage: median %s, worst %s (seed %d)",
+		100*mid.share, 100*worst.share, worst.Seed, omid.Outage, oworst.Outage, oworst.Seed)
 }
 
 func passWord(ok bool) string {

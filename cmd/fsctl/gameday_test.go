@@ -66,3 +66,30 @@ func TestGamedayBudgetFlags(t *testing.T) {
 		}
 	}
 }
+
+// Several seeds sum up to the totals a long run is published with: faults by kind, acknowledged
+// orders and the missing ones, and the median and the worst undecided share and outage, each
+// worst naming its seed; a failing seed prints its replay command.
+func TestChaosSeedsSumUp(t *testing.T) {
+	runs := chaosRuns{
+		{Seed: 1, Passed: true, Faults: map[string]int{"kafka-kill": 2, "redis-freeze": 1}, Acknowledged: 100, share: 0.02, Outage: time.Second},
+		{Seed: 2, Passed: true, Faults: map[string]int{"kafka-kill": 1}, Acknowledged: 50, share: 0.40, Outage: 900 * time.Millisecond},
+		{Seed: 3, Passed: false, Faults: map[string]int{"postgres-stop": 3}, Acknowledged: 10, Missing: 1, share: 0.01, Outage: 7 * time.Second,
+			Failed: []string{"acknowledged orders in PostgreSQL: 1 missing"}, Replay: "fsctl gameday --chaos --seed 3", Report: "r.md"},
+		{Seed: 4, Passed: true, Faults: map[string]int{}, share: -1},
+	}
+	var b strings.Builder
+	if err := runs.Render(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"3 of 4 seed(s) passed; 160 acknowledged orders checked, 1 missing from PostgreSQL",
+		"faults injected: kafka-kill 3, postgres-stop 3, redis-freeze 1",
+		"undecided: median 2.0%, worst 40.0% (seed 2); longest outage: median 1s, worst 7s (seed 3)",
+		"seed 3 FAILED (r.md):", "replay: fsctl gameday --chaos --seed 3",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, b.String())
+		}
+	}
+}
