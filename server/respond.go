@@ -49,8 +49,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // storeDown reports an error that means a store could not be reached or answered in time: a
-// refused or broken connection, a timeout, or PostgreSQL shutting down or starting up (SQLSTATE
-// classes 08 and 57). A request answers it 503, and a start (--start-wait) waits it out.
+// refused or broken connection, a connection PostgreSQL closed, a timeout, or PostgreSQL shutting
+// down or starting up (SQLSTATE classes 08 and 57). A request answers it 503, and a start (--start-wait) waits it out.
 func storeDown(err error) bool {
 	var connErr *pgconn.ConnectError
 	var netErr net.Error
@@ -61,8 +61,10 @@ func storeDown(err error) bool {
 	case errors.As(err, &pgErr):
 		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57")
 	}
+	// A pooled connection PostgreSQL closed as it shut down is "conn closed" on its next use, before
+	// anything is sent (chaos seed 15: a cancel during a stop answered 500).
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)
+		errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) || errors.Is(err, pgconn.ErrConnClosed)
 }
 
 func (s *Server) writeCode(w http.ResponseWriter, code outcome.Code, msg string) {

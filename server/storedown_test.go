@@ -38,8 +38,21 @@ func TestStoreDownIsUnavailableNotInternal(t *testing.T) {
 	if migErr == nil || openErr == nil {
 		t.Fatalf("migrate or open against a closed port succeeded: %v, %v", migErr, openErr)
 	}
+	// A connection PostgreSQL closed (as it does to every one when it stops) fails its next use
+	// with "conn closed" before sending anything: chaos seed 15's cancel during a stop got a 500.
+	conn, err := pgx.Connect(ctx, testenv.Postgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_terminate_backend(pg_backend_pid())"); err == nil {
+		t.Fatal("a backend that terminated itself answered")
+	}
+	_, closedErr := conn.Begin(ctx)
+	if closedErr == nil {
+		t.Fatal("a transaction began on a connection PostgreSQL closed")
+	}
 	down := []error{
-		migErr, openErr,
+		migErr, openErr, fmt.Errorf("cancel order x: %w", closedErr),
 		fmt.Errorf("claim payment of order x: %w", pgErr),
 		fmt.Errorf("cancel order x: %w", dialErr),
 		fmt.Errorf("cancel: %w", &pgconn.PgError{Code: "57P03", Message: "the database system is shutting down"}),
