@@ -95,6 +95,14 @@ func DefaultConfig(conn kafkaconn.Conn) Config {
 type Consumer struct {
 	cfg    Config
 	reader *kafka.Reader
+	// client reads the group's committed offsets when the consumer is idle (heal); closeIdle
+	// releases its connections.
+	client    *kafka.Client
+	closeIdle func()
+	// recorded is, per partition, the offset after the last message this consumer recorded. Every
+	// message before it is recorded: the reader reads a partition on from the group's committed
+	// offset, and that offset only ever stands after recorded messages.
+	recorded map[int]int64
 	*Recorder
 }
 
@@ -149,11 +157,19 @@ func New(cfg Config, placer Placer, release Releaser, dlq DeadLetters, m Metrics
 		RebalanceTimeout:  max(2*cfg.SessionTimeout, time.Second),
 		JoinGroupBackoff:  time.Second,
 	})
-	return &Consumer{cfg: cfg, reader: r, Recorder: NewRecorder(placer, release, dlq, m, log)}, nil
+	client, closeIdle, err := cfg.Kafka.Client(commitTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return &Consumer{cfg: cfg, reader: r, client: client, closeIdle: closeIdle, recorded: map[int]int64{},
+		Recorder: NewRecorder(placer, release, dlq, m, log)}, nil
 }
 
 // Close leaves the consumer group.
-func (c *Consumer) Close() error { return c.reader.Close() }
+func (c *Consumer) Close() error {
+	c.closeIdle()
+	return c.reader.Close()
+}
 
 // Run consumes until ctx is cancelled. Database and Redis failures are retried without
 // committing, and a lost broker is waited for, so nothing is lost; it returns only ctx's error.
@@ -176,6 +192,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 		}
 		if err := c.retry(ctx, func() error { return c.Record(ctx, batch) }); err != nil {
 			return err
+		}
+		for _, m := range batch {
+			c.recorded[m.Partition] = max(c.recorded[m.Partition], m.Offset+1)
 		}
 		if err := c.retry(ctx, func() error { return c.commit(ctx, batch) }); err != nil {
 			return err
@@ -207,11 +226,26 @@ func (c *Consumer) commit(ctx context.Context, batch []kafka.Message) error {
 	return err
 }
 
+// healAfter is how long a consumer waits for a message before it checks that the group's
+// committed offsets are not behind what it recorded (heal).
+const healAfter = 5 * time.Second
+
 // fetch blocks for the first message, then gathers more until the batch is full or Linger passes.
+// While it waits, it heals the group's offsets every healAfter.
 func (c *Consumer) fetch(ctx context.Context) ([]kafka.Message, error) {
-	first, err := c.reader.FetchMessage(ctx)
-	if err != nil {
-		return nil, err
+	var first kafka.Message
+	for {
+		wctx, cancel := context.WithTimeout(ctx, healAfter)
+		m, err := c.reader.FetchMessage(wctx)
+		cancel()
+		if err == nil {
+			first = m
+			break
+		}
+		if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return nil, err
+		}
+		c.heal(ctx)
 	}
 	batch := []kafka.Message{first}
 	lctx, cancel := context.WithTimeout(ctx, c.cfg.Linger)
@@ -224,6 +258,57 @@ func (c *Consumer) fetch(ctx context.Context) ([]kafka.Message, error) {
 		batch = append(batch, m)
 	}
 	return batch, nil
+}
+
+// heal moves forward the group's committed offset of each partition this consumer recorded past
+// it. A member's commit carries the group's current generation, not the one its batch was fetched
+// in, and Kafka takes it from any member of the generation: a commit that waited out a rebalance
+// (a broker frozen, then back) set a partition another member had read on since back to an older
+// offset. That owner, idle with the sale over, never committed again, and the group lagged by a
+// thousand messages it had recorded (chaos seeds 9 and 17: settle waited 3 minutes). A committed
+// offset up to what this consumer recorded is true whoever owns the partition now, so each member
+// puts its own part back, and only ever forward.
+func (c *Consumer) heal(ctx context.Context) {
+	if len(c.recorded) == 0 {
+		return
+	}
+	hctx, cancel := context.WithTimeout(ctx, commitTimeout)
+	defer cancel()
+	parts := make([]int, 0, len(c.recorded))
+	for p := range c.recorded {
+		parts = append(parts, p)
+	}
+	res, err := c.client.OffsetFetch(hctx, &kafka.OffsetFetchRequest{GroupID: c.cfg.GroupID, Topics: map[string][]int{c.cfg.Topic: parts}})
+	if err == nil {
+		err = res.Error
+	}
+	if err != nil {
+		c.log.Debug("reading the group's offsets failed; heal them next time", "err", err)
+		return
+	}
+	committed := map[int]int64{}
+	for _, p := range res.Topics[c.cfg.Topic] {
+		if p.Error == nil {
+			committed[p.Partition] = p.CommittedOffset
+		}
+	}
+	var behind []kafka.Message
+	for _, p := range parts {
+		if at, ok := committed[p]; ok && at < c.recorded[p] {
+			behind = append(behind, kafka.Message{Topic: c.cfg.Topic, Partition: p, Offset: c.recorded[p] - 1})
+		}
+	}
+	if len(behind) == 0 {
+		return
+	}
+	if err := c.reader.CommitMessages(hctx, behind...); err != nil {
+		c.log.Debug("healing the group's offsets failed; try again next time", "err", err)
+		return
+	}
+	for _, m := range behind {
+		c.log.Warn("the group's committed offset was behind what this consumer recorded (a late commit set it back); moved it forward",
+			"partition", m.Partition, "was", committed[m.Partition], "now", m.Offset+1)
+	}
 }
 
 func (c *Consumer) retry(ctx context.Context, fn func() error) error {
