@@ -394,7 +394,7 @@ func (c *Recorder) Record(ctx context.Context, batch []kafka.Message) (err error
 			placements = append(placements, orders.Placement{
 				OrderID: e.OrderID, SaleID: e.SaleID, ItemID: e.ItemID, UserID: e.UserID,
 				Slot: e.Slot, Shard: e.Shard, CreatedAt: e.CreatedAt, ExpiresAt: e.ExpiresAt, Epoch: e.Epoch,
-				SaleSlot: e.SaleSlot,
+				SaleSlot: e.SaleSlot, IdemKey: e.IdemKey,
 			})
 		case *events.OrderPaid:
 			marks = append(marks, orders.PaidMark{OrderID: e.OrderID, PaymentRef: e.PaymentRef})

@@ -5,8 +5,16 @@
 --       paid order: no hold), 6 take a unit out of stock (1/0: 0 when the stock was loaded as
 --       quantity - sold, which already counts this order), 7 (optional) the per-sale claim slot the
 --       order holds (orders.sale_slot), kept in its orders entry so its release gives the claim back
+--       8 and 9 (with KEYS[5]) the idempotency record's TTL in ms and the hold's expiry in ms the
+--       buyer was first told
+-- KEYS[5] (optional): the idempotency record of (user, the order's key): written as the RESERVED
+-- the buyer heard, unless a record is there, so a replay of the key after Redis was lost and
+-- rebuilt hears the same answer.
 -- Returns 1 restored, 0 already there (nothing changed), -1 slot taken by another order of the
 -- user, -2 no unit left to take.
+if KEYS[5] then
+  redis.call('SET', KEYS[5], 'RESERVED|' .. ARGV[1] .. '|' .. ARGV[9] .. '|' .. ARGV[3], 'PX', ARGV[8], 'NX')
+end
 if redis.call('HEXISTS', KEYS[4], ARGV[1]) == 1 then
   if ARGV[5] ~= '' then
     -- The record is there; a lost hold alone comes back (its unit never left the order).

@@ -28,6 +28,9 @@ type Placement struct {
 	// SaleSlot is the buyer's per-sale claim slot the order holds, below sale.MaxPerSaleLimit; nil
 	// for a sale without a per-sale limit.
 	SaleSlot *int
+	// IdemKey is the buyer's Idempotency-Key, kept with a placed order so that a rebuild of Redis
+	// can give the key its record back; empty for none.
+	IdemKey string
 }
 
 // Result says what PostgreSQL did with one placement.
@@ -117,6 +120,17 @@ func (s *Store) PlaceBatch(ctx context.Context, ps []Placement) ([]PlaceResult, 
 		b.Queue(`SELECT place_order($1, $2, $3, $4, $5::smallint, $6::smallint, $7, $8, $9, $10::smallint)`,
 			p.OrderID, p.SaleID, p.ItemID, p.UserID, int16(p.Slot), int16(p.Shard), p.CreatedAt, p.ExpiresAt, p.Epoch, saleSlot)
 	}
+	var ids []uuid.UUID
+	var keys []string
+	for _, p := range ps {
+		if p.IdemKey != "" {
+			ids, keys = append(ids, p.OrderID), append(keys, p.IdemKey)
+		}
+	}
+	if len(ids) > 0 { // the placed orders keep their keys; a refused one has no row to update
+		b.Queue(`UPDATE orders o SET idem_key = k.key FROM unnest($1::uuid[], $2::text[]) AS k(id, key)
+			WHERE o.id = k.id AND o.idem_key IS NULL`, ids, keys)
+	}
 	br := s.pool.SendBatch(ctx, b)
 	out := make([]PlaceResult, len(ps))
 	for _, i := range order {
@@ -126,6 +140,12 @@ func (s *Store) PlaceBatch(ctx context.Context, ps []Placement) ([]PlaceResult, 
 			return nil, fmt.Errorf("place order %s: %w", ps[i].OrderID, err)
 		}
 		out[i] = resultOf(ps[i].OrderID, answer)
+	}
+	if len(ids) > 0 {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return nil, fmt.Errorf("keep the orders' idempotency keys: %w", err)
+		}
 	}
 	// Close reads the final Sync: only then is the implicit transaction known to be committed.
 	if err := br.Close(); err != nil {

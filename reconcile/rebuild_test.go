@@ -356,3 +356,45 @@ func (o *onLine) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// TestAReplayAfterARebuildHearsItsReservation: a buyer told RESERVED who sends the same
+// Idempotency-Key again after Redis was lost and rebuilt hears the same RESERVED and order id.
+// The records lived only in Redis, and the rebuild gave back each order and the buyer's slot but
+// not the key, so the replay met the full slot and heard ALREADY_PURCHASED with no order (chaos
+// seeds 37, 45 and 57). The key now stays with the order in PostgreSQL and comes back with it, on
+// a sale with a per-sale limit too, whose claims also name the key. A new key of the same buyer is
+// still refused.
+func TestAReplayAfterARebuildHearsItsReservation(t *testing.T) {
+	for _, perSale := range []int{0, 1} {
+		t.Run(fmt.Sprintf("per-sale limit %d", perSale), func(t *testing.T) { replayAfterRebuild(t, perSale) })
+	}
+}
+
+func replayAfterRebuild(t *testing.T, perSale int) {
+	sl := sale.Sale{PerUserLimit: 1, PerSaleLimit: perSale, HoldTTL: 10 * time.Minute, OpensAt: time.Now().Add(-time.Minute),
+		Items: []sale.Item{{ID: "hot", Quantity: 10, Shards: 1, PriceCents: 4999}}}
+	tg := startTarget(t, checkouttest.Options{Sale: &sl})
+	ids := tg.buy(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := tg.c.App.Stock.Reset(ctx, tg.c.Sale); err != nil { // Redis loses the sale
+		t.Fatal(err)
+	}
+	cfg := tg.cfg
+	cfg.RebuildRedis, cfg.Progress = true, io.Discard
+	if _, err := reconcile.Run(ctx, cfg); err != nil {
+		t.Fatalf("rebuild: %v", err)
+	}
+	for i, id := range ids {
+		code, body := tg.c.Buy(fmt.Sprintf("buyer-%d", i), "hot", fmt.Sprintf("k-%d", i))
+		if code != 202 || !strings.Contains(body, id.String()) {
+			t.Errorf("buyer %d replays its key after the rebuild: %d %s, want 202 with order %s", i, code, body, id)
+		}
+	}
+	if code, body := tg.c.Buy("buyer-0", "hot", "another-key"); code != 409 {
+		t.Errorf("buyer 0 with a new key after the rebuild: %d %s, want 409 (one per buyer)", code, body)
+	}
+	if rep := tg.run(t, false); !rep.OK() {
+		t.Fatalf("after the replays: findings %v", findings(rep))
+	}
+}

@@ -26,13 +26,15 @@ type pgOrder struct {
 	ExpiresAt time.Time
 	// SaleSlot is the per-sale claim slot the order holds; nil for a sale without a per-sale limit.
 	SaleSlot *int
+	// IdemKey is the buyer's Idempotency-Key ('' for none or an order placed before it was kept).
+	IdemKey string
 }
 
 func (o pgOrder) live() bool { return o.Status == "PENDING" || o.Status == "PAID" }
 
 // hold is the order as its shard's record keeps it, for a restore.
 func (o pgOrder) hold() stock.Hold {
-	h := stock.Hold{OrderID: o.ID, UserID: o.UserID, Slot: o.Slot, ExpiresAt: o.ExpiresAt}
+	h := stock.Hold{OrderID: o.ID, UserID: o.UserID, Slot: o.Slot, ExpiresAt: o.ExpiresAt, IdemKey: o.IdemKey}
 	if o.SaleSlot != nil {
 		h.Claimed, h.SaleSlot = true, *o.SaleSlot
 	}
@@ -45,7 +47,7 @@ func restoreClaim(ctx context.Context, st *stock.Store, saleID string, o pgOrder
 	if o.SaleSlot == nil {
 		return nil
 	}
-	_, err := st.RestoreClaim(ctx, saleID, stock.Claim{UserID: o.UserID, Slot: *o.SaleSlot, ItemID: o.ItemID, OrderID: o.ID})
+	_, err := st.RestoreClaim(ctx, saleID, stock.Claim{UserID: o.UserID, Slot: *o.SaleSlot, ItemID: o.ItemID, IdemKey: o.IdemKey, OrderID: o.ID})
 	if errors.Is(err, stock.ErrSlotTaken) {
 		return nil
 	}
@@ -128,8 +130,8 @@ func pgSnapshot(ctx context.Context, db *orders.Store, saleID string) (counts []
 }
 
 func liveOrders(ctx context.Context, q orders.Queryer, saleID string) ([]pgOrder, error) {
-	rows, err := q.Query(ctx, `SELECT id, item_id, user_id, slot, status, shard, created_at, expires_at, sale_slot
-		FROM orders WHERE sale_id = $1 AND status IN ('PENDING', 'PAID')`, saleID)
+	rows, err := q.Query(ctx, `SELECT id, item_id, user_id, slot, status, shard, created_at, expires_at, sale_slot,
+		coalesce(idem_key, '') FROM orders WHERE sale_id = $1 AND status IN ('PENDING', 'PAID')`, saleID)
 	if err != nil {
 		return nil, fmt.Errorf("read live orders of %s: %w", saleID, err)
 	}

@@ -137,8 +137,13 @@ func (s *Store) RestoreOrder(ctx context.Context, r Restore) (bool, error) {
 	if r.Hold.Claimed {
 		saleSlot = strconv.Itoa(r.Hold.SaleSlot)
 	}
-	n, err := s.restore.Run(ctx, s.rdb, []string{k.Stock(), k.Buyers(), k.Holds(), k.Orders()},
-		r.Hold.OrderID.String(), r.Hold.UserID, r.Hold.Slot, r.Hold.IdemKey, exp, take, saleSlot).Int()
+	keys := []string{k.Stock(), k.Buyers(), k.Holds(), k.Orders()}
+	args := []any{r.Hold.OrderID.String(), r.Hold.UserID, r.Hold.Slot, r.Hold.IdemKey, exp, take, saleSlot}
+	if r.Hold.IdemKey != "" { // the key's record comes back with the order: a replay hears its RESERVED
+		keys = append(keys, k.Idem(r.Hold.UserID, r.Hold.IdemKey))
+		args = append(args, s.idemTTLms, strconv.FormatInt(r.Hold.ExpiresAt.UnixMilli(), 10))
+	}
+	n, err := s.restore.Run(ctx, s.rdb, keys, args...).Int()
 	switch {
 	case err != nil:
 		return false, fmt.Errorf("restore order %s: %w", r.Hold.OrderID, err)
