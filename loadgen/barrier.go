@@ -394,12 +394,5 @@ func (p Plan) wait(ctx context.Context, r Record) bool {
 	if d <= 0 {
 		return true
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return sleepUntil(ctx, time.Now().Add(d), time.Now, 0) == nil
 }

@@ -124,14 +124,7 @@ func cancelWhile(t *testing.T, ctx context.Context, tg *target, ids []uuid.UUID,
 // the group nor loses them. Here the group has no member at all: a rebuild that waited for it would
 // time out, and one that did not record the log would reload every unit as for sale.
 func TestRebuildRecordsTheLogItself(t *testing.T) {
-	tg, lg := withStalledLog(t, 10)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	placed := lg.reserve(t, ctx, 3)
-	lg.publish(t, ctx, lg.cfg.OrdersTopic, placed)
-	if err := tg.c.App.Stock.Reset(ctx, tg.c.Sale); err != nil { // Redis loses the sale
-		t.Fatal(err)
-	}
+	tg, lg, ctx, placed := lostWithThreeOnTheLog(t)
 	if _, err := reconcile.Run(ctx, lg.cfg); err != nil {
 		t.Fatalf("rebuild: %v", err)
 	}
@@ -148,14 +141,7 @@ func TestRebuildRecordsTheLogItself(t *testing.T) {
 // after it does not read the log again: here Kafka is unreachable by then, and the rebuild still
 // restores every order of the log. Without RecordLog the three orders would be reloaded as for sale.
 func TestRecordLogWhileRedisIsGone(t *testing.T) {
-	tg, lg := withStalledLog(t, 10)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	placed := lg.reserve(t, ctx, 3)
-	lg.publish(t, ctx, lg.cfg.OrdersTopic, placed)
-	if err := tg.c.App.Stock.Reset(ctx, tg.c.Sale); err != nil { // Redis loses the sale
-		t.Fatal(err)
-	}
+	tg, lg, ctx, placed := lostWithThreeOnTheLog(t)
 	gone := lg.cfg
 	gone.RedisURL = "redis://" + testenv.ClosedAddr(t)
 	n, err := reconcile.RecordLog(ctx, gone)
@@ -272,6 +258,22 @@ func withStalledLog(t *testing.T, quantity int64) (*target, *stalledLog) {
 	cfg.RebuildRedis, cfg.Progress = true, io.Discard
 	cfg.OrdersTopic, cfg.ConsumerGroup = testenv.KafkaTopic(t, 2), testenv.ID(t, "stalled")
 	return tg, &stalledLog{tg: tg, cfg: cfg}
+}
+
+// lostWithThreeOnTheLog is a sale of 10 whose group records nothing, three reservations on its
+// log, and then Redis losing the sale: what a rebuild starts from. ctx ends with the test, within
+// a minute.
+func lostWithThreeOnTheLog(t *testing.T) (*target, *stalledLog, context.Context, []events.OrderPlaced) {
+	t.Helper()
+	tg, lg := withStalledLog(t, 10)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	placed := lg.reserve(t, ctx, 3)
+	lg.publish(t, ctx, lg.cfg.OrdersTopic, placed)
+	if err := tg.c.App.Stock.Reset(ctx, tg.c.Sale); err != nil { // Redis loses the sale
+		t.Fatal(err)
+	}
+	return tg, lg, ctx, placed
 }
 
 // reserve makes n reservations in Redis (buyers late-0 …) and returns the OrderPlaced events their
