@@ -29,13 +29,19 @@ type ChaosConfig struct {
 	// Only keeps just these steps (numbered from 1) of the drawn schedule, the others dropped: a
 	// failing seed is shrunk by hand to the faults that matter.
 	Only []int
+	// RetryAfter is the most a buyer waits before a retry when the answer carries a Retry-After,
+	// as the sale's app does (fsctl gameday --retry-after, default DefaultChaosRetryAfter); 0: the
+	// buyers retry at once, all their tries landing in the same outage.
+	RetryAfter time.Duration
 }
 
 // Chaos defaults.
 const (
 	DefaultChaosDuration = 20 * time.Second
 	DefaultChaosRate     = 60.0
-	chaosServers         = 3
+	// DefaultChaosRetryAfter is what the built-in scenario's buyers wait at most (default.yaml).
+	DefaultChaosRetryAfter = 2 * time.Second
+	chaosServers           = 3
 )
 
 func (c ChaosConfig) withDefaults() ChaosConfig {
@@ -60,6 +66,8 @@ func (c ChaosConfig) Validate() error {
 		return fmt.Errorf("chaos rate %g: want up to 5000 buyers a second", c.Rate)
 	case c.Faults < 0 || c.Faults > 500:
 		return fmt.Errorf("chaos faults %d: want up to 500", c.Faults)
+	case c.RetryAfter < 0 || c.RetryAfter > time.Minute:
+		return fmt.Errorf("retry-after %s: want up to 1m (0 retries at once)", c.RetryAfter)
 	}
 	for _, n := range c.Only {
 		if n < 1 {
@@ -73,7 +81,7 @@ func (c ChaosConfig) Validate() error {
 func (c ChaosConfig) Command() string {
 	c = c.withDefaults()
 	var b strings.Builder
-	fmt.Fprintf(&b, "fsctl gameday --chaos --seed %d --duration %s --rate %g/s --faults %d", c.Seed, c.Duration, c.Rate, c.Faults)
+	fmt.Fprintf(&b, "fsctl gameday --chaos --seed %d --duration %s --rate %g/s --faults %d --retry-after %s", c.Seed, c.Duration, c.Rate, c.Faults, c.RetryAfter)
 	if c.RedisCluster {
 		b.WriteString(" --redis-cluster 3")
 	}
@@ -173,7 +181,7 @@ func Chaos(c ChaosConfig) (Scenario, error) {
 			{ID: "cool", Quantity: units - units/2, Shards: 1},
 		}},
 		Buyers: buyers, Arrivals: arrivals, Rate: float64(buyers) / max(c.Duration.Seconds(), 1),
-		Pay: 0.4, Cancel: 0.2, Retries: 3, Replays: 1,
+		Pay: 0.4, Cancel: 0.2, Retries: 3, Replays: 1, RetryAfter: c.RetryAfter,
 		Settle: 2*time.Minute + time.Duration(c.Faults)*10*time.Second,
 		Chaos:  &c,
 	}

@@ -116,7 +116,7 @@ func TestChaosFaultsOverlapAndLeaveASurvivor(t *testing.T) {
 // seed; the replay command carries them.
 func TestChaosShrinkByHand(t *testing.T) {
 	all, _ := Chaos(ChaosConfig{Seed: 11, Duration: 30 * time.Second})
-	some, err := Chaos(ChaosConfig{Seed: 11, Duration: 30 * time.Second, Only: []int{2, 5}})
+	some, err := Chaos(ChaosConfig{Seed: 11, Duration: 30 * time.Second, Only: []int{2, 5}, RetryAfter: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,14 +126,17 @@ func TestChaosShrinkByHand(t *testing.T) {
 	if !slices.Equal(some.Arrivals, all.Arrivals) {
 		t.Error("shrinking the faults changed the buyers")
 	}
-	want := "fsctl gameday --chaos --seed 11 --duration 30s --rate 60/s --faults 10 --chaos-steps 2,5"
+	if some.RetryAfter != 2*time.Second || all.RetryAfter != 0 {
+		t.Errorf("buyers wait at most %s (want 2s) and %s (want 0: at once) for a Retry-After", some.RetryAfter, all.RetryAfter)
+	}
+	want := "fsctl gameday --chaos --seed 11 --duration 30s --rate 60/s --faults 10 --retry-after 2s --chaos-steps 2,5"
 	if got := some.Chaos.Command(); got != want {
 		t.Errorf("replay command %q, want %q", got, want)
 	}
 	if _, err := Chaos(ChaosConfig{Seed: 11, Only: []int{99}}); err == nil || !strings.Contains(err.Error(), "draws steps 1 to 6") {
 		t.Errorf("a step the seed does not draw: err %v", err)
 	}
-	for _, bad := range []ChaosConfig{{Duration: 2 * time.Hour}, {Rate: -1}, {Faults: 1000}, {Only: []int{0}}} {
+	for _, bad := range []ChaosConfig{{Duration: 2 * time.Hour}, {Rate: -1}, {Faults: 1000}, {Only: []int{0}}, {RetryAfter: -time.Second}} {
 		if _, err := Chaos(bad); err == nil {
 			t.Errorf("%+v: want an error", bad)
 		}

@@ -54,8 +54,8 @@ Faults a step can name:
 Without -f/--file the built-in scenario runs (fsctl gameday --print-default shows it).
 
 With --chaos the scenario is drawn from --seed instead of read from a file: buyers arrive for
---duration in a trickle (--rate) with bursts on top, retry and replay their keys, pay, cancel or
-abandon, while a nemesis injects --faults faults at random moments, overlapping each other (kills
+--duration in a trickle (--rate) with bursts on top, retry (waiting what a 503's Retry-After asks,
+at most --retry-after) and replay their keys, pay, cancel or abandon, while a nemesis injects --faults faults at random moments, overlapping each other (kills
 of instances, also between the reserve and the publish, Redis restarted empty or frozen, Kafka
 killed or frozen, PostgreSQL stopped, the payment provider down or slow; a Redis Cluster master
 with --redis-cluster). Then everything heals, the sale settles and the checker judges the whole
@@ -97,6 +97,7 @@ it; --chaos-steps keeps some of its steps, to shrink it by hand.`,
 	f.DurationVar(&o.chaosCfg.Duration, "duration", gameday.DefaultChaosDuration, "with --chaos: how long buyers arrive and faults come")
 	o.chaosCfg.Rate = gameday.DefaultChaosRate
 	bindRate(f, &o.chaosCfg.Rate, "with --chaos: the trickle's buyers between the bursts")
+	f.DurationVar(&o.chaosCfg.RetryAfter, "retry-after", gameday.DefaultChaosRetryAfter, "with --chaos: the most a buyer waits before a retry when the answer carries a Retry-After, as the sale's app does; 0 retries at once")
 	f.IntVar(&o.chaosCfg.Faults, "faults", 0, "with --chaos: how many faults the nemesis draws (default one per 3s of --duration, at least 3)")
 	f.IntVar(&o.seeds, "seeds", 1, "with --chaos: run this many seeds, from --seed on, one after the other, and sum them up (reports in <report-dir>/seed-N)")
 	f.DurationVar(&o.soakEvery, "soak", 0, "sample every instance's memory, goroutines and open files and Redis's memory and keys this often while buyers arrive (e.g. 30s), print them over time, and fail the run when one grew without bound: the last third's peak above the first third's by half and a margin (make soak)")
@@ -133,7 +134,7 @@ func runGameday(cmd *cobra.Command, o *gamedayOptions) error {
 			return usageError(err)
 		}
 	default:
-		for _, name := range []string{"duration", "rate", "faults", "chaos-steps", "seeds"} {
+		for _, name := range []string{"duration", "rate", "faults", "chaos-steps", "seeds", "retry-after"} {
 			if flags.Changed(name) {
 				return usageError(fmt.Errorf("--%s is a setting of --chaos", name))
 			}
