@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -83,8 +85,6 @@ type Event struct {
 	What   string        `json:"what"`
 }
 
-// Failures lists what did not hold, one line each: the run's error, a phase or a step that
-// failed, an invariant broken.
 // Verdict is how a run failed, worst first: an invariant broken (data at risk), the run unable to
 // go on (a phase or a step that could not run), or only a figure missed (the availability budget,
 // the soak, an instance that exited on its own); VerdictPassed when it passed.
@@ -112,6 +112,8 @@ const (
 	VerdictBroken
 )
 
+// Failures lists what did not hold, one line each: the run's error, a phase or a step that
+// failed, an invariant broken.
 func (r *Report) Failures() []string {
 	var out []string
 	// The run's error is usually its first failed phase's, listed with the phase's name below.
@@ -220,8 +222,32 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// WriteMarkdown writes the report as a Markdown page (the terminal tables in code blocks, so they
-// read the same everywhere).
+// WriteFiles writes the report into dir three ways: report.md, report.html and report.json.
+func (r *Report) WriteFiles(dir string) error {
+	for _, file := range []struct {
+		name  string
+		write func(io.Writer) error
+	}{{"report.md", r.WriteMarkdown}, {"report.html", r.WriteHTML}, {"report.json", r.WriteJSON}} {
+		if err := writeFile(filepath.Join(dir, file.name), file.write); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeFile creates the file at path and has write fill it.
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	return f.Close()
+}
+
 // Title is the report's kind for a heading: "Game day" or "Drill".
 func (r *Report) Title() string {
 	if r.Kind == "drill" {
@@ -230,6 +256,8 @@ func (r *Report) Title() string {
 	return "Game day"
 }
 
+// WriteMarkdown writes the report as a Markdown page (the terminal tables in code blocks, so they
+// read the same everywhere).
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	var term bytes.Buffer
 	if err := r.Render(&term); err != nil {

@@ -1,7 +1,11 @@
 package gameday
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/fsctl/fsctl/finding"
@@ -35,5 +39,27 @@ func TestReportFailures(t *testing.T) {
 	}
 	if (&Report{}).allOK() {
 		t.Error("a report without invariants passed")
+	}
+}
+
+// WriteFiles leaves the report in a folder three ways, the JSON one readable back.
+func TestReportWriteFiles(t *testing.T) {
+	dir := t.TempDir()
+	r := &Report{Kind: "game day", Scenario: "files", Seed: 3, Invariants: []finding.Finding{{Check: "no oversell", Status: finding.Pass}}}
+	if err := r.WriteFiles(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"report.md", "report.html"} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || !strings.Contains(string(b), "files") {
+			t.Errorf("%s: %v, %d bytes without the scenario's name", name, err, len(b))
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(b, &back); err != nil || back.Scenario != "files" || back.Seed != 3 {
+		t.Errorf("report.json: %v, %+v", err, back)
 	}
 }

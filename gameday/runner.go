@@ -44,6 +44,12 @@ const (
 	TeardownNever Teardown = "never"
 )
 
+// stops says whether the stack is stopped at the end of a run, which started some of the stack's
+// services if started is true: the one teardown rule of a game day and of a run of several seeds.
+func (t Teardown) stops(started bool) bool {
+	return t == TeardownAlways || t == TeardownAuto && started
+}
+
 // Config is one game-day run.
 type Config struct {
 	Scenario Scenario
@@ -257,8 +263,11 @@ func (r *run) stackUp(ctx context.Context) (string, error) {
 }
 
 // stackDown names the stack's services that are not running.
-func (r *run) stackDown(ctx context.Context) ([]string, error) {
-	statuses, err := stack.Status(ctx, r.stack)
+func (r *run) stackDown(ctx context.Context) ([]string, error) { return servicesDown(ctx, r.stack) }
+
+// servicesDown names the services of the stack c that are not running.
+func servicesDown(ctx context.Context, c stack.Config) ([]string, error) {
+	statuses, err := stack.Status(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -336,8 +345,7 @@ func (r *run) teardown() {
 		r.printf("teardown: nothing of the target's is fsctl's to stop")
 		return
 	}
-	down := r.cfg.Teardown == TeardownAlways || (r.cfg.Teardown == TeardownAuto && len(r.up) > 0)
-	if !down {
+	if !r.cfg.Teardown.stops(len(r.up) > 0) {
 		// A run cut short (Ctrl-C) may have left a service a fault had stopped; put it back.
 		if err := stack.Up(ctx, r.stack); err != nil {
 			r.printf("teardown: restore the stack: %v", err)

@@ -74,6 +74,27 @@ type Budget struct {
 	Outage time.Duration
 }
 
+// WithBudget is the scenario with the parts of over that are given in place of its budget's (a
+// negative part is not given, as in a budget it is not judged): the budget flags of fsctl
+// gameday. A scenario without a budget gets one that judges only the parts given.
+func (s Scenario) WithBudget(over Budget) Scenario {
+	if over.Undecided < 0 && over.Outage < 0 {
+		return s
+	}
+	b := Budget{Undecided: -1, Outage: -1}
+	if s.Budget != nil {
+		b = *s.Budget
+	}
+	if over.Undecided < 0 {
+		over.Undecided = b.Undecided
+	}
+	if over.Outage < 0 {
+		over.Outage = b.Outage
+	}
+	s.Budget = &over
+	return s
+}
+
 // SaleSpec is the sale a game day creates (reset first: game days are rehearsals).
 type SaleSpec struct {
 	ID           string

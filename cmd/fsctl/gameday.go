@@ -2,13 +2,11 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/fsctl/fsctl/gameday"
 	"github.com/fsctl/fsctl/stack"
@@ -120,36 +118,12 @@ func runGameday(cmd *cobra.Command, o *gamedayOptions) error {
 	if o.soakEvery < 0 {
 		return usageError(fmt.Errorf("--soak %s: want how often to sample, e.g. 30s", o.soakEvery))
 	}
-	sc := gameday.Default()
-	flags := cmd.Flags()
-	switch {
-	case o.chaos && o.scenario != "":
-		return usageError(fmt.Errorf("--chaos draws its own scenario: give --chaos or --file, not both"))
-	case o.chaos && (o.seeds < 1 || o.seeds > 100_000):
-		return usageError(fmt.Errorf("--seeds %d: want 1 to 100000", o.seeds))
-	case o.chaos:
-		o.chaosCfg.RedisCluster, o.chaosCfg.KafkaCluster = o.stack.cfg.RedisCluster.Masters > 0, o.stack.cfg.KafkaCluster.Brokers > 0
-		var err error
-		if sc, err = gameday.Chaos(o.chaosCfg); err != nil {
-			return usageError(err)
-		}
-	default:
-		for _, name := range []string{"duration", "rate", "faults", "chaos-steps", "seeds", "retry-after"} {
-			if flags.Changed(name) {
-				return usageError(fmt.Errorf("--%s is a setting of --chaos", name))
-			}
-		}
-		if o.scenario != "" {
-			var err error
-			if sc, err = gameday.LoadFile(o.scenario); err != nil {
-				return err // exitCode tells a file that cannot be read from one that is wrong
-			}
-		}
-		if flags.Changed("seed") {
-			sc.Seed = o.chaosCfg.Seed
-		}
+	sc, err := o.scenarioOf(cmd.Flags())
+	if err != nil {
+		return err
 	}
-	if err := o.applyBudget(flags, &sc); err != nil {
+	budget, err := o.budget(cmd.Flags())
+	if err != nil {
 		return usageError(err)
 	}
 	dir, err := filepath.Abs(o.reportDir)
@@ -157,51 +131,9 @@ func runGameday(cmd *cobra.Command, o *gamedayOptions) error {
 		return err
 	}
 	if o.chaos && o.seeds > 1 {
-		return runChaosSeeds(cmd, o, td, dir)
+		return runChaosSeeds(cmd, o, td, dir, budget)
 	}
-	rep, runErr := playGameday(cmd, o, sc, td, dir)
-	if rep == nil {
-		return runErr
-	}
-	if err := writeReport(cmd.OutOrStdout(), o.output, rep); err != nil {
-		return err
-	}
-	if !o.output.json() {
-		fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", filepath.Join(dir, "report.md"))
-	}
-	if !rep.Passed {
-		if runErr == nil {
-			runErr = fmt.Errorf("game day %s failed", sc.Name)
-		}
-		return verdictError(rep.Verdict(), runErr)
-	}
-	return nil
-}
-
-// applyBudget puts --budget-undecided and --budget-outage in place of the scenario's budget.
-func (o *gamedayOptions) applyBudget(flags *pflag.FlagSet, sc *gameday.Scenario) error {
-	undecided, outage := flags.Changed("budget-undecided"), flags.Changed("budget-outage")
-	if !undecided && !outage {
-		return nil
-	}
-	b := gameday.Budget{Undecided: -1, Outage: -1}
-	if sc.Budget != nil {
-		b = *sc.Budget
-	}
-	if undecided {
-		if o.budgetUndecided < 0 || o.budgetUndecided > 1 {
-			return fmt.Errorf("--budget-undecided %g: want a share of buyers between 0 and 1, like 0.15", o.budgetUndecided)
-		}
-		b.Undecided = o.budgetUndecided
-	}
-	if outage {
-		if o.budgetOutage <= 0 {
-			return fmt.Errorf("--budget-outage %s: want the longest outage allowed, like 5s", o.budgetOutage)
-		}
-		b.Outage = o.budgetOutage
-	}
-	sc.Budget = &b
-	return nil
+	return playGameday(cmd, o, sc.WithBudget(budget), td, dir)
 }
 
 // verdictError gives a failed game day its exit status: 4 an invariant broken, 1 a run that
@@ -218,48 +150,38 @@ func verdictError(v gameday.Verdict, err error) error {
 	return nil
 }
 
-// playGameday runs one scenario and writes its reports to dir; the report is nil only when the
-// run could not start.
-func playGameday(cmd *cobra.Command, o *gamedayOptions, sc gameday.Scenario, td gameday.Teardown, dir string) (*gameday.Report, error) {
+// reportError is how a game day or a drill that ran ends: nil when it passed, else its error
+// ("game day NAME failed" when it had none) with the exit status of its verdict.
+func reportError(rep *gameday.Report, runErr error) error {
+	if rep.Passed {
+		return nil
+	}
+	if runErr == nil {
+		runErr = fmt.Errorf("%s %s failed", rep.Kind, rep.Scenario)
+	}
+	return verdictError(rep.Verdict(), runErr)
+}
+
+// playGameday runs one scenario, writes its reports to dir and prints its report.
+func playGameday(cmd *cobra.Command, o *gamedayOptions, sc gameday.Scenario, td gameday.Teardown, dir string) error {
 	if err := sc.Check(); err != nil {
-		return nil, usageError(err) // before the stack, the sale and any buyer
+		return usageError(err) // before the stack, the sale and any buyer
 	}
 	progress := o.output.beside(cmd.OutOrStdout(), cmd.ErrOrStderr())
 	scfg, err := o.stack.config(cmd, progress)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cfg := gameday.Config{Scenario: sc, Stack: scfg, Teardown: td, WorkDir: dir, Out: progress, SoakEvery: o.soakEvery}
-	if !o.noWarroom {
-		cfg.Timeline = gameday.NewWarRoom(gameday.Endpoints(cfg.Stack), sc.Sale.ID, filepath.Join(dir, "warroom.jsonl"))
-	}
-	rep, runErr := gameday.Run(cmd.Context(), cfg)
+	rep, runErr := gameday.Play(cmd.Context(), cfg, !o.noWarroom)
 	if rep == nil {
-		return nil, runErr
+		return runErr
 	}
-	if err := writeGamedayReports(dir, rep); err != nil {
-		return rep, err
+	if err := writeReport(cmd.OutOrStdout(), o.output, rep); err != nil {
+		return err
 	}
-	return rep, runErr
-}
-
-func writeGamedayReports(dir string, rep *gameday.Report) error {
-	for name, write := range map[string]func(*os.File) error{
-		"report.md":   func(f *os.File) error { return rep.WriteMarkdown(f) },
-		"report.html": func(f *os.File) error { return rep.WriteHTML(f) },
-		"report.json": func(f *os.File) error { return rep.WriteJSON(f) },
-	} {
-		f, err := os.Create(filepath.Join(dir, name))
-		if err != nil {
-			return err
-		}
-		if err := write(f); err != nil {
-			f.Close()
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
+	if !o.output.json() {
+		fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", filepath.Join(dir, "report.md"))
 	}
-	return nil
+	return reportError(rep, runErr)
 }

@@ -187,18 +187,12 @@ func runScenarioDrill(cmd *cobra.Command, o gamedayDrillOptions, prof *profile.P
 		return runErr
 	}
 	if o.reportDir != "" {
-		if err := writeGamedayReports(o.reportDir, rep); err != nil {
+		if err := rep.WriteFiles(o.reportDir); err != nil {
 			return err
 		}
 	}
 	if err := writeReport(cmd.OutOrStdout(), o.output, rep); err != nil {
 		return err
 	}
-	if !rep.Passed {
-		if runErr == nil {
-			runErr = fmt.Errorf("drill %s failed", sc.Name)
-		}
-		return verdictError(rep.Verdict(), runErr)
-	}
-	return nil
+	return reportError(rep, runErr)
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/gameday"
 )
 
@@ -36,19 +38,18 @@ func TestGamedayCLI(t *testing.T) {
 	}
 }
 
-// --budget-undecided and --budget-outage replace only the part of the scenario's budget they name,
-// and give a scenario without one (a chaos run's) a budget.
+// --budget-undecided and --budget-outage give only the part of the budget they name (the other
+// negative: not given, so the scenario keeps its own; gameday.TestWithBudget), and neither gives
+// nothing.
 func TestGamedayBudgetFlags(t *testing.T) {
 	for _, tc := range []struct {
-		args   []string
-		budget *gameday.Budget
-		want   *gameday.Budget
+		args []string
+		want gameday.Budget
 	}{
-		{nil, &gameday.Budget{Undecided: 0.15, Outage: 10 * time.Second}, &gameday.Budget{Undecided: 0.15, Outage: 10 * time.Second}},
-		{[]string{"--budget-outage", "5s"}, &gameday.Budget{Undecided: 0.15, Outage: 10 * time.Second}, &gameday.Budget{Undecided: 0.15, Outage: 5 * time.Second}},
-		{[]string{"--budget-undecided", "0.05"}, &gameday.Budget{Undecided: 0.15, Outage: 10 * time.Second}, &gameday.Budget{Undecided: 0.05, Outage: 10 * time.Second}},
-		{[]string{"--budget-outage", "3s"}, nil, &gameday.Budget{Undecided: -1, Outage: 3 * time.Second}},
-		{nil, nil, nil},
+		{nil, gameday.Budget{Undecided: -1, Outage: -1}},
+		{[]string{"--budget-outage", "5s"}, gameday.Budget{Undecided: -1, Outage: 5 * time.Second}},
+		{[]string{"--budget-undecided", "0.05"}, gameday.Budget{Undecided: 0.05, Outage: -1}},
+		{[]string{"--budget-undecided", "0", "--budget-outage", "3s"}, gameday.Budget{Undecided: 0, Outage: 3 * time.Second}},
 	} {
 		cmd := newGamedayCmd()
 		if err := cmd.ParseFlags(tc.args); err != nil {
@@ -57,39 +58,41 @@ func TestGamedayBudgetFlags(t *testing.T) {
 		o := &gamedayOptions{}
 		o.budgetUndecided, _ = cmd.Flags().GetFloat64("budget-undecided")
 		o.budgetOutage, _ = cmd.Flags().GetDuration("budget-outage")
-		sc := gameday.Scenario{Budget: tc.budget}
-		if err := o.applyBudget(cmd.Flags(), &sc); err != nil {
+		got, err := o.budget(cmd.Flags())
+		if err != nil {
 			t.Fatalf("%v: %v", tc.args, err)
 		}
-		if (sc.Budget == nil) != (tc.want == nil) || sc.Budget != nil && *sc.Budget != *tc.want {
-			t.Errorf("%v on %+v: budget %+v, want %+v", tc.args, tc.budget, sc.Budget, tc.want)
+		if got != tc.want {
+			t.Errorf("%v: budget %+v, want %+v", tc.args, got, tc.want)
 		}
 	}
 }
 
-// Several seeds sum up to the totals a long run is published with: faults by kind, acknowledged
-// orders and the missing ones, and the median and the worst undecided share and outage, each
-// worst naming its seed; a failing seed prints its replay command.
-func TestChaosSeedsSumUp(t *testing.T) {
-	runs := chaosRuns{
-		{Seed: 1, Passed: true, Faults: map[string]int{"kafka-kill": 2, "redis-freeze": 1}, Acknowledged: 100, share: 0.02, Outage: time.Second},
-		{Seed: 2, Passed: true, Faults: map[string]int{"kafka-kill": 1}, Acknowledged: 50, share: 0.40, Outage: 900 * time.Millisecond},
-		{Seed: 3, Passed: false, Faults: map[string]int{"postgres-stop": 3}, Acknowledged: 10, Missing: 1, share: 0.01, Outage: 7 * time.Second,
-			Failed: []string{"acknowledged orders in PostgreSQL: 1 missing"}, Replay: "fsctl gameday --chaos --seed 3", Report: "r.md"},
-		{Seed: 4, Passed: true, Faults: map[string]int{}, share: -1},
-	}
-	var b strings.Builder
-	if err := runs.Render(&b); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
-		"3 of 4 seed(s) passed; 160 acknowledged orders checked, 1 missing from PostgreSQL",
-		"faults injected: kafka-kill 3, postgres-stop 3, redis-freeze 1",
-		"undecided: median 2.0%, worst 40.0% (seed 2); longest outage: median 1s, worst 7s (seed 3)",
-		"seed 3 FAILED (r.md):", "replay: fsctl gameday --chaos --seed 3",
+// A game day or a drill that ran ends with nil when it passed, else with its own error or one
+// naming it, and the exit status of its verdict.
+func TestGamedayReportError(t *testing.T) {
+	ok := []finding.Finding{{Check: "no oversell", Status: finding.Pass}}
+	broken := []finding.Finding{{Check: "no oversell", Status: finding.Fail}}
+	for _, tc := range []struct {
+		rep    gameday.Report
+		runErr error
+		code   int
+		says   string
+	}{
+		{gameday.Report{Kind: "game day", Scenario: "s", Passed: true, Invariants: ok}, nil, 0, ""},
+		{gameday.Report{Kind: "game day", Scenario: "s", Invariants: broken}, nil, exitInvariant, "game day s failed"},
+		{gameday.Report{Kind: "drill", Scenario: "d", Invariants: ok}, nil, exitCheck, "drill d failed"},
+		{gameday.Report{Kind: "drill", Scenario: "d", Error: "boom"}, errors.New("boom"), exitFailed, "boom"},
 	} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("summary lacks %q:\n%s", want, b.String())
+		err := reportError(&tc.rep, tc.runErr)
+		if tc.says == "" {
+			if err != nil {
+				t.Errorf("%s %s passed: %v", tc.rep.Kind, tc.rep.Scenario, err)
+			}
+			continue
+		}
+		if err == nil || err.Error() != tc.says || exitCode(err, true) != tc.code {
+			t.Errorf("%s %s: %v (exit %d), want %q exit %d", tc.rep.Kind, tc.rep.Scenario, err, exitCode(err, true), tc.says, tc.code)
 		}
 	}
 }
