@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/fsctl/fsctl/control"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/saleops"
 )
 
 // adminRoutes registers the operator API: sale pause/resume, the live state of a sale and the
@@ -40,6 +42,8 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// adminSaleBody is GET /admin/v1/sales/{sale}: the operator's view (saleops.View) in the admin
+// API's words, which its clients read.
 type adminSaleBody struct {
 	ID           string          `json:"id"`
 	OpensAt      time.Time       `json:"opensAt"`
@@ -69,6 +73,21 @@ type adminShardBody struct {
 	InTransit int64 `json:"inTransit"`
 }
 
+// adminSaleBodyOf words v as the admin API does: its live counters per item and shard.
+func adminSaleBodyOf(v saleops.View) adminSaleBody {
+	b := adminSaleBody{ID: v.Sale.ID, OpensAt: v.Sale.OpensAt, ClosesAt: v.Sale.ClosesAt, Paused: v.Sale.Paused,
+		PerUserLimit: v.Sale.PerUserLimit, HoldTTL: v.Sale.HoldTTL, WaitReplicas: v.Sale.WaitReplicas}
+	for _, it := range v.Items {
+		r := it.Redis
+		ib := adminItemBody{ID: it.Item, Quantity: it.Postgres.Quantity, Remaining: r.Stock, Holds: r.Holds, Buyers: r.Buyers}
+		for _, sh := range r.Shards {
+			ib.Shards = append(ib.Shards, adminShardBody{Shard: sh.Shard, Stock: sh.Stock, Holds: sh.Holds, Buyers: sh.Buyers, InTransit: sh.InTransit})
+		}
+		b.Items = append(b.Items, ib)
+	}
+	return b
+}
+
 // handleAdminSale shows a sale with its live counters per shard: the operator's view, which reads
 // the live keys (the public sale page never does).
 func (s *Server) handleAdminSale(w http.ResponseWriter, r *http.Request) {
@@ -76,48 +95,40 @@ func (s *Server) handleAdminSale(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	states, err := s.stock.Snapshot(r.Context(), sl.ID, sl.Items)
+	v, err := saleops.LiveView(r.Context(), s.stock, sl)
 	if err != nil {
 		s.log.Error("admin snapshot", "sale", sl.ID, "err", err)
 		s.writeCode(w, outcome.Unavailable, "stock store unavailable")
 		return
 	}
-	b := adminSaleBody{ID: sl.ID, OpensAt: sl.OpensAt, Paused: sl.Paused, PerUserLimit: sl.PerUserLimit,
-		HoldTTL: sl.HoldTTL.String(), WaitReplicas: sl.WaitReplicas}
-	if !sl.ClosesAt.IsZero() {
-		b.ClosesAt = &sl.ClosesAt
-	}
+	b := adminSaleBodyOf(v)
 	if s.swStore != nil {
 		b.Switches, _ = s.swStore.Get(r.Context())
-	}
-	for i, it := range sl.Items {
-		st := states[i]
-		ib := adminItemBody{ID: it.ID, Quantity: it.Quantity, Remaining: st.Stock, Holds: st.Holds, Buyers: st.Buyers}
-		for _, sh := range st.Shards {
-			ib.Shards = append(ib.Shards, adminShardBody{Shard: sh.Shard, Stock: sh.Stock, Holds: sh.Holds, Buyers: sh.Buyers, InTransit: sh.InTransit})
-		}
-		b.Items = append(b.Items, ib)
 	}
 	writeJSON(w, http.StatusOK, b)
 }
 
-// handlePause pauses or resumes a sale: the flag goes to PostgreSQL (so a later preload keeps it)
-// and to every shard's meta in Redis, which the reserve script reads on every call — so every
-// instance honours it at once.
+// handlePause pauses or resumes a sale through saleops.SetPaused: the flag goes to PostgreSQL (so a
+// later preload keeps it), then to every shard's meta in Redis, which the reserve script reads on
+// every call — so every instance honours it at once.
 func (s *Server) handlePause(paused bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		sl, ok := s.adminLoadSale(w, r)
 		if !ok {
 			return
 		}
-		if err := s.store.SetPaused(r.Context(), sl.ID, paused); err != nil {
-			s.log.Error("set paused in postgres", "sale", sl.ID, "err", err)
-			s.writeCode(w, outcome.Unavailable, "order store unavailable; nothing changed")
-			return
-		}
-		if err := s.stock.SetPaused(r.Context(), sl, paused); err != nil {
-			s.log.Error("set paused in redis", "sale", sl.ID, "err", err)
-			s.writeCode(w, outcome.Unavailable, "stock store unavailable; the flag is saved in PostgreSQL but not live yet — retry")
+		if err := saleops.SetPaused(r.Context(), s.store, s.stock, sl, paused); err != nil {
+			pe, ok := errors.AsType[*saleops.PauseError](err)
+			if !ok {
+				pe = &saleops.PauseError{Err: err} // SetPaused fails with nothing else
+			}
+			if pe.Saved {
+				s.log.Error("set paused in redis", "sale", sl.ID, "err", pe.Err)
+				s.writeCode(w, outcome.Unavailable, "stock store unavailable; the flag is saved in PostgreSQL but not live yet — retry")
+			} else {
+				s.log.Error("set paused in postgres", "sale", sl.ID, "err", pe.Err)
+				s.writeCode(w, outcome.Unavailable, "order store unavailable; nothing changed")
+			}
 			return
 		}
 		s.catalog.forget(sl.ID)

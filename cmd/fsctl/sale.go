@@ -2,19 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
-	"github.com/fsctl/fsctl/orders"
-	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/provision"
-	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/saleops"
 	"github.com/fsctl/fsctl/table"
 )
 
@@ -27,45 +24,27 @@ func newSaleCmd() *cobra.Command {
 	return cmd
 }
 
-// saleStores are the two stores a sale lives in: PostgreSQL, its source of truth, and Redis,
-// where the reserve script reads it.
-type saleStores struct {
-	db  *orders.Store
-	rdb redis.UniversalClient
-	st  *stock.Store
-}
+// storesOpener opens a sale's stores: saleops.Open, or saleops.OpenMigrated.
+type storesOpener func(context.Context, saleops.Endpoints) (*saleops.Stores, error)
 
-// openSaleStores connects to both stores of the endpoint flags and checks Redis answers.
-func openSaleStores(ctx context.Context, e endpointFlags) (*saleStores, error) {
-	db, err := orders.Open(ctx, e.postgresURL)
-	if err != nil {
-		return nil, err
-	}
-	rdb, err := redisconn.Open(e.redisURL, redisconn.Tune{})
-	if err != nil {
-		db.Close()
-		return nil, usageError(err)
-	}
-	if err := redisconn.Check(ctx, rdb); err != nil {
-		db.Close()
-		_ = rdb.Close()
-		return nil, err
-	}
-	return &saleStores{db: db, rdb: rdb, st: stock.New(rdb)}, nil
-}
-
-// withSaleStores runs fn with both stores of the endpoint flags, closed when it returns.
-func withSaleStores(cmd *cobra.Command, e endpointFlags, fn func(context.Context, *saleStores) error) error {
+// withSaleStores runs fn with both stores of the endpoint flags, opened by open and closed when it
+// returns. A Redis address that does not parse and a sale PostgreSQL does not hold are the command
+// line's mistakes.
+func withSaleStores(cmd *cobra.Command, e endpointFlags, open storesOpener, fn func(context.Context, *saleops.Stores) error) error {
 	ctx := cmd.Context()
-	s, err := openSaleStores(ctx, e)
+	s, err := open(ctx, saleops.Endpoints{RedisURL: e.redisURL, PostgresURL: e.postgresURL})
+	if _, bad := errors.AsType[*saleops.URLError](err); bad {
+		return usageError(err)
+	}
 	if err != nil {
 		return err
 	}
-	defer func() {
-		s.db.Close()
-		_ = s.rdb.Close()
-	}()
-	return fn(ctx, s)
+	defer s.Close()
+	err = fn(ctx, s)
+	if _, unknown := errors.AsType[*saleops.UnknownSaleError](err); unknown {
+		return usageError(fmt.Errorf("%w; `fsctl sale list` shows the sales there", err))
+	}
+	return err
 }
 
 // checkSaleID refuses a missing or malformed --sale before anything is opened.
@@ -79,13 +58,11 @@ func checkSaleID(id string) error {
 	return nil
 }
 
-// loadSale reads a sale from PostgreSQL; one that does not exist is the command line's mistake.
-func (s *saleStores) loadSale(ctx context.Context, id string) (sale.Sale, error) {
-	sl, err := s.db.LoadSale(ctx, id)
-	if outcome.CodeOf(err) == outcome.NotFound {
-		return sale.Sale{}, usageError(fmt.Errorf("no sale %s in PostgreSQL; `fsctl sale list` shows the sales there", id))
-	}
-	return sl, err
+// saleReadOptions are the flags of sale list, show, pause and resume.
+type saleReadOptions struct {
+	endpoints endpointFlags
+	sale      string
+	output    outputFlag
 }
 
 type saleCreateOptions struct {
@@ -122,7 +99,6 @@ Redis state first: for rehearsals only, never during a real sale.`,
 }
 
 func createSale(cmd *cobra.Command, o saleCreateOptions) error {
-	ctx := cmd.Context()
 	sl, err := sale.LoadFile(o.file)
 	if err != nil {
 		return err
@@ -131,11 +107,8 @@ func createSale(cmd *cobra.Command, o saleCreateOptions) error {
 		announceChange(o.output.beside(cmd.OutOrStdout(), cmd.ErrOrStderr()), "resetting sale "+sl.ID+" (its orders and Redis state)",
 			o.endpoints.redisURL, o.endpoints.postgresURL)
 	}
-	if _, err := orders.Migrate(ctx, o.endpoints.postgresURL); err != nil {
-		return err
-	}
-	return withSaleStores(cmd, o.endpoints, func(ctx context.Context, s *saleStores) error {
-		rep, err := provision.Sale(ctx, s.db, s.st, sl, provision.Options{Reset: o.reset})
+	return withSaleStores(cmd, o.endpoints, saleops.OpenMigrated, func(ctx context.Context, s *saleops.Stores) error {
+		rep, err := s.Create(ctx, sl, provision.Options{Reset: o.reset})
 		if err != nil {
 			return err
 		}
@@ -145,38 +118,14 @@ func createSale(cmd *cobra.Command, o saleCreateOptions) error {
 		if err := printProvision(cmd.OutOrStdout(), sl, rep); err != nil {
 			return err
 		}
-		return printPlacement(ctx, cmd.OutOrStdout(), s.rdb, sl)
+		return s.WritePlacement(ctx, cmd.OutOrStdout(), sl)
 	})
-}
-
-// printPlacement says, on a Redis Cluster, which master holds each shard of each item, and warns
-// when two shards of an item share a master while another holds none.
-func printPlacement(ctx context.Context, w io.Writer, rdb redis.UniversalClient, sl sale.Sale) error {
-	if _, cluster := rdb.(*redis.ClusterClient); !cluster {
-		return nil
-	}
-	for _, it := range sl.Items {
-		var keys, labels []string
-		for k := range it.ShardCount() {
-			keys, labels = append(keys, stock.ShardKeys(sl.ID, it.ID, k, it.ShardCount()).Stock()), append(labels, "shard "+strconv.Itoa(k))
-		}
-		nodes, masters, err := redisconn.Placement(ctx, rdb, keys)
-		if err != nil {
-			return err
-		}
-		detail, crowded := redisconn.Spread(labels, nodes, masters)
-		fmt.Fprintf(w, "%s: %s\n", it.ID, detail)
-		if crowded != "" {
-			fmt.Fprintf(w, "warning: %s: %s; move a slot to a free master (redis-cli --cluster reshard) or use more shards\n", it.ID, crowded)
-		}
-	}
-	return nil
 }
 
 func printProvision(w io.Writer, sl sale.Sale, rep provision.Report) error {
 	fmt.Fprintf(w, "sale %s (%s): opens %s, per-user limit %d, hold %s\n",
 		sl.ID, sl.Name, sl.OpensAt.UTC().Format("2006-01-02T15:04:05Z"), sl.PerUserLimit, sl.HoldTTL)
-	printSaleOptions(w, sl.PerSaleLimit, revealTTL(sl.Reveal))
+	printSaleOptions(w, sl.PerSaleLimit, saleops.RevealTTL(sl.Reveal))
 	t := table.New(w, "item", "quantity", "pg sold", "redis stock", "shards", "preload").Wrap("preload", 0)
 	for _, it := range rep.Items {
 		if err := t.Append(it.ItemID, strconv.FormatInt(it.Quantity, 10), strconv.FormatInt(it.Sold, 10),
@@ -204,15 +153,6 @@ func provisionJSON(sl sale.Sale, rep provision.Report) map[string]any {
 	}
 	return map[string]any{"sale": sl.ID, "name": sl.Name, "opensAt": sl.OpensAt.UTC(), "perUserLimit": sl.PerUserLimit,
 		"holdTTL": sl.HoldTTL.String(), "items": items}
-}
-
-// revealTTL is how sale create and sale show name a sale's reveal: the lifetime of a purchase
-// path, "" when the sale does not reveal one.
-func revealTTL(r sale.Reveal) string {
-	if !r.Enabled {
-		return ""
-	}
-	return r.TTL.String()
 }
 
 // printSaleOptions prints the lines of the sale options a sale has on (sale create, sale show): the

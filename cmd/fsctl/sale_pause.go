@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/saleops"
 )
 
 // newSalePauseCmd is `fsctl sale pause` (pause true) or `fsctl sale resume`.
@@ -38,87 +38,20 @@ PUT /admin/v1/sales/ID/room.`,
 	return cmd
 }
 
-// pauseChange is what `fsctl sale pause|resume` changed, in each store.
-type pauseChange struct {
-	Sale     string      `json:"sale"`
-	Paused   bool        `json:"paused"`
-	Postgres pauseBefore `json:"postgres"`
-	Redis    shardsPause `json:"redis"`
-	// Room says the waiting room, when the sale has one, admits as before.
-	Room string `json:"room,omitempty"`
-}
-
-type pauseBefore struct {
-	Before bool `json:"before"`
-	After  bool `json:"after"`
-}
-
-// shardsPause counts the shards whose meta holds the pause flag, of all the sale's shards.
-type shardsPause struct {
-	Shards       int `json:"shards"`
-	PausedBefore int `json:"pausedBefore"`
-	PausedAfter  int `json:"pausedAfter"`
-}
-
 func setSalePaused(cmd *cobra.Command, o saleReadOptions, pause bool) error {
 	if err := checkSaleID(o.sale); err != nil {
 		return err
 	}
-	return withSaleStores(cmd, o.endpoints, func(ctx context.Context, s *saleStores) error {
-		c, err := s.setPaused(ctx, o.sale, pause)
+	return withSaleStores(cmd, o.endpoints, saleops.Open, func(ctx context.Context, s *saleops.Stores) error {
+		c, err := s.Pause(ctx, o.sale, pause)
 		if err != nil {
 			return err
 		}
-		return writeReport(cmd.OutOrStdout(), o.output, reportOf{v: c, render: c.render})
+		return writeReport(cmd.OutOrStdout(), o.output, reportOf{v: c, render: func(w io.Writer) error { return renderPauseChange(w, c) }})
 	})
 }
 
-// setPaused writes the pause flag to PostgreSQL, then Redis, and says what each held before and after.
-func (s *saleStores) setPaused(ctx context.Context, id string, pause bool) (pauseChange, error) {
-	sl, err := s.loadSale(ctx, id)
-	if err != nil {
-		return pauseChange{}, err
-	}
-	c := pauseChange{Sale: sl.ID, Paused: pause, Postgres: pauseBefore{Before: sl.Paused, After: pause}}
-	if c.Redis.Shards, c.Redis.PausedBefore, err = s.pausedShards(ctx, sl); err != nil {
-		return c, err
-	}
-	// PostgreSQL first, as the admin API does: it is what a preload or a rebuild reloads Redis
-	// from, so a pause saved there is never undone by a reload, even if Redis is not written.
-	if err := s.db.SetPaused(ctx, sl.ID, pause); err != nil {
-		return c, fmt.Errorf("nothing changed: %w", err)
-	}
-	if err := s.st.SetPaused(ctx, sl, pause); err != nil {
-		return c, fmt.Errorf("saved in PostgreSQL but not live in Redis yet, run it again: %w", err)
-	}
-	if _, c.Redis.PausedAfter, err = s.pausedShards(ctx, sl); err != nil {
-		return c, err
-	}
-	if sl.Room.Enabled {
-		c.Room = fmt.Sprintf("the waiting room admits as before (admissions paused: %s); PUT /admin/v1/sales/%s/room {\"paused\": %v} changes that",
-			yesNo(sl.Room.Paused), sl.ID, pause)
-	}
-	return c, nil
-}
-
-// pausedShards counts the sale's shards and those whose meta holds the pause flag.
-func (s *saleStores) pausedShards(ctx context.Context, sl sale.Sale) (shards, paused int, err error) {
-	metas, err := s.st.Metas(ctx, sl.ID, sl.Items)
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, item := range metas {
-		for _, m := range item {
-			shards++
-			if m.Paused {
-				paused++
-			}
-		}
-	}
-	return shards, paused, nil
-}
-
-func (c pauseChange) render(w io.Writer) error {
+func renderPauseChange(w io.Writer, c saleops.PauseChange) error {
 	word := map[bool]string{true: "paused", false: "running"}
 	fmt.Fprintf(w, "sale %s %s\n", c.Sale, word[c.Paused])
 	fmt.Fprintf(w, "postgres: %s -> %s\n", word[c.Postgres.Before], word[c.Postgres.After])

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/saleops"
 	"github.com/fsctl/fsctl/stack"
 	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/testenv"
@@ -84,7 +85,7 @@ func (ts testSale) reserve(t *testing.T) outcome.Code {
 func TestSaleListAndShow(t *testing.T) {
 	ts := createTestSale(t)
 	out, code, err := runCLI(t, append([]string{"sale", "list", "-o", "json"}, ts.endpoints...)...)
-	var rows []saleListRow
+	var rows []saleops.ListRow
 	if code != 0 || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 1 {
 		t.Fatalf("sale list: exit %d (%v)\n%s", code, err, out)
 	}
@@ -99,11 +100,11 @@ func TestSaleListAndShow(t *testing.T) {
 		t.Fatal("the sale does not sell")
 	}
 	out, code, err = ts.run(t, "show", "-o", "json")
-	var v saleView
+	var v saleops.View
 	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v.Sale.ID != ts.id || len(v.Items) != 2 {
 		t.Fatalf("sale show: exit %d (%v)\n%s", code, err, out)
 	}
-	hot := v.Items[slices.IndexFunc(v.Items, func(i itemView) bool { return i.Item == "hot" })]
+	hot := v.Items[slices.IndexFunc(v.Items, func(i saleops.ItemView) bool { return i.Item == "hot" })]
 	if hot.Postgres.Quantity != 5 || hot.Redis.Stock != 4 || hot.Redis.Holds != 1 || len(hot.Redis.Shards) != 2 ||
 		!hot.Redis.Shards[0].Loaded || hot.Redis.Shards[1].Paused || len(v.Notes) != 0 {
 		t.Errorf("sale show after one reservation: %+v, notes %q", hot, v.Notes)
@@ -128,13 +129,13 @@ func TestSalePauseResume(t *testing.T) {
 		t.Errorf("a reserve of a paused sale answered %s, want PAUSED", got)
 	}
 	out, _, _ = ts.run(t, "show", "-o", "json")
-	var v saleView
+	var v saleops.View
 	if json.Unmarshal([]byte(out), &v) != nil || !v.Sale.Paused || !v.Items[0].Redis.Shards[0].Paused {
 		t.Errorf("sale show after pause:\n%s", out)
 	}
 
 	out, code, err = ts.run(t, "resume", "-o", "json")
-	var c pauseChange
+	var c saleops.PauseChange
 	if code != 0 || json.Unmarshal([]byte(out), &c) != nil || c.Paused || !c.Postgres.Before || c.Postgres.After ||
 		c.Redis.PausedBefore != 3 || c.Redis.PausedAfter != 0 {
 		t.Fatalf("sale resume: exit %d (%v) %+v\n%s", code, err, c, out)
