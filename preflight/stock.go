@@ -18,6 +18,7 @@ import (
 	"github.com/fsctl/fsctl/redisconn"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/verify"
 )
 
 // checkStock: through the profile, every item's counters exist on every shard and add up to what
@@ -94,11 +95,12 @@ func itemStock(ctx context.Context, e *env, item string, lag int64, l *ledger) [
 	return out
 }
 
-// profileAccount holds an item's counters against what the profile's queries leave on sale:
-// quantity − live orders, each counter an integer >= 0 and the buyers keys sets or hashes.
+// profileAccount holds an item's counters against what the profile's queries leave on sale: the
+// units equation over live orders (before a sale nothing is held), each counter an integer >= 0
+// and the buyers keys sets or hashes.
 func profileAccount(e *env, st profile.ItemState, lag int64) account {
-	a := account{redis: st.Inventory.Stock, want: st.Quantity - st.Live,
-		terms:  fmt.Sprintf("quantity %d − live orders %d", st.Quantity, st.Live),
+	want, terms := verify.Expected(verify.Item{Quantity: st.Quantity, Live: st.Live})
+	a := account{redis: st.Inventory.Stock, want: want, terms: terms,
 		counts: fmt.Sprintf("buyers %d, holds %d", st.Inventory.Buyers, st.Inventory.Holds),
 		fix:    "find where the units went before the sale (" + noFix + ")"}
 	missing := st.Inventory.Missing()
@@ -275,8 +277,8 @@ func newLedger(ctx context.Context, e *env, sl sale.Sale) (*ledger, error) {
 	return l, nil
 }
 
-// account holds one item against the sale: its counters must equal quantity − sold − the holds
-// still on their way to PostgreSQL, and the item must break none of reconcile's invariants. An
+// account holds one item against the sale: its counters must hold what the units equation leaves
+// (quantity − holds − paid), and the item must break none of reconcile's invariants. An
 // item the sale does not have is left to the profile's account.
 func (l *ledger) account(item string, st profile.ItemState) (account, bool) {
 	if l == nil {
@@ -287,10 +289,8 @@ func (l *ledger) account(item string, st profile.ItemState) (account, bool) {
 	if !ok || !inSale {
 		return account{}, false
 	}
-	c := r.Counts
-	inFlight := r.Holds - c.Pending
-	a := account{redis: r.Stock, want: r.Quantity - c.Sold - inFlight,
-		terms:  fmt.Sprintf("quantity %d − sold %d − in flight %d", r.Quantity, c.Sold, inFlight),
+	want, terms := verify.Expected(r.Item(l.sale.PerUserLimit))
+	a := account{redis: r.Stock, want: want, terms: terms,
 		counts: fmt.Sprintf("holds %d, buyers %d", r.Holds, buyers(r))}
 	var missing []int
 	for _, sh := range st.Inventory.Shards {

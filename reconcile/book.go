@@ -12,6 +12,7 @@ import (
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/verify"
 )
 
 // book is what only fsctl serve offers reconcile, on top of what its profile declares: its sale
@@ -118,7 +119,7 @@ func (b *book) units(r *run, it *itemRead, f *Finding, delta int64) bool {
 		return false
 	case len(it.ordered) > 0:
 		f.Fix = "after the other findings are repaired"
-	case s.Live > s.Quantity || negative(s.Inventory.Shards):
+	case verify.GaveOutTooMany(verify.FromState(s)):
 		f.Fix = leftOversold
 	default:
 		f.Fix, f.Apply = b.adjust(r, s, delta)

@@ -73,12 +73,12 @@ func Sale(ctx context.Context, st Stock, db Orders, sl sale.Sale) ([]ItemReport,
 
 // check returns every invariant the item breaks (package verify's rules).
 func check(r ItemReport, limit int) []string {
-	return verify.Strings(verify.Check(r.verifyItem(limit)), false)
+	return verify.Strings(verify.Check(r.Item(limit)), false)
 }
 
-// verifyItem is the item as verify reads it: Redis's stock and holds shard by shard, PostgreSQL's
-// counts and the most live orders one user holds.
-func (r ItemReport) verifyItem(limit int) verify.Item {
+// Item is the item as verify reads it: Redis's stock and holds shard by shard, PostgreSQL's
+// counts and the most live orders one user holds, held to limit per user.
+func (r ItemReport) Item(limit int) verify.Item {
 	c := r.Counts
 	it := verify.Item{ID: r.ItemID, Quantity: r.Quantity, Stock: r.Stock, Holds: verify.Of(r.Holds),
 		Sold: verify.Of(c.Sold), Live: c.Pending + c.Paid, Paid: verify.Of(c.Paid),

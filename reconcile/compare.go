@@ -111,7 +111,7 @@ func (r *run) units(it *itemRead, f *Finding, lost int64) bool {
 		return false
 	}
 	switch {
-	case s.Live > s.Quantity || negative(keys):
+	case verify.GaveOutTooMany(verify.FromState(s)):
 		f.Fix = leftOversold
 	case r.p.Fix.Stock != profile.Recount:
 		f.Fix = noFix + " (fix.stock)"
@@ -122,8 +122,8 @@ func (r *run) units(it *itemRead, f *Finding, lost int64) bool {
 	case it.lag > 0:
 		f.Fix = fmt.Sprintf("left alone: %d orders in flight; run again once the log has drained", it.lag)
 	default:
-		to := s.Quantity - s.Live
-		f.Fix = fmt.Sprintf("recount %s from %d to %d (quantity − live orders), only if it still holds %d", keys[0].Keys.Stock, s.Stock, to, s.Stock)
+		to, terms := verify.Expected(verify.FromState(s))
+		f.Fix = fmt.Sprintf("recount %s from %d to %d (%s), only if it still holds %d", keys[0].Keys.Stock, s.Stock, to, terms, s.Stock)
 		f.Apply = r.setStock(keys[0].Keys.Stock, s.Stock, to)
 	}
 	return true
@@ -198,10 +198,6 @@ func (r *run) confirm(first []readFinding, second itemRead) []readFinding {
 		out = append(out, f)
 	}
 	return out
-}
-
-func negative(shards []profile.ShardInventory) bool {
-	return slices.ContainsFunc(shards, func(sh profile.ShardInventory) bool { return sh.Stock < 0 })
 }
 
 func sum(m map[string]int64) int64 {

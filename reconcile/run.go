@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/sale"
@@ -235,10 +236,11 @@ func fixPasses(ctx context.Context, cfg Config, inspect func(context.Context) (R
 	return rep, nil
 }
 
-// repair applies every finding's repair once, each within twice the call timeout, and says what
-// it did.
+// repair applies every finding's repair once, each within twice the call timeout, through
+// finding.ApplyAll (the one way a repair is made), and says what it did.
 func repair(ctx context.Context, rep Report, timeout time.Duration) []Action {
 	var out []Action
+	var fs []finding.Finding
 	for _, it := range rep.Items {
 		for _, f := range it.Findings {
 			if f.Apply == nil {
@@ -250,13 +252,12 @@ func repair(ctx context.Context, rep Report, timeout time.Duration) []Action {
 			} else if f.User != "" {
 				a.What += " (buyer " + f.User + ")"
 			}
-			rctx, cancel := context.WithTimeout(ctx, 2*timeout)
-			if err := f.Apply(rctx); err != nil {
-				a.Error = err.Error()
-			}
-			cancel()
 			out = append(out, a)
+			fs = append(fs, finding.Finding{Check: f.Check, Status: finding.Fail, Repair: a.What, Apply: f.Apply})
 		}
+	}
+	for i, done := range finding.ApplyAll(ctx, fs, 2*timeout) { // one Applied a finding, in order: each fails
+		out[i].Error = done.Error
 	}
 	return out
 }

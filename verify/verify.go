@@ -7,6 +7,7 @@ package verify
 
 import (
 	"fmt"
+	"slices"
 )
 
 // The invariants, as findings name them.
@@ -150,25 +151,46 @@ func Check(it Item) []Problem {
 	return out
 }
 
-// units is the unit count: Redis's stock plus the units taken from it must be the quantity.
-// Where Redis keeps holds, the units taken are its holds and PostgreSQL's paid orders (the
-// invariant stock + holds = quantity − paid); elsewhere they are the live orders. delta > 0:
-// units lost, < 0: doubled.
-func units(it Item) (delta int64, detail string) {
-	var taken int64
-	var parts string
+// Expected is what Redis's stock of the item must hold by the units equation, and the terms it is
+// made of: where Redis keeps holds, quantity − holds − paid (stock + holds = quantity − paid);
+// elsewhere quantity − live orders. Every command that holds a counter against the sale (preflight,
+// the war room's drift, reconcile) asks this one rule.
+func Expected(it Item) (want int64, terms string) {
 	if it.Holds.Known && it.Paid.Known {
-		taken = it.Holds.N + it.Paid.N
-		parts = fmt.Sprintf("redis stock %d + holds %d + paid %d", it.Stock, it.Holds.N, it.Paid.N)
-	} else {
-		taken = it.Live
-		parts = fmt.Sprintf("redis stock %d + live orders %d", it.Stock, it.Live)
+		return it.Quantity - it.Holds.N - it.Paid.N, fmt.Sprintf("quantity %d − holds %d − paid %d", it.Quantity, it.Holds.N, it.Paid.N)
 	}
-	delta = it.Quantity - taken - it.Stock
+	return it.Quantity - it.Live, fmt.Sprintf("quantity %d − live orders %d", it.Quantity, it.Live)
+}
+
+// Delta is what the units equation finds off: the expected stock minus Redis's; > 0 units lost
+// (the sale sells fewer than it has), < 0 doubled (it would sell some twice).
+func Delta(it Item) int64 {
+	want, _ := Expected(it)
+	return want - it.Stock
+}
+
+// GaveOutTooMany reports whether the item gave out more units than it has: more live orders than
+// its quantity, or a stock counter below zero. A unit count that is off on such an item is not
+// repaired by moving a counter (the units went out twice); it is left to a person.
+func GaveOutTooMany(it Item) bool {
+	return it.Live > it.Quantity || it.Stock < 0 && len(it.Shards) == 0 ||
+		slices.ContainsFunc(it.Shards, func(sh Shard) bool { return sh.Stock < 0 })
+}
+
+// units is the unit count: Redis's stock plus the units taken from it must be the quantity
+// (Expected). delta > 0: units lost, < 0: doubled.
+func units(it Item) (delta int64, detail string) {
+	delta = Delta(it)
 	if delta == 0 {
 		return 0, ""
 	}
-	return delta, fmt.Sprintf("%s = %d, quantity %d: %s", parts, it.Stock+taken, it.Quantity, UnitsWord(delta))
+	var parts string
+	if it.Holds.Known && it.Paid.Known {
+		parts = fmt.Sprintf("redis stock %d + holds %d + paid %d", it.Stock, it.Holds.N, it.Paid.N)
+	} else {
+		parts = fmt.Sprintf("redis stock %d + live orders %d", it.Stock, it.Live)
+	}
+	return delta, fmt.Sprintf("%s = %d, quantity %d: %s", parts, it.Quantity-delta, it.Quantity, UnitsWord(delta))
 }
 
 // UnitsWord says what a units delta means for the sale.

@@ -126,3 +126,38 @@ func TestOversell(t *testing.T) {
 		}
 	}
 }
+
+// TestExpected: the units equation, as preflight, the war room and reconcile ask it.
+func TestExpected(t *testing.T) {
+	it := settled()
+	if want, terms := Expected(it); want != 5 || terms != "quantity 10 − holds 3 − paid 2" {
+		t.Errorf("with holds: %d %q, want 5 and quantity − holds − paid", want, terms)
+	}
+	it.Stock = 7 // two units doubled
+	if d := Delta(it); d != -2 {
+		t.Errorf("stock 7 for 5 expected: delta %d, want -2", d)
+	}
+	live := Item{Quantity: 10, Stock: 4, Live: 5}
+	if want, terms := Expected(live); want != 5 || terms != "quantity 10 − live orders 5" || Delta(live) != 1 {
+		t.Errorf("without holds: %d %q delta %d, want 5, quantity − live orders, 1 lost", want, terms, Delta(live))
+	}
+}
+
+// TestGaveOutTooMany: more live orders than units, or a counter below zero.
+func TestGaveOutTooMany(t *testing.T) {
+	if GaveOutTooMany(settled()) {
+		t.Error("a consistent item gave out too many")
+	}
+	for name, plant := range map[string]func(*Item){
+		"live over quantity":  func(it *Item) { it.Live = 11 },
+		"a negative shard":    func(it *Item) { it.Shards[1].Stock = -1 },
+		"negative, unsharded": func(it *Item) { it.Shards, it.Stock = nil, -1 },
+	} {
+		it := settled()
+		it.Shards = slices.Clone(it.Shards)
+		plant(&it)
+		if !GaveOutTooMany(it) {
+			t.Errorf("%s: not seen", name)
+		}
+	}
+}

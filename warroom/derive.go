@@ -3,6 +3,8 @@ package warroom
 import (
 	"math"
 	"sort"
+
+	"github.com/fsctl/fsctl/verify"
 )
 
 // Outcome groups of the traffic panel; every other purchase answer counts as "other".
@@ -53,7 +55,8 @@ type ItemDerived struct {
 	UnitsPerSec float64 `json:"unitsPerSec"`
 	// SecondsToSoldOut at the current velocity; -1 when it is not falling (or already 0).
 	SecondsToSoldOut float64 `json:"secondsToSoldOut"`
-	// Drift is redis stock + holds - (quantity - paid): units lost (<0) or doubled (>0). InFlight is
+	// Drift is redis stock + holds - (quantity - paid), the units equation's imbalance as verify
+	// counts it with its sign turned: units lost (<0) or doubled (>0). InFlight is
 	// redis holds - PostgreSQL pending: reservations still on their way through Kafka.
 	Drift    int64 `json:"drift"`
 	InFlight int64 `json:"inFlight"`
@@ -199,12 +202,12 @@ func deriveItems(d *Derived, prev, cur *Snapshot) {
 		}
 		if o, ok := paid[it.ID]; ok && o.LiveOnly {
 			x.Paid, x.Consistent, x.LiveOnly = o.Paid, true, true
-			x.Drift = it.Remaining + o.Live - it.Quantity
+			x.Drift = -verify.Delta(verify.Item{Quantity: it.Quantity, Stock: it.Remaining, Live: o.Live})
 			x.Unpaid = o.Live - max(o.Paid, 0)
 			d.MaxDrift = max(d.MaxDrift, abs(x.Drift))
 		} else if ok {
 			x.Paid, x.Consistent = o.Paid, true
-			x.Drift = it.Remaining + it.Held - (it.Quantity - o.Paid)
+			x.Drift = -verify.Delta(verify.Item{Quantity: it.Quantity, Stock: it.Remaining, Holds: verify.Of(it.Held), Paid: verify.Of(o.Paid)})
 			x.InFlight = it.Held - o.Pending
 			d.MaxDrift = max(d.MaxDrift, abs(x.Drift))
 			d.InFlight += x.InFlight
