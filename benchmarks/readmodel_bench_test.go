@@ -24,6 +24,7 @@ import (
 	"github.com/fsctl/fsctl/server"
 	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/testenv"
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // readCounter counts what a go-redis client sends: round trips (a pipeline is one) and commands.
@@ -139,11 +140,7 @@ func pageLoad(b *testing.B, db *orders.Store, plain *stock.Store, sl sale.Sale, 
 		handlers[i] = s.Handler()
 	}
 	for _, v := range views {
-		for deadline := time.Now().Add(30 * time.Second); !v.Live(); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				b.Fatal("view not live after 30s")
-			}
-		}
+		eventually.True(b, 30*time.Second, v.Live, "view not live")
 	}
 
 	// Stock changes 100 times a second (a busy sale: reservations recorded, holds released),

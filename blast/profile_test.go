@@ -125,9 +125,22 @@ func TestCheckStateOnTheBundledCheckout(t *testing.T) {
 		t.Errorf("a lost order leaves Redis one unit short, yet %+v", v)
 	}
 
+	// With sql.itemOrders the item's orders are read in one query, not buyer by buyer: a broken
+	// sql.userOrders is never asked, and the same loss is found.
+	byItem := *tg.P
+	byItem.SQL.UserOrders = "SELECT id, status FROM no_such_table WHERE user_id = @user"
+	items := &profile.Target{P: &byItem, DB: profile.NewDB(&byItem, tg.Pool()), Stocks: profile.NewStocks(&byItem, tg.Redis())}
+	vs, err = blast.CheckState(ctx, items, c.Sale.ID, res.Records, limits, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := find(t, vs, "every RESERVED order reached PostgreSQL"); v.Passed() || len(v.Problems) != 1 || !strings.Contains(v.Problems[0], "hot: "+lostUser) {
+		t.Errorf("a lost order of %s, read item by item: %+v", lostUser, v)
+	}
+
 	// Without sql.liveBuyers each buyer's orders are read one by one: the same loss is found.
 	perBuyer := *tg.P
-	perBuyer.SQL.LiveBuyers = ""
+	perBuyer.SQL.LiveBuyers, perBuyer.SQL.ItemOrders = "", ""
 	one := &profile.Target{P: &perBuyer, DB: profile.NewDB(&perBuyer, tg.Pool()), Stocks: profile.NewStocks(&perBuyer, tg.Redis())}
 	vs, err = blast.CheckState(ctx, one, c.Sale.ID, res.Records, limits, 300*time.Millisecond)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/testenv"
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // countingTransport counts the produce requests sent through it; with hold set, the first one
@@ -135,20 +136,16 @@ func TestGroupProducerSharesProduceRequests(t *testing.T) {
 func (g *groupProducer) enqueueWait(t *testing.T, start func(), n int) {
 	t.Helper()
 	start()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	// A tight pace: the queue is in memory, and some tests wait on it once per message.
+	eventually.OKEvery(t, 10*time.Second, time.Millisecond, func() error {
 		g.mu.Lock()
 		q := g.lanes[0]
 		g.mu.Unlock()
-		got := q.Pending()
-		if got >= n {
-			return
+		if got := q.Pending(); got < n {
+			return fmt.Errorf("the queue holds %d messages, want %d", got, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the queue holds %d messages, want %d", got, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestGroupProducerLeftCallerIsNotSent: a publish whose caller gave up while it waited in the queue

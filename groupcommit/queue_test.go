@@ -1,10 +1,13 @@
 package groupcommit
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // recorder is a send function that records its batches; the first batch waits for release.
@@ -43,15 +46,17 @@ func (r *recorder) recorded() [][]int {
 	return slices.Clone(r.batches)
 }
 
+// inMemory is the pace of waits on the queue's own state: asking is cheap, and the tests are short.
+const inMemory = 50 * time.Microsecond
+
 func waitPending(t *testing.T, q *Queue[int], n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for q.Pending() != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d pending, want %d", q.Pending(), n)
+	eventually.OKEvery(t, 5*time.Second, inMemory, func() error {
+		if got := q.Pending(); got != n {
+			return fmt.Errorf("%d pending, want %d", got, n)
 		}
-		time.Sleep(50 * time.Microsecond)
-	}
+		return nil
+	})
 }
 
 // TestLoneItemGoesAlone: an item added to an idle queue is sent at once in a batch of its own.
@@ -111,17 +116,15 @@ func TestLanesBoundBatchesInFlight(t *testing.T) {
 	waitPending(t, q, 1) // two taken by the lanes, one waiting
 	// Both lanes must be inside send before the gate opens: a lane that took its item but had not
 	// yet counted itself would otherwise pass the open gate after the other left it.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Microsecond) {
+	eventually.OKEvery(t, 5*time.Second, inMemory, func() error {
 		mu.Lock()
 		n := inFlight
 		mu.Unlock()
-		if n == 2 {
-			break
+		if n != 2 {
+			return fmt.Errorf("%d batches in flight, want 2", n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d batches in flight after 5s, want 2", n)
-		}
-	}
+		return nil
+	})
 	close(gate)
 	done.Wait()
 	if most != 2 {

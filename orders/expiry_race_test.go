@@ -9,6 +9,7 @@ import (
 
 	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/testenv/eventually"
 	"github.com/google/uuid"
 )
 
@@ -50,8 +51,9 @@ func startExpirers(s *orders.Store, n, limit int) *expirers {
 // they expired, failing on any error. The deadline only guards against a hang.
 func (e *expirers) stop(t *testing.T, s *orders.Store) map[uuid.UUID]orders.Order {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	halt := sync.OnceFunc(func() { close(e.done); e.wg.Wait() })
+	defer halt() // when the wait fails too: no expirer outlives the test
+	eventually.OK(t, 60*time.Second, func() error {
 		var left int
 		if err := s.Pool().QueryRow(context.Background(),
 			`SELECT count(*) FROM orders WHERE status = 'PENDING' AND paying_since IS NULL`).Scan(&left); err != nil {
@@ -60,18 +62,12 @@ func (e *expirers) stop(t *testing.T, s *orders.Store) map[uuid.UUID]orders.Orde
 		e.mu.Lock()
 		failed := len(e.errs) > 0
 		e.mu.Unlock()
-		if left == 0 || failed {
-			break
+		if left > 0 && !failed {
+			return fmt.Errorf("%d due orders never expired", left)
 		}
-		if time.Now().After(deadline) {
-			close(e.done)
-			e.wg.Wait()
-			t.Fatalf("%d due orders never expired; errors: %v", left, e.errs)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	close(e.done)
-	e.wg.Wait()
+		return nil
+	})
+	halt()
 	if len(e.errs) > 0 {
 		t.Fatalf("%d ExpireDue calls failed, first: %v", len(e.errs), e.errs[0])
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fsctl/fsctl/payment"
 	"github.com/fsctl/fsctl/payment/fake"
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // transitions records the breaker's state changes.
@@ -37,11 +38,12 @@ func (tr *transitions) list() []string {
 // state takes real time. The deadline only bounds a broken test, it is no timing assertion.
 func waitState(t *testing.T, b *payment.Breaker, want payment.State) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); b.State() != want; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("breaker stayed %s, want %s", b.State(), want)
+	eventually.OK(t, 10*time.Second, func() error {
+		if got := b.State(); got != want {
+			return fmt.Errorf("breaker stayed %s, want %s", got, want)
 		}
-	}
+		return nil
+	})
 }
 
 func TestBreakerOpensAndRefusesWithoutCallingTheProvider(t *testing.T) {

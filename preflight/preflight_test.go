@@ -18,6 +18,7 @@ import (
 	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/testenv"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
+	"github.com/fsctl/fsctl/testenv/eventually"
 	"github.com/fsctl/fsctl/verify"
 )
 
@@ -131,17 +132,13 @@ func TestWrongPreloadAfterSalesIsNotRewritten(t *testing.T) {
 
 func waitPending(t *testing.T, tg *target, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	eventually.OK(t, 20*time.Second, func() error {
 		counts, err := tg.c.App.Orders.Counts(context.Background(), tg.c.Sale.ID)
-		if err == nil && len(counts) == 1 && counts[0].Pending == n {
-			return
+		if err != nil || len(counts) != 1 || counts[0].Pending != n {
+			return fmt.Errorf("orders never reached PostgreSQL: %+v %v", counts, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("orders never reached PostgreSQL: %+v %v", counts, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestMissingCounterIsPreloaded(t *testing.T) {

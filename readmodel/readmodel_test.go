@@ -3,6 +3,7 @@ package readmodel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/testenv"
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -68,30 +70,20 @@ func runView(t *testing.T, brokers []string, topic string) *readmodel.View {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = v.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	deadline := time.Now().Add(15 * time.Second)
-	for !v.Live() {
-		if time.Now().After(deadline) {
-			t.Fatalf("view of %s not live after 15s", topic)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually.True(t, 15*time.Second, v.Live, "view of %s not live", topic)
 	return v
 }
 
 // waitStock waits until the view shows want for the item, or fails after 10 s.
 func waitStock(t *testing.T, v *readmodel.View, saleID string, it sale.Item, want int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually.OK(t, 10*time.Second, func() error {
 		st, err := v.Stock(saleID, []sale.Item{it})
-		if err == nil && st.Remaining[it.ID] == want {
-			return
+		if err != nil || st.Remaining[it.ID] != want {
+			return fmt.Errorf("view shows %v (err %v) for %s/%s, want %d", st.Remaining, err, saleID, it.ID, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("view shows %v (err %v) for %s/%s after 10s, want %d", st.Remaining, err, saleID, it.ID, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestPublishedSnapshotsReachAFreshView: the publisher reads Redis (every shard summed) and a View
@@ -218,17 +210,12 @@ func TestViewNotLiveWithoutItsTopic(t *testing.T) {
 		t.Fatalf("live view: %v", err)
 	}
 	deleteTopic(t, brokers, topic)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, err := v.Stock("s", []sale.Item{it})
-		if errors.Is(err, readmodel.ErrNotLive) {
-			break
+	eventually.OK(t, 10*time.Second, func() error {
+		if _, err := v.Stock("s", []sale.Item{it}); !errors.Is(err, readmodel.ErrNotLive) {
+			return fmt.Errorf("view still answers after its topic was deleted (err %v)", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("view still answers 10s after its topic was deleted (err %v)", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 
 	down := newView(t, readmodel.ViewConfig{Kafka: kafkaconn.Conn{Brokers: []string{"127.0.0.1:1"}}, Topic: topic, Probe: 50 * time.Millisecond}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -2,6 +2,7 @@ package reservation_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/testenv"
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // preload opens a sale of one item of quantity units on the real Redis, reset when tb ends.
@@ -128,21 +130,17 @@ func redisAddr(t *testing.T) string {
 
 func waitHealth(t *testing.T, c *reservation.Client, _ *health.Server, want healthpb.HealthCheckResponse_ServingStatus) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	eventually.OK(t, 5*time.Second, func() error {
 		err := c.Check(context.Background())
 		got := healthpb.HealthCheckResponse_SERVING
 		if err != nil {
 			got = healthpb.HealthCheckResponse_NOT_SERVING
 		}
-		if got == want {
-			return
+		if got != want {
+			return fmt.Errorf("health %s, want %s (%v)", got, want, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("health %s after 5s, want %s (%v)", got, want, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // BenchmarkReserve is the cost of the split deployment's extra hop: the same fresh reservation on

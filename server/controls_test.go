@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/fsctl/fsctl/server"
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 const opToken = "operator-token-0123456789"
@@ -21,34 +23,29 @@ func (e *env) admin(base, method, path, body string) (int, string) {
 // eventually retries buy on base until it answers want (kill switches travel by polling).
 func (e *env) eventually(base, user, key string, want int) string {
 	e.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		code, body := e.doAt(base, http.MethodPost, e.purchasePath(), user, map[string]string{"Idempotency-Key": key}, nil)
-		if code == want {
-			return body
+	var body string
+	eventually.OK(e.t, 5*time.Second, func() error {
+		var code int
+		code, body = e.doAt(base, http.MethodPost, e.purchasePath(), user, map[string]string{"Idempotency-Key": key}, nil)
+		if code != want {
+			return fmt.Errorf("purchase on %s kept answering %d %s, want %d", base, code, body, want)
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("purchase on %s kept answering %d %s, want %d", base, code, body, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return body
 }
 
 // untilAnswer repeats a request that changes nothing, as buyer p2, until base answers want with
 // code in its body (kill switches reach an instance by polling).
 func (e *env) untilAnswer(base, method, path string, headers map[string]string, body string, want int, code string) {
 	e.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	eventually.OK(e.t, 5*time.Second, func() error {
 		got, answer := e.doAt(base, method, path, "p2", headers, strings.NewReader(body))
-		if got == want && strings.Contains(answer, code) {
-			return
+		if got != want || !strings.Contains(answer, code) {
+			return fmt.Errorf("%s %s on %s kept answering %d %s, want %d %s", method, path, base, got, answer, want, code)
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%s %s on %s kept answering %d %s, want %d %s", method, path, base, got, answer, want, code)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestOperatorControls pauses and resumes a sale and throws kill switches through /admin/v1, and

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // TestServeDebug: the opt-in profiler answers on its own address, and stops with its context.
@@ -24,22 +27,19 @@ func TestServeDebug(t *testing.T) {
 	go func() { done <- ServeDebug(ctx, addr, slog.New(slog.DiscardHandler)) }()
 
 	var body string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually.OK(t, 10*time.Second, func() error {
 		resp, err := http.Get("http://" + addr + "/debug/pprof/")
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				body = string(b)
-				break
-			}
+		if err != nil {
+			return fmt.Errorf("the profiler did not answer on %s: %v", addr, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the profiler did not answer on %s: %v", addr, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("the profiler did not answer on %s: %s", addr, resp.Status)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		body = string(b)
+		return nil
+	})
 	if !strings.Contains(body, "goroutine") || !strings.Contains(body, "heap") {
 		t.Errorf("the profiler's index lists no profiles:\n%s", body)
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/fsctl/fsctl/auth"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 const (
@@ -144,17 +146,12 @@ func TestCheckoutStartsWithoutItsIssuer(t *testing.T) {
 		t.Fatalf("/readyz with the issuer down: %d, jwks %q", code, check)
 	}
 	p.down.Store(false)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		code, check := readyz(t, c)
-		if code == http.StatusOK {
-			break
+	eventually.OK(t, 10*time.Second, func() error {
+		if code, check := readyz(t, c); code != http.StatusOK {
+			return fmt.Errorf("/readyz after the issuer came back: %d, jwks %q", code, check)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz after the issuer came back: %d, jwks %q", code, check)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if code, body := buyWith(t, c, tok); code != http.StatusAccepted {
 		t.Fatalf("once the issuer answers: %d %s", code, body)
 	}

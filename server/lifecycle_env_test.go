@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/fsctl/fsctl/reconcile"
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // pay pays for an order with a payment token of the fake provider (tok_ok, tok_decline, tok_error).
@@ -47,31 +48,28 @@ func (e *env) status(id uuid.UUID) string {
 // waitStatus waits until PostgreSQL shows the order in status.
 func (e *env) waitStatus(id uuid.UUID, status string) {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for e.status(id) != status {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("order %s is %q after 20s, want %s", id, e.status(id), status)
+	eventually.OK(e.t, 20*time.Second, func() error {
+		if got := e.status(id); got != status {
+			return fmt.Errorf("order %s is %q, want %s", id, got, status)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // settled waits until Redis and PostgreSQL agree on every invariant (the consumer and the jobs
 // work asynchronously) and fails the test with the problems if they never do.
 func (e *env) settled() reconcile.ItemReport {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var rep reconcile.ItemReport
+	eventually.OK(e.t, 20*time.Second, func() error {
 		reps, err := reconcile.Sale(context.Background(), e.app.Stock, e.app.Orders, e.sale)
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		if len(reps[0].Problems) == 0 {
-			return reps[0]
+		if rep = reps[0]; len(rep.Problems) > 0 {
+			return fmt.Errorf("Redis and PostgreSQL never agreed: %v", rep.Problems)
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("Redis and PostgreSQL never agreed: %v", reps[0].Problems)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	return rep
 }

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/fsctl/fsctl/payment"
 	"github.com/fsctl/fsctl/payment/fake"
 	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // Every way a reservation can end, each on the real services, each ending with Redis and
@@ -102,17 +104,12 @@ func TestExpiryReleasesOnceAcrossInstances(t *testing.T) {
 		ids = append(ids, e.mustBuy(u, "k").String())
 	}
 	e.counts(3)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c := e.counts(0)
-		if c.Expired == 3 {
-			break
+	eventually.OK(t, 20*time.Second, func() error {
+		if c := e.counts(0); c.Expired != 3 {
+			return fmt.Errorf("holds never expired: %+v", c)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("holds never expired: %+v", c)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	rep := e.settled()
 	if rep.Stock != 4 || rep.Holds != 0 || rep.Counts.Sold != 0 {
 		t.Fatalf("after expiry: stock %d holds %d sold %d, want 4 0 0", rep.Stock, rep.Holds, rep.Counts.Sold)

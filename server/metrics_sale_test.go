@@ -20,6 +20,7 @@ import (
 	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/server"
 	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // TestSaleGaugesShowStockHoldsAndLag sells units of a two-shard item while PostgreSQL keeps the
@@ -170,17 +171,8 @@ func scrape(t *testing.T, base string) families {
 // waitScrape scrapes until check passes (the gauges are cached for a second) or 30 s pass.
 func waitScrape(t *testing.T, base string, check func(families) error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := check(scrape(t, base))
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 30 s: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	// A scrape is a whole /metrics page, whose gauges hold for a second: no need to ask more often.
+	eventually.OKEvery(t, 30*time.Second, 200*time.Millisecond, func() error { return check(scrape(t, base)) })
 }
 
 // match returns the samples of name whose labels include want.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/server"
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // answered is how long a request may take before the test calls it hung. The bounds are
@@ -91,20 +92,15 @@ func quiesce(t *testing.T, e *env) {
 	t.Helper()
 	e.client.CloseIdleConnections()
 	http.DefaultClient.CloseIdleConnections()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	eventually.OK(t, 5*time.Second, func() error {
 		rc := dialRaw(t, e.base)
 		_, body := rc.do(http.MethodGet, "/metrics")
 		rc.c.Close()
-		n := sumMetric(body, "fsctl_connections_admitted")
-		if n == 1 {
-			return
+		if n := sumMetric(body, "fsctl_connections_admitted"); n != 1 {
+			return fmt.Errorf("the server still holds %v connections besides the test's", n-1)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the server still holds %v connections besides the test's", n-1)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // settled returns the goroutine count and the heap in use after a collection.
@@ -184,18 +180,14 @@ func TestOverloadShedsBeyondMaxConns(t *testing.T) {
 	for _, rc := range held {
 		rc.c.Close()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually.OK(t, 10*time.Second, func() error {
 		g2, heap2 := settled()
-		if g2 <= g0+5 && heap2 <= heap0+16<<20 {
-			t.Logf("after the clients left: %d goroutines, heap in use %d MiB", g2, heap2>>20)
-			break
+		if g2 > g0+5 || heap2 > heap0+16<<20 {
+			return fmt.Errorf("after the clients left: %d goroutines (from %d), heap %d MiB (from %d MiB)", g2, g0, heap2>>20, heap0>>20)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the clients left: %d goroutines (from %d), heap %d MiB (from %d MiB)", g2, g0, heap2>>20, heap0>>20)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		t.Logf("after the clients left: %d goroutines, heap in use %d MiB", g2, heap2>>20)
+		return nil
+	})
 }
 
 // shedCount reads one action of fsctl_connections_shed_total from a /metrics page.
@@ -240,17 +232,12 @@ func TestSlowlorisDroppedAfterHeaderTimeout(t *testing.T) {
 // waitServed waits until a new connection is admitted and served again: a slot came back.
 func waitServed(t *testing.T, e *env, after string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		resp, body := dialRaw(t, e.base).do(http.MethodGet, "/api/v1/sales/"+e.sale.ID)
-		if resp.StatusCode == http.StatusOK {
-			return
+	eventually.OK(t, 5*time.Second, func() error {
+		if resp, body := dialRaw(t, e.base).do(http.MethodGet, "/api/v1/sales/"+e.sale.ID); resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: %d %s; the slot was not given back", after, resp.StatusCode, body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %d %s; the slot was not given back", after, resp.StatusCode, body)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // trickle writes s one byte every 100 ms until the connection fails.
@@ -275,18 +262,15 @@ func TestClientThatNeverReadsIsCut(t *testing.T) {
 	// its close a moment later), and then this one is the one shed: it asks once, and floods only
 	// once admitted (the shed server answers /healthz too, so it asks for /metrics).
 	var c net.Conn
-	for deadline := time.Now().Add(5 * time.Second); ; {
+	eventually.OK(t, 5*time.Second, func() error {
 		rc := dialRaw(t, e.base)
-		if resp, _ := rc.do(http.MethodGet, "/metrics"); resp.StatusCode == http.StatusOK {
-			c = rc.c
-			break
+		if resp, _ := rc.do(http.MethodGet, "/metrics"); resp.StatusCode != http.StatusOK {
+			rc.c.Close()
+			return errors.New("the single slot never came free for the non-reading client")
 		}
-		rc.c.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("the single slot never came free for the non-reading client")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		c = rc.c
+		return nil
+	})
 	defer c.Close()
 	_ = c.(*net.TCPConn).SetReadBuffer(1024) // the answers pile up in the server's socket, not ours
 	start := time.Now()

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -20,6 +21,7 @@ import (
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/server"
 	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // TestContention is the acceptance test: 1,000 concurrent buyers for 100 units through
@@ -289,11 +291,10 @@ func sumMetric(body, name string) float64 {
 
 func waitMetric(t *testing.T, e *env, name string, want float64) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for metricValue(t, e, name) < want {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s stayed below %v", name, want)
+	eventually.OK(t, 30*time.Second, func() error {
+		if got := metricValue(t, e, name); got < want {
+			return fmt.Errorf("%s stayed below %v: %v", name, want, got)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }

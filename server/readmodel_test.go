@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/testenv"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // eventsEnv is an env whose every instance serves the sale page from the stock topic.
@@ -111,19 +113,17 @@ func (e *eventsEnv) liveRemaining() int64 {
 // converge waits until every instance's page shows want from source, within bound.
 func (e *eventsEnv) converge(bases []string, want int64, source string, bound time.Duration) {
 	e.t.Helper()
-	deadline := time.Now().Add(bound)
-	for _, b := range bases {
-		for {
-			p := e.page(b)
-			if p.Items[0].Remaining == want && p.StockSource == source {
-				break
+	// One bound for all of them, taken in turn: an instance that showed want is not asked again.
+	next := 0
+	eventually.OK(e.t, bound, func() error {
+		for ; next < len(bases); next++ {
+			b := bases[next]
+			if p := e.page(b); p.Items[0].Remaining != want || p.StockSource != source {
+				return fmt.Errorf("%s shows %d from %q, want %d from %q", b, p.Items[0].Remaining, p.StockSource, want, source)
 			}
-			if time.Now().After(deadline) {
-				e.t.Fatalf("%s shows %d from %q after %s, want %d from %q", b, p.Items[0].Remaining, p.StockSource, bound, want, source)
-			}
-			time.Sleep(20 * time.Millisecond)
 		}
-	}
+		return nil
+	})
 }
 
 // convergeBound is how long a change may take to reach every page: the consumer's batch, the

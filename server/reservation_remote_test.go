@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/fsctl/fsctl/reservation/reservationpb"
 	"github.com/fsctl/fsctl/server"
 	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // remoteReservations is an env's reservation service: the real store on the env's Redis, served
@@ -99,17 +101,12 @@ func TestRemoteLookupCancelAndPause(t *testing.T) {
 	if code, body := e.do(http.MethodGet, "/api/v1/orders/"+uuid.Must(uuid.NewV7()).String(), "ann", nil, nil); code != http.StatusNotFound {
 		t.Fatalf("GET an unknown order: %d %s, want 404", code, body)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		code, body := e.do(http.MethodDelete, "/api/v1/orders/"+id, "ann", nil, nil)
-		if code == http.StatusOK {
-			break
+	eventually.OK(t, 10*time.Second, func() error {
+		if code, body := e.do(http.MethodDelete, "/api/v1/orders/"+id, "ann", nil, nil); code != http.StatusOK {
+			return fmt.Errorf("cancel: %d %s", code, body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cancel: %d %s", code, body)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if code, body := e.buy("bob", "k2"); code != http.StatusAccepted {
 		t.Fatalf("bob after the cancellation: %d %s, want 202", code, body)
 	}

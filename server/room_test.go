@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 func roomSettings() sale.Room {
@@ -21,24 +23,25 @@ func roomSettings() sale.Room {
 // queueTicket joins the room as user and polls until admitted; it returns the admission token.
 func (e *env) admitted(base, user string) string {
 	e.t.Helper()
-	code, body := e.doAt(base, http.MethodPost, "/api/v1/sales/"+e.sale.ID+"/queue", user, nil, nil)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	// The first try joins the queue; the others poll the ticket it gave.
+	method, path := http.MethodPost, "/api/v1/sales/"+e.sale.ID+"/queue"
+	var token string
+	eventually.OK(e.t, 10*time.Second, func() error {
+		code, body := e.doAt(base, method, path, user, nil, nil)
 		var t struct {
 			Ticket, Status, AdmissionToken string
 		}
 		if code != http.StatusOK || json.Unmarshal([]byte(body), &t) != nil {
 			e.t.Fatalf("queue answered %d %s", code, body)
 		}
-		if t.Status == "admitted" {
-			return t.AdmissionToken
+		if t.Status != "admitted" {
+			method, path = http.MethodGet, "/api/v1/sales/"+e.sale.ID+"/queue/"+t.Ticket
+			return fmt.Errorf("%s never admitted: %s", user, body)
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%s never admitted: %s", user, body)
-		}
-		time.Sleep(20 * time.Millisecond)
-		code, body = e.doAt(base, http.MethodGet, "/api/v1/sales/"+e.sale.ID+"/queue/"+t.Ticket, user, nil, nil)
-	}
+		token = t.AdmissionToken
+		return nil
+	})
+	return token
 }
 
 func (e *env) buyWith(base, user, key, token string) (int, string) {

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/stock"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // TestStaleHandOffIsNotRecorded replays what a game day's broker kill did: a hand-off the server
@@ -44,17 +46,13 @@ func TestStaleHandOffIsNotRecorded(t *testing.T) {
 	if code != 202 {
 		t.Fatalf("the retry: %d %s", code, body)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	eventually.OK(t, 20*time.Second, func() error {
 		counts, err := c.App.Orders.Counts(ctx, c.Sale.ID)
-		if err == nil && counts[0].Pending == 1 {
-			break
+		if err != nil || counts[0].Pending != 1 {
+			return fmt.Errorf("the retry's order never reached PostgreSQL: %+v %v", counts, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the retry's order never reached PostgreSQL: %+v %v", counts, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if _, err := c.App.Orders.GetOrder(ctx, stale); outcome.CodeOf(err) != outcome.NotFound {
 		t.Fatalf("the stale order was recorded: %v", err)
 	}

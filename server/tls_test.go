@@ -16,6 +16,7 @@ import (
 
 	"github.com/fsctl/fsctl/server"
 	"github.com/fsctl/fsctl/testenv"
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // serveTLS runs a checkout with only its health routes alive (no stores: nothing here buys)
@@ -90,17 +91,11 @@ func TestServeTLSReloadsTheCertificate(t *testing.T) {
 	}
 	renewedCert, renewedKey := ca.Server(t, "renewed", "127.0.0.1")
 	replace(t, certFile, keyFile, renewedCert, renewedKey)
-	deadline := time.Now().Add(3 * server.CertCheckEvery)
-	for {
+	renewed := func() bool {
 		got, _ := servedCert(t, addr, ca.Pool())
-		if got.SerialNumber.Cmp(first.SerialNumber) != 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still serving serial %v %s after the files changed", first.SerialNumber, 3*server.CertCheckEvery)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return got.SerialNumber.Cmp(first.SerialNumber) != 0
 	}
+	eventually.True(t, 3*server.CertCheckEvery, renewed, "still serving serial %v after the files changed", first.SerialNumber)
 }
 
 // TestServeTLSNeedsBothFiles refuses a certificate without its key, and a pair that does not load.

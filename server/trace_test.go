@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fsctl/fsctl/server"
+	"github.com/fsctl/fsctl/testenv/eventually"
 	"github.com/fsctl/fsctl/tracing"
 )
 
@@ -144,20 +145,18 @@ func TestMetricsOnTheirOwnListener(t *testing.T) {
 // ended spans by name.
 func waitSpans(t *testing.T, rec *tracetest.SpanRecorder, names ...string) map[string][]sdktrace.ReadOnlySpan {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		byName := map[string][]sdktrace.ReadOnlySpan{}
+	var byName map[string][]sdktrace.ReadOnlySpan
+	eventually.OK(t, 30*time.Second, func() error {
+		byName = map[string][]sdktrace.ReadOnlySpan{}
 		for _, s := range rec.Ended() {
 			byName[s.Name()] = append(byName[s.Name()], s)
 		}
-		if !slices.ContainsFunc(names, func(n string) bool { return len(byName[n]) == 0 }) {
-			return byName
+		if slices.ContainsFunc(names, func(n string) bool { return len(byName[n]) == 0 }) {
+			return fmt.Errorf("no span %v; ended: %v", names, keys(byName))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no span %v after 30s; ended: %v", names, keys(byName))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	return byName
 }
 
 func one(t *testing.T, byName map[string][]sdktrace.ReadOnlySpan, name string) sdktrace.ReadOnlySpan {

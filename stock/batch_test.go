@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fsctl/fsctl/testenv"
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // pipeHook is a go-redis hook that records the size of every pipeline carrying the test's own
@@ -106,17 +107,13 @@ func (h *pipeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // waitPending waits, up to a deadline, until n calls are queued in b.
 func waitPending(t *testing.T, b *batcher, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := b.q.Pending()
-		if got == n {
-			return
+	// A tight pace: the queue is in memory, and asking it costs nothing.
+	eventually.OKEvery(t, 10*time.Second, 100*time.Microsecond, func() error {
+		if got := b.q.Pending(); got != n {
+			return fmt.Errorf("%d calls queued, want %d", got, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d calls queued after 10s, want %d", got, n)
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
+		return nil
+	})
 }
 
 // holdFirst sends one INCR through b and returns once its pipeline is held in h's hook (the only

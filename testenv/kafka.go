@@ -16,6 +16,7 @@ import (
 
 	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // KafkaBrokers returns the brokers of FSCTL_KAFKA_BROKERS after checking that one answers a
@@ -85,9 +86,12 @@ func KafkaTopicOn(tb testing.TB, brokers []string, partitions int) string {
 			tb.Errorf("delete topic %s: %v", topic, err)
 		}
 	})
-	if err := waitLeaders(brokers, topic, partitions, 30*time.Second); err != nil {
-		tb.Fatalf("topic %s: %v", topic, err)
-	}
+	eventually.OK(tb, 30*time.Second, func() error {
+		if err := leadersElected(brokers, topic, partitions); err != nil {
+			return fmt.Errorf("topic %s: no leader for every partition: %w", topic, err)
+		}
+		return nil
+	})
 	return topic
 }
 
@@ -132,38 +136,28 @@ func withController(brokers []string, fn func(*kafka.Conn) error) error {
 	return fn(cc)
 }
 
-func waitLeaders(brokers []string, topic string, partitions int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := func() error {
-			conn, err := dialAny(brokers)
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			parts, err := conn.ReadPartitions(topic)
-			if err != nil {
-				return err
-			}
-			if len(parts) != partitions {
-				return fmt.Errorf("%d of %d partitions in metadata", len(parts), partitions)
-			}
-			for _, p := range parts {
-				if p.Error != nil {
-					return fmt.Errorf("partition %d: %w", p.ID, p.Error)
-				}
-				if p.Leader.Host == "" {
-					return fmt.Errorf("partition %d has no leader yet", p.ID)
-				}
-			}
-			return nil
-		}()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no leader for every partition after %s: %w", timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+// leadersElected returns nil once the metadata shows all the partitions of topic, each with a
+// leader, and otherwise what is still missing.
+func leadersElected(brokers []string, topic string, partitions int) error {
+	conn, err := dialAny(brokers)
+	if err != nil {
+		return err
 	}
+	defer conn.Close()
+	parts, err := conn.ReadPartitions(topic)
+	if err != nil {
+		return err
+	}
+	if len(parts) != partitions {
+		return fmt.Errorf("%d of %d partitions in metadata", len(parts), partitions)
+	}
+	for _, p := range parts {
+		if p.Error != nil {
+			return fmt.Errorf("partition %d: %w", p.ID, p.Error)
+		}
+		if p.Leader.Host == "" {
+			return fmt.Errorf("partition %d has no leader yet", p.ID)
+		}
+	}
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // PrivateRedis starts a redis-server of the test's own on a free loopback port, with no
@@ -76,19 +77,15 @@ func PrivateRedisNode(tb testing.TB, args ...string) *RedisNode {
 	n := &RedisNode{Addr: fmt.Sprintf("127.0.0.1:%d", port), URL: fmt.Sprintf("redis://127.0.0.1:%d/0", port), cmd: cmd}
 	c := redis.NewClient(&redis.Options{Addr: n.Addr})
 	defer c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually.OK(tb, 10*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return n
+		defer cancel()
+		if err := c.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("private redis-server on port %d never answered: %w", port, err)
 		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("private redis-server on port %d never answered: %v", port, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return n
 }
 
 // PrivateRedisReplica starts a private redis-server replicating master (--replicaof) and returns
@@ -105,19 +102,15 @@ func PrivateRedisReplica(tb testing.TB, master *RedisNode) *RedisNode {
 	_, own, _ := net.SplitHostPort(n.Addr)
 	c := redis.NewClient(&redis.Options{Addr: master.Addr})
 	defer c.Close()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	eventually.OK(tb, 20*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		acked, err := replicaAcked(ctx, c, own)
-		cancel()
-		if acked {
-			return n
+		defer cancel()
+		if acked, err := replicaAcked(ctx, c, own); !acked {
+			return fmt.Errorf("private replica %s of %s never acknowledged the master's stream: %v", n.Addr, master.Addr, err)
 		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("private replica %s of %s never acknowledged the master's stream: %v", n.Addr, master.Addr, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return n
 }
 
 // replicaAcked reports whether the replica listening on port is online at the master and

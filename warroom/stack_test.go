@@ -20,6 +20,7 @@ import (
 	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/testenv"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // capture, when set, writes the dashboard as it stands mid-burst (120x40, colours stripped) to the
@@ -80,17 +81,15 @@ func burst(t *testing.T, c *checkouttest.Checkout, buyers, workers int, pace tim
 // settle collects until the pipeline has caught up (no lag, every Redis hold pending in PostgreSQL).
 func settle(t *testing.T, src Sources) Snapshot {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		s := Once(context.Background(), src, DefaultAlerts(), 0, CollectOptions{})
-		if s.Items.OK() && s.Orders.OK() && s.Pipeline.OK() && s.Pipeline.Data.Lag == 0 && s.Derived.InFlight == 0 {
-			return s
+	var s Snapshot
+	eventually.OK(t, 30*time.Second, func() error {
+		s = Once(context.Background(), src, DefaultAlerts(), 0, CollectOptions{})
+		if !s.Items.OK() || !s.Orders.OK() || !s.Pipeline.OK() || s.Pipeline.Data.Lag != 0 || s.Derived.InFlight != 0 {
+			return fmt.Errorf("the pipeline did not settle: %+v", s)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the pipeline did not settle: %+v", s)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
+	return s
 }
 
 func TestSnapshotMatchesRedisAndPostgresAfterABurst(t *testing.T) {

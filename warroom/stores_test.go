@@ -20,6 +20,7 @@ import (
 	"github.com/fsctl/fsctl/stock"
 	"github.com/fsctl/fsctl/testenv"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // genericProfile is the bundled server's profile with deep off, so the war room reads the bundled
@@ -50,18 +51,18 @@ func openProfileSources(t *testing.T, c *checkouttest.Checkout, p *profile.Profi
 // settledProfile collects until the orders read through the profile count live units.
 func settledProfile(t *testing.T, src Sources, live int64) Snapshot {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		s := Once(context.Background(), src, DefaultAlerts(), 0, CollectOptions{})
+	var s Snapshot
+	eventually.OK(t, 30*time.Second, func() error {
+		s = Once(context.Background(), src, DefaultAlerts(), 0, CollectOptions{})
 		// The counts come from separate queries: the one by status may run before the consumer's
 		// commit and the others after it, so wait until all of them have seen it.
 		if o := s.Orders; o.OK() && len(o.Data) == 1 && o.Data[0].Live == live && o.Data[0].Sold == live &&
 			(o.Data[0].LiveOnly || o.Data[0].Pending+o.Data[0].Paid == live) {
-			return s
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("orders did not reach %d live: %+v", live, s.Orders)
-		}
-	}
+		return fmt.Errorf("orders did not reach %d live: %+v", live, s.Orders)
+	})
+	return s
 }
 
 func TestNonDeepProfileReadsTheCheckoutThroughItsDeclarations(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/fsctl/fsctl/profiles"
 	"github.com/fsctl/fsctl/testenv"
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // Each example runs at most this long; one still running then (a server, a big burst, a game of
@@ -312,19 +313,18 @@ func mustRun(t *testing.T, args ...string) string {
 // waitHealthy waits until url answers 200, or the server gave up.
 func waitHealthy(t *testing.T, url string, served <-chan error) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
+	eventually.OK(t, time.Minute, func() error {
 		if resp, err := http.Get(url); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				return nil
 			}
 		}
 		select {
 		case err := <-served:
 			t.Fatalf("the sandbox's checkout stopped: %v", err)
-		case <-time.After(100 * time.Millisecond):
+		default:
 		}
-	}
-	t.Fatalf("the sandbox's checkout never answered %s", url)
+		return fmt.Errorf("the sandbox's checkout never answered %s", url)
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"math/big"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fsctl/fsctl/testenv"
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // env is one shop under test with its HTTP server and a Redis client for assertions.
@@ -163,18 +165,16 @@ func (e *env) purchase(t *testing.T, item int64, user string) answer {
 // waitOrders polls PostgreSQL until the item has want orders, failing after a minute.
 func (e *env) waitOrders(t *testing.T, item int64, want int) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	var n int
-	for time.Now().Before(deadline) {
+	eventually.OK(t, 60*time.Second, func() error {
+		var n int
 		err := e.shop.pool.QueryRow(context.Background(),
 			`SELECT count(*) FROM flash_sale_order WHERE item_id = $1`, item).Scan(&n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n == want {
-			return
+		if n != want {
+			return fmt.Errorf("item %d: %d orders in PostgreSQL, want %d", item, n, want)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("item %d: %d orders in PostgreSQL after 60s, want %d", item, n, want)
+		return nil
+	})
 }

@@ -6,6 +6,7 @@ package articletest
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/big"
@@ -22,6 +23,7 @@ import (
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/stack"
 	"github.com/fsctl/fsctl/testenv"
+	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // Sale is the sale id fsctl is given for the shop: the article has no sale table, so it is only
@@ -160,11 +162,11 @@ func (s *Shop) WaitOrders(item string, n int64) {
 		s.t.Fatal(err)
 	}
 	defer t.Close()
-	var live int64
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if live, err = t.DB.Live(context.Background(), s.Sale, item); err == nil && live == n {
-			return
+	eventually.OK(s.t, 30*time.Second, func() error {
+		live, err := t.DB.Live(context.Background(), s.Sale, item)
+		if err != nil || live != n {
+			return fmt.Errorf("item %s: %d live orders (err %v), want %d", item, live, err, n)
 		}
-	}
-	s.t.Fatalf("item %s: %d live orders (err %v), want %d", item, live, err, n)
+		return nil
+	})
 }
