@@ -40,7 +40,7 @@ func CheckState(ctx context.Context, t *profile.Target, sale string, recs []load
 			// their status.
 			orders, read := live.all[b]
 			if !read {
-				if orders, err = t.DB.UserOrders(ctx, sale, b.item, b.user); err != nil {
+				if orders, err = live.ordersOf(ctx, t, sale, b); err != nil {
 					return nil, err
 				}
 			}
@@ -157,11 +157,33 @@ func saleItems(sale string, recs []loadgen.Record, limits map[loadgen.Target]loa
 
 // live counts each buyer's live orders; every names the items whose every buyer was read
 // (sql.liveBuyers), for which the most live orders one buyer holds is known, and all keeps the
-// orders in every status of the buyers read one by one.
+// orders in every status of the buyers read one by one. byItem keeps each item's orders by user
+// once read with sql.itemOrders.
 type live struct {
 	orders map[buyerItem]int64
 	every  map[string]bool
 	all    map[buyerItem][]profile.Order
+	byItem map[string]map[string][]profile.Order
+}
+
+// ordersOf is a buyer's orders of an item in every status: from the item's orders, read in one
+// query the first time (sql.itemOrders), or the buyer's own (sql.userOrders).
+func (l *live) ordersOf(ctx context.Context, t *profile.Target, sale string, b buyerItem) ([]profile.Order, error) {
+	if users, ok := l.byItem[b.item]; ok {
+		return users[b.user], nil
+	}
+	users, ok, err := t.DB.ItemOrders(ctx, sale, b.item)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return t.DB.UserOrders(ctx, sale, b.item, b.user)
+	}
+	if l.byItem == nil {
+		l.byItem = map[string]map[string][]profile.Order{}
+	}
+	l.byItem[b.item] = users
+	return users[b.user], nil
 }
 
 // liveOrders reads the live orders of every told buyer: each item's live buyers in one query when

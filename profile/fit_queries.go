@@ -71,6 +71,7 @@ func (f Fit) item(ctx context.Context, db *DB, item string, limit int) (int, []f
 		{"sql.paid", fmt.Sprintf("%d paid orders", ip.Paid), f.P.SQL.Paid != ""},
 		{"sql.userOrders", fmt.Sprintf("%d orders of %s, columns id and status", ip.ProbeOrders, probeUser), true},
 		{"sql.liveBuyers", fmt.Sprintf("%d live buyers", len(ip.Buyers)), f.P.SQL.LiveBuyers != ""},
+		{"sql.itemOrders", fmt.Sprintf("%d orders of %d buyers, columns user_id, id and status", ip.ItemOrders, ip.ItemBuyers), f.P.SQL.ItemOrders != ""},
 	}
 	var out []finding.Finding
 	for _, l := range fields {

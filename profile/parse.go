@@ -228,7 +228,7 @@ func (p *Profile) validateSQL() error {
 	}
 	queries := append(required, []struct{ field, q, need string }{
 		{"sql.shards", s.Shards, "item"}, {"sql.perUserLimit", s.PerUserLimit, ""}, {"sql.paid", s.Paid, "item"},
-		{"sql.liveBuyers", s.LiveBuyers, "item"},
+		{"sql.liveBuyers", s.LiveBuyers, "item"}, {"sql.itemOrders", s.ItemOrders, "item"},
 	}...)
 	for _, r := range queries {
 		allowed := []string{"sale", "item"}
@@ -274,6 +274,7 @@ var queryPurpose = map[string]string{
 	"paid":         "the query of how many paid orders an item has (@item)",
 	"userOrders":   "the query of a user's orders of an item (columns id, status; @item, @user)",
 	"liveBuyers":   "the query of the users with live orders of an item (@item)",
+	"itemOrders":   "the query of every order of an item (columns user_id, id, status; @item)",
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -28,6 +28,9 @@ type ItemProbe struct {
 	Shards     int
 	// ProbeOrders is how many orders the userOrders query found for the probe user.
 	ProbeOrders int
+	// ItemOrders and ItemBuyers are how many orders the itemOrders query found, and of how many
+	// users (when the profile declares it).
+	ItemOrders, ItemBuyers int
 	// Buyers are the live buyers (HasBuyers: the profile has the query).
 	Buyers    map[string]int64
 	HasBuyers bool
@@ -85,6 +88,14 @@ func (d *DB) ProbeItem(ctx context.Context, sale, item, user string, limit int) 
 		failed("sql.userOrders", err)
 	}
 	ip.ProbeOrders = len(orders)
+	if byUser, _, err := d.ItemOrders(ctx, sale, item); err != nil {
+		failed("sql.itemOrders", err)
+	} else {
+		ip.ItemBuyers = len(byUser)
+		for _, os := range byUser {
+			ip.ItemOrders += len(os)
+		}
+	}
 	if ip.Buyers, ip.HasBuyers, err = d.LiveBuyers(ctx, sale, item); err != nil {
 		failed("sql.liveBuyers", err)
 	} else if ip.HasBuyers {

@@ -176,6 +176,28 @@ func (d *DB) UserOrders(ctx context.Context, sale, item, user string) ([]Order, 
 	return out, nil
 }
 
+// ItemOrders returns every order of an item by its user; ok is false when the profile has no
+// such query (then UserOrders reads them buyer by buyer).
+func (d *DB) ItemOrders(ctx context.Context, sale, item string) (map[string][]Order, bool, error) {
+	if d.p.SQL.ItemOrders == "" {
+		return nil, false, nil
+	}
+	cols, rows, err := d.rows(ctx, "sql.itemOrders", d.p.SQL.ItemOrders, args(sale, item, ""))
+	if err != nil {
+		return nil, false, err
+	}
+	user, id, st := slices.Index(cols, "user_id"), slices.Index(cols, "id"), slices.Index(cols, "status")
+	if user < 0 || id < 0 || st < 0 {
+		return nil, false, &QueryError{Query: "sql.itemOrders", Err: fmt.Errorf("returns columns %v: want user_id, id and status", cols)}
+	}
+	out := map[string][]Order{}
+	for _, r := range rows {
+		u := fmt.Sprint(r[user])
+		out[u] = append(out[u], Order{ID: fmt.Sprint(r[id]), Status: fmt.Sprint(r[st])})
+	}
+	return out, true, nil
+}
+
 // LiveBuyers returns the users with live orders of an item and how many each; ok is false when
 // the profile has no such query.
 func (d *DB) LiveBuyers(ctx context.Context, sale, item string) (map[string]int64, bool, error) {
