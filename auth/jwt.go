@@ -66,7 +66,7 @@ func newVerifier(secret []byte, now func() time.Time, methods []string, extra ..
 		now = time.Now
 	}
 	opts = append(opts, extra...)
-	return &Verifier{secret: secret, parser: jwt.NewParser(opts...), now: now, cache: newVerifiedCache()}, nil
+	return &Verifier{secret: secret, parser: jwt.NewParser(opts...), now: now, cache: newVerifiedCache(now)}, nil
 }
 
 // maxTokenLen bounds the work a client can make the verifier do.

@@ -154,7 +154,7 @@ func TestVerifiedCache(t *testing.T) {
 
 // TestVerifiedCacheIsBounded: the cache keeps at most two generations, however many tokens pass.
 func TestVerifiedCacheIsBounded(t *testing.T) {
-	c := newVerifiedCache()
+	c := newVerifiedCache(time.Now)
 	for i := range 3*verifiedCacheSize + 7 {
 		c.put(strconv.Itoa(i), verified{sub: "u"})
 	}
@@ -166,5 +166,30 @@ func TestVerifiedCacheIsBounded(t *testing.T) {
 	}
 	if _, ok := c.get("0"); ok {
 		t.Fatal("the oldest entry survived two generations")
+	}
+}
+
+// TestVerifiedCacheForgetsIdleTokens: at a steady trickle of new buyers the cache holds a minute or
+// two of them, not every buyer up to its size bound (the 30-minute soak's heap growth).
+func TestVerifiedCacheForgetsIdleTokens(t *testing.T) {
+	clock := time.Date(2026, 12, 3, 20, 0, 0, 0, time.UTC)
+	c := newVerifiedCache(func() time.Time { return clock })
+	for i := range 3000 { // 30 minutes at 100 new buyers a minute, one every 600 ms
+		c.put(strconv.Itoa(i), verified{sub: "u"})
+		if i == 1500 {
+			if _, ok := c.get("1400"); !ok {
+				t.Fatal("a token used a minute ago is gone")
+			}
+		}
+		clock = clock.Add(600 * time.Millisecond)
+	}
+	if n := len(c.cur) + len(c.prev); n > 200 {
+		t.Fatalf("%d tokens kept after 30 minutes at 100 a minute, want at most 2 minutes' worth (200)", n)
+	}
+	if _, ok := c.get("0"); ok {
+		t.Fatal("the first buyer's token is still kept after 30 minutes")
+	}
+	if _, ok := c.get("2999"); !ok {
+		t.Fatal("the newest token is gone")
 	}
 }
