@@ -150,11 +150,12 @@ func verdictError(v gameday.Verdict, err error) error {
 	return nil
 }
 
-// reportError is how a game day or a drill that ran ends: nil when it passed, else its error
-// ("game day NAME failed" when it had none) with the exit status of its verdict.
+// reportError is how a game day or a drill that ran ends: nil when it passed and its report was
+// written (a report that could not be written is runErr: exit 1), else its error ("game day NAME
+// failed" when it had none) with the exit status of its verdict.
 func reportError(rep *gameday.Report, runErr error) error {
 	if rep.Passed {
-		return nil
+		return runErr
 	}
 	if runErr == nil {
 		runErr = fmt.Errorf("%s %s failed", rep.Kind, rep.Scenario)

@@ -83,6 +83,8 @@ func TestGamedayReportError(t *testing.T) {
 		{gameday.Report{Kind: "game day", Scenario: "s", Invariants: broken}, nil, exitInvariant, "game day s failed"},
 		{gameday.Report{Kind: "drill", Scenario: "d", Invariants: ok}, nil, exitCheck, "drill d failed"},
 		{gameday.Report{Kind: "drill", Scenario: "d", Error: "boom"}, errors.New("boom"), exitFailed, "boom"},
+		// passed, but its report files could not be written (gameday.Play's error)
+		{gameday.Report{Kind: "game day", Scenario: "s", Passed: true, Invariants: ok}, errors.New("report.md: disk full"), exitFailed, "report.md: disk full"},
 	} {
 		err := reportError(&tc.rep, tc.runErr)
 		if tc.says == "" {
