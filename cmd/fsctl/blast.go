@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/fsctl/fsctl/blast"
 	"github.com/fsctl/fsctl/loadgen"
@@ -177,12 +178,30 @@ Exit status: 0 all good, 1 could not run, 2 a bad flag, 3 a threshold missed (--
 		},
 	}
 	f := cmd.Flags()
+	o.bindTargetFlags(f)
+	o.bindBurstFlags(f)
+	o.bindVerdictFlags(f)
+	o.bindJourneyFlags(f)
+	o.bindClientFlags(f)
+	o.metrics.bind(f)
+	o.reads.bind(f)
+	cmd.AddCommand(sub...)
+	return cmd
+}
+
+// bindTargetFlags binds what the burst fires at: the checkout, its profile and its stores, the
+// sale and its items.
+func (o *blastOptions) bindTargetFlags(f *pflag.FlagSet) {
 	o.endpoints.bind(f, false)
 	o.profile.bind(f)
 	f.BoolVar(&o.checkState, "check-state", false, "also check the server's Redis and PostgreSQL after the burst")
 	bindTarget(f, &o.target, "http://127.0.0.1:8080", "base URL of the checkout")
 	bindSale(f, &o.sale, "sale the --item flags belong to")
 	bindItems(f, &o.items, "item buyers go for (ITEM with --sale, or SALE:ITEM); buyers are spread round-robin")
+}
+
+// bindBurstFlags binds the buyers, their connections and clicks, and the release instant.
+func (o *blastOptions) bindBurstFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.buyers, "buyers", 1000, "virtual buyers in the whole burst (all shards)")
 	f.IntVar(&o.conns, "conns", 256, "pre-dialled connections the buyers share")
 	f.IntVar(&o.clicks, "clicks", 1, "clicks per buyer, released together, each with a new Idempotency-Key")
@@ -195,6 +214,10 @@ Exit status: 0 all good, 1 could not run, 2 a bad flag, 3 a threshold missed (--
 	f.StringVar(&o.shard, "shard", "0/1", "this process's part of the buyers, i/n: buyer k belongs to shard k mod n")
 	o.secret.bind(f)
 	f.StringVar(&o.prefix, "user-prefix", "blast-", "buyer k is the user <prefix><k>")
+}
+
+// bindVerdictFlags binds how the answers are classified, recorded and judged.
+func (o *blastOptions) bindVerdictFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.classify, "classify", "", "classification rules (YAML, see examples/classify.yaml); default: the profile's")
 	f.StringVar(&o.results, "results", "", "write every request to this file as vegeta results (vegeta report / plot read it)")
 	f.StringVar(&o.records, "records", "", "write every request and the burst's header as JSON lines (fsctl blast merge reads them)")
@@ -205,8 +228,11 @@ Exit status: 0 all good, 1 could not run, 2 a bad flag, 3 a threshold missed (--
 	f.DurationVar(&o.maxP99, "max-p99", 0, "fail (exit 3) when the p99 latency is above this")
 	f.Float64Var(&o.minThroughput, "min-throughput", 0, "fail (exit 3) below this many requests per second")
 	f.IntVar(&o.expectSold, "expect-sold", -1, "fail (exit 3) unless exactly this many units were reserved")
-	cmd.AddCommand(sub...)
 	f.DurationVar(&o.settle, "settle", 30*time.Second, "with --check-state, how long to wait for orders to reach PostgreSQL")
+}
+
+// bindJourneyFlags binds what each buyer does around its purchase, and when buyers arrive.
+func (o *blastOptions) bindJourneyFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.room, "room", false, "go through the waiting room: challenge, proof of work, queue, poll, then buy with the admission token")
 	f.DurationVar(&o.maxPoll, "max-poll", time.Second, "with --room, the longest pause between polls whatever pollAfterSeconds says")
 	f.DurationVar(&o.roomWait, "room-wait", 2*time.Minute, "with --room, give up (TIMEOUT) on a buyer not admitted this long after its intended time")
@@ -218,6 +244,11 @@ Exit status: 0 all good, 1 could not run, 2 a bad flag, 3 a threshold missed (--
 	bindRate(f, &o.rate, "open model: release buyers at this rate from the release instant instead of all at once")
 	f.DurationVar(&o.ramp, "ramp", 0, "with --rate, climb from 0 to the rate over this long first")
 	f.DurationVar(&o.duration, "duration", 0, "with --rate, run this long: the buyers are as many as the schedule releases in it (instead of --buyers)")
+}
+
+// bindClientFlags binds how the requests leave: the clock check, the buyers' tokens, the engine,
+// the HTTP version and TLS.
+func (o *blastOptions) bindClientFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.maxSkew, "max-skew", defaultMaxSkew, "largest clock difference allowed between this machine and the checkout: blast refuses to run beyond it (0: do not check)")
 	f.StringVar(&o.tokens, "tokens", "", "buyers' tokens minted ahead (fsctl profile tokens), replacing the profile's token section: its users are the buyers")
 	f.StringVar(&o.engine, "engine", loadgen.EngineAuto, "how requests are sent: auto (raw wherever the burst allows, else http; the report names the engine used and why), "+
@@ -230,9 +261,6 @@ Exit status: 0 all good, 1 could not run, 2 a bad flag, 3 a threshold missed (--
 	f.StringVar(&o.tls.Key, "key", "", "private key (PEM) of --cert")
 	f.StringVar(&o.tls.ServerName, "server-name", "", "name to send in SNI and check the target's certificate against, instead of the --target host")
 	f.BoolVar(&o.tls.Insecure, "insecure", false, "do not verify the target's certificate (tests against a throwaway certificate only; prints a warning)")
-	o.metrics.bind(f)
-	o.reads.bind(f)
-	return cmd
 }
 
 // plan turns the flags into a burst plan against the target the profile describes, or a usage error.
