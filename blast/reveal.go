@@ -48,9 +48,14 @@ func WithReveal(p loadgen.Plan) loadgen.Plan {
 	return p
 }
 
+// followsReveals reports whether the plan's buyers can follow a revealed purchase path: its
+// profile declares where a buyer asks for one (http.purchasePath).
+func followsReveals(p loadgen.Plan) bool { return p.Profile.HTTP.PurchasePath != "" }
+
 // followReveal settles the reveal before the burst: under RevealOn the buyers follow it; under
 // RevealAuto (the default) they do when the sale pages blast read for the stock and limit (fsctl
-// serve's, without --stock/--limit) said reveal is on for the sales named in reveals. A plan that
+// serve's, without --stock/--limit) said reveal is on for the sales named in reveals and the
+// profile declares where to ask for a path (http.purchasePath). A plan that
 // cannot follow it (an explicit --engine raw) is an error naming the flags that fix it, never a
 // burst fired at a route the server refuses.
 func (b Burst) followReveal(reveals []string, progress io.Writer) (loadgen.Plan, error) {
@@ -63,7 +68,7 @@ func (b Burst) followReveal(reveals []string, progress io.Writer) (loadgen.Plan,
 		p = WithReveal(p)
 		return p, p.Validate()
 	}
-	if mode != RevealAuto || p.Reveals() || len(reveals) == 0 || !p.Profile.IsDeep() {
+	if mode != RevealAuto || p.Reveals() || len(reveals) == 0 || !followsReveals(p) {
 		return p, nil
 	}
 	sales := strings.Join(reveals, ", ")
@@ -80,7 +85,7 @@ func (b Burst) followReveal(reveals []string, progress io.Writer) (loadgen.Plan,
 // warnRefused says what to do when purchases that did not follow a reveal were refused 403:
 // under --stock/--limit auto never read the sale page that says a sale reveals its path.
 func warnRefused(w io.Writer, p loadgen.Plan, mode string, recs []loadgen.Record) {
-	if p.Reveals() || mode == RevealOff || !p.Profile.IsDeep() {
+	if p.Reveals() || mode == RevealOff || !followsReveals(p) {
 		return
 	}
 	n := 0

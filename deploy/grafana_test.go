@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
-	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 
@@ -88,7 +87,7 @@ func checkSelectors(t *testing.T, where, expr string, known map[string][]string)
 		}
 		for _, m := range vs.LabelMatchers {
 			switch {
-			case m.Name == labels.MetricName:
+			case m.Name == model.MetricNameLabel:
 			case m.Name == "le" && strings.HasSuffix(vs.Name, "_bucket"):
 			case !slices.Contains(ls, m.Name) && !slices.Contains(targetLabels, m.Name):
 				t.Errorf("%s: %s has no label %q (labels: %v)", where, name, m.Name, ls)

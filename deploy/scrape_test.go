@@ -215,7 +215,7 @@ func upSelectors(t *testing.T, expr string) []*parser.VectorSelector {
 
 // matches reports whether vs selects the up series of ls.
 func matches(vs *parser.VectorSelector, ls labels.Labels) bool {
-	series := labels.NewBuilder(ls).Set(labels.MetricName, "up").Labels()
+	series := labels.NewBuilder(ls).Set(model.MetricNameLabel, "up").Labels()
 	for _, m := range vs.LabelMatchers {
 		if !m.Matches(series.Get(m.Name)) {
 			return false
@@ -300,7 +300,7 @@ func TestAlertUnitTestsCoverEveryRule(t *testing.T) {
 				t.Errorf("%s: series %q: %v", tc.Name, s.Series, err)
 				continue
 			}
-			if ls.Get(labels.MetricName) == "up" {
+			if ls.Get(model.MetricNameLabel) == "up" {
 				ups = append(ups, ls)
 			}
 		}
@@ -327,7 +327,7 @@ func TestAlertUnitTestsCoverEveryRule(t *testing.T) {
 // sameTarget reports whether the up series has the scraped target's labels, and their values
 // but for the labels that name one pod.
 func sameTarget(up, target labels.Labels) bool {
-	up = labels.NewBuilder(up).Del(labels.MetricName).Labels()
+	up = labels.NewBuilder(up).Del(model.MetricNameLabel).Labels()
 	if up.Len() != target.Len() {
 		return false
 	}

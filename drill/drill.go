@@ -57,9 +57,7 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	if c.Profile == nil {
-		c.Profile = profile.Default()
-	}
+	c.Profile = profile.OrBundled(c.Profile)
 	c.Buyers = cmp.Or(c.Buyers, 2000)
 	c.Conns = cmp.Or(c.Conns, 64)
 	c.Clicks = cmp.Or(c.Clicks, 1)

@@ -11,6 +11,7 @@ import (
 	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/steps"
 )
 
 // Availability is how the buyers fared while the faults ran, from every try the load generator
@@ -23,9 +24,23 @@ type Availability struct {
 	// Answers counts every try by its status and code, most frequent first.
 	Answers []AnswerCount `json:"answers"`
 	// Outage is the longest stretch of tries, by when they were sent, none of which got a
-	// definitive answer; OutageFrom is when it began, after the release.
+	// definitive answer; OutageFrom is when it began, after the release. They are outageMs and
+	// outageFromMs in JSON (deprecated: outage and outageFrom, nanoseconds).
 	Outage     time.Duration `json:"outage"`
 	OutageFrom time.Duration `json:"outageFrom"`
+}
+
+// MarshalJSON writes the availability with outageMs and outageFromMs (and the deprecated outage
+// and outageFrom).
+func (a Availability) MarshalJSON() ([]byte, error) {
+	type plain Availability
+	return steps.MarshalMs(plain(a), steps.Field("outage", &a.Outage), steps.Field("outageFrom", &a.OutageFrom))
+}
+
+// UnmarshalJSON reads an availability written with the <name>Ms fields, or before them.
+func (a *Availability) UnmarshalJSON(b []byte) error {
+	type plain Availability
+	return steps.UnmarshalMs(b, (*plain)(a), steps.Field("outage", &a.Outage), steps.Field("outageFrom", &a.OutageFrom))
 }
 
 // AnswerCount is how many tries got one status and code ("503 UNAVAILABLE", "no answer").

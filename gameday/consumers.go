@@ -20,7 +20,7 @@ func (r *run) waitConsumers(ctx context.Context, want int, timeout time.Duration
 	}
 	defer closeIdle()
 	deadline := r.cfg.Now().Add(timeout)
-	last := "not asked yet"
+	var last string
 	for {
 		g, err := events.GroupLag(ctx, c, events.DefaultOrdersTopic, events.DefaultConsumerGroup)
 		switch {

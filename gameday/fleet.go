@@ -2,7 +2,6 @@ package gameday
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -327,7 +326,7 @@ func waitHTTP(ctx context.Context, in *Instance, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	client := &http.Client{Timeout: 2 * time.Second}
-	last := errors.New("no answer yet")
+	var last error
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, in.URL+"/readyz", nil)
 		resp, err := client.Do(req)

@@ -29,10 +29,11 @@ type Report struct {
 	Summary  string        `json:"summary"`
 	Machine  string        `json:"machine"`
 	Started  time.Time     `json:"started"`
-	Took     time.Duration `json:"took"`
+	Took     time.Duration `json:"took"` // tookMs in JSON; took (nanoseconds) is deprecated
 	Units    int64         `json:"units"`
 	WorkDir  string        `json:"workDir"`
-	// ReleasedAt is when the buyers were released, from the start of the run.
+	// ReleasedAt is when the buyers were released, from the start of the run: releasedAtMs in
+	// JSON; releasedAt (nanoseconds) is deprecated.
 	ReleasedAt time.Duration       `json:"releasedAt"`
 	Phases     []steps.Step        `json:"phases"`
 	Steps      []StepResult        `json:"steps"`
@@ -63,7 +64,9 @@ type Report struct {
 	records []loadgen.Record
 }
 
-// StepResult is what one fault step did.
+// StepResult is what one fault step did. Planned, Started (from the start of the run) and Took
+// are plannedMs, startedMs and tookMs in JSON; planned, started and took (nanoseconds) are
+// deprecated.
 type StepResult struct {
 	Line  int    `json:"line"`
 	Fault string `json:"fault"`
@@ -78,11 +81,57 @@ type StepResult struct {
 	Error    string        `json:"error,omitempty"`
 }
 
-// Event is one line of the timeline, At from the start of the run.
+// Event is one line of the timeline, At from the start of the run (atMs in JSON; at, nanoseconds, is
+// deprecated).
 type Event struct {
 	At     time.Duration `json:"at"`
 	Source string        `json:"source"`
 	What   string        `json:"what"`
+}
+
+// The durations in a report's JSON are milliseconds named <name>Ms (package steps, MarshalMs);
+// the nanoseconds under their old names (took, releasedAt, planned, started, at, every, outage,
+// outageFrom) are deprecated, written one more release and still read.
+
+// MarshalJSON writes the report with tookMs and releasedAtMs (and the deprecated took and releasedAt).
+func (r Report) MarshalJSON() ([]byte, error) {
+	type plain Report
+	return steps.MarshalMs(plain(r), steps.Field("took", &r.Took), steps.Field("releasedAt", &r.ReleasedAt))
+}
+
+// UnmarshalJSON reads a report written with the <name>Ms fields, or before them.
+func (r *Report) UnmarshalJSON(b []byte) error {
+	type plain Report
+	return steps.UnmarshalMs(b, (*plain)(r), steps.Field("took", &r.Took), steps.Field("releasedAt", &r.ReleasedAt))
+}
+
+// MarshalJSON writes the step with plannedMs, startedMs and tookMs (and the deprecated planned,
+// started and took).
+func (s StepResult) MarshalJSON() ([]byte, error) {
+	type plain StepResult
+	return steps.MarshalMs(plain(s), s.msFields()...)
+}
+
+// UnmarshalJSON reads a step written with the <name>Ms fields, or before them.
+func (s *StepResult) UnmarshalJSON(b []byte) error {
+	type plain StepResult
+	return steps.UnmarshalMs(b, (*plain)(s), s.msFields()...)
+}
+
+func (s *StepResult) msFields() []steps.MsField {
+	return []steps.MsField{steps.Field("planned", &s.Planned), steps.Field("started", &s.Started), steps.Field("took", &s.Took)}
+}
+
+// MarshalJSON writes the event with atMs (and the deprecated at).
+func (e Event) MarshalJSON() ([]byte, error) {
+	type plain Event
+	return steps.MarshalMs(plain(e), steps.Field("at", &e.At))
+}
+
+// UnmarshalJSON reads an event written with atMs, or before it.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	type plain Event
+	return steps.UnmarshalMs(b, (*plain)(e), steps.Field("at", &e.At))
 }
 
 // Verdict is how a run failed, worst first: an invariant broken (data at risk), the run unable to

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -310,8 +309,6 @@ func passWord(ok bool) string {
 	return "FAIL"
 }
 
-// workFile is a path in the run's work folder.
-func (r *run) workFile(name string) string { return filepath.Join(r.cfg.WorkDir, name) }
 
 // stopTimeline stops the timeline source and merges its events into the report's timeline.
 func (r *run) stopTimeline() {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fsctl/fsctl/steps"
 	"github.com/fsctl/fsctl/table"
 )
 
@@ -22,13 +23,25 @@ type SeedRun struct {
 	Acknowledged int            `json:"acknowledged"`
 	Missing      int            `json:"missing"`
 	Undecided    string         `json:"undecided"`
-	Outage       time.Duration  `json:"outage"`
-	Took         time.Duration  `json:"took"`
+	Outage       time.Duration  `json:"outage"` // outageMs in JSON; outage (nanoseconds) is deprecated
+	Took         time.Duration  `json:"took"`   // tookMs in JSON; took (nanoseconds) is deprecated
 	Replay       string         `json:"replay,omitempty"`
 	Failed       []string       `json:"failed,omitempty"`
 	Report       string         `json:"report"`
 	verdict      Verdict
 	share        float64 // the undecided share; -1 with no buyers
+}
+
+// MarshalJSON writes the run with outageMs and tookMs (and the deprecated outage and took).
+func (r SeedRun) MarshalJSON() ([]byte, error) {
+	type plain SeedRun
+	return steps.MarshalMs(plain(r), steps.Field("outage", &r.Outage), steps.Field("took", &r.Took))
+}
+
+// UnmarshalJSON reads a run written with the <name>Ms fields, or before them.
+func (r *SeedRun) UnmarshalJSON(b []byte) error {
+	type plain SeedRun
+	return steps.UnmarshalMs(b, (*plain)(r), steps.Field("outage", &r.Outage), steps.Field("took", &r.Took))
 }
 
 // summarizeSeed is what the seeds' report keeps of one seed's report, written at report.

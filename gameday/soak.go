@@ -15,11 +15,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fsctl/fsctl/redisconn"
+	"github.com/fsctl/fsctl/steps"
 	"github.com/fsctl/fsctl/table"
 )
 
 // SoakSample is one look, during a soak, at the checkout instances and at Redis. The instance
-// figures are the largest among the live instances: a leak shows in whichever lives longest.
+// figures are the largest among the live instances: a leak shows in whichever lives longest. At
+// is from the start of the run: atMs in JSON (deprecated: at, nanoseconds).
 type SoakSample struct {
 	At          time.Duration `json:"at"`
 	Instances   int           `json:"instances"` // instances whose /metrics answered
@@ -37,12 +39,37 @@ type SoakSample struct {
 	Error       string  `json:"error,omitempty"`
 }
 
-// Soak is what a soak saw over time and its verdicts.
+// Soak is what a soak saw over time and its verdicts. Every is everyMs in JSON (deprecated: every,
+// nanoseconds).
 type Soak struct {
 	Every    time.Duration `json:"every"`
 	Samples  []SoakSample  `json:"samples"`
 	Verdicts []SoakVerdict `json:"verdicts"`
 	Notes    []string      `json:"notes,omitempty"`
+}
+
+// MarshalJSON writes the sample with atMs (and the deprecated at).
+func (s SoakSample) MarshalJSON() ([]byte, error) {
+	type plain SoakSample
+	return steps.MarshalMs(plain(s), steps.Field("at", &s.At))
+}
+
+// UnmarshalJSON reads a sample written with atMs, or before it.
+func (s *SoakSample) UnmarshalJSON(b []byte) error {
+	type plain SoakSample
+	return steps.UnmarshalMs(b, (*plain)(s), steps.Field("at", &s.At))
+}
+
+// MarshalJSON writes the soak with everyMs (and the deprecated every).
+func (s Soak) MarshalJSON() ([]byte, error) {
+	type plain Soak
+	return steps.MarshalMs(plain(s), steps.Field("every", &s.Every))
+}
+
+// UnmarshalJSON reads a soak written with everyMs, or before it.
+func (s *Soak) UnmarshalJSON(b []byte) error {
+	type plain Soak
+	return steps.UnmarshalMs(b, (*plain)(s), steps.Field("every", &s.Every))
 }
 
 // SoakVerdict says whether one figure stayed bounded.

@@ -83,84 +83,129 @@ func (c *Recorder) Record(ctx context.Context, batch []kafka.Message) (err error
 	if c.metrics.BatchSize != nil {
 		c.metrics.BatchSize(len(batch))
 	}
-	var (
-		placements []orders.Placement
-		placed     []events.OrderPlaced
-		sources    []kafka.Message
-		marks      []orders.PaidMark
-		markSrc    []kafka.Message
-		dead       []kafka.Message
-	)
-	for _, m := range batch {
-		ev, err := events.Decode(m.Value)
-		if err != nil {
-			dead = append(dead, deadLetter(m, "undecodable", err.Error()))
-			continue
-		}
-		switch e := ev.(type) {
-		case *events.OrderPlaced:
-			placed = append(placed, *e)
-			sources = append(sources, m)
-			placements = append(placements, orders.Placement{
-				OrderID: e.OrderID, SaleID: e.SaleID, ItemID: e.ItemID, UserID: e.UserID,
-				Slot: e.Slot, Shard: e.Shard, CreatedAt: e.CreatedAt, ExpiresAt: e.ExpiresAt, Epoch: e.Epoch,
-				SaleSlot: e.SaleSlot, IdemKey: e.IdemKey,
-			})
-		case *events.OrderPaid:
-			marks = append(marks, orders.PaidMark{OrderID: e.OrderID, PaymentRef: e.PaymentRef})
-			markSrc = append(markSrc, m)
-		}
-	}
-	tr := c.traceBatch(ctx, placed, sources, len(batch))
+	b := splitBatch(batch)
+	tr := c.traceBatch(ctx, b.placed, b.sources, len(batch))
 	defer func() { tr.end(err) }()
-	placements, placed, sources, err = c.dropStale(ctx, placements, placed, sources, tr)
+	b.placements, b.placed, b.sources, err = c.dropStale(ctx, b.placements, b.placed, b.sources, tr)
 	if err != nil {
 		return err
 	}
 	// Placements first: an order's OrderPaid follows its OrderPlaced in the partition, possibly in
 	// the same batch.
-	var results []orders.PlaceResult
-	if len(placements) > 0 {
-		var ids []uuid.UUID // of traced batches only
-		for i := 0; tr != nil && i < len(placements); i++ {
-			ids = append(ids, placements[i].OrderID)
-		}
-		err := tr.step("postgres place_order", ids, func() (err error) {
-			results, err = c.place(ctx, placements)
-			return err
-		}, attribute.String("db.system.name", "postgresql"), attribute.Int("db.operation.batch.size", len(placements)))
+	results, err := c.placeTraced(ctx, b.placements, tr)
+	if err != nil {
+		return err
+	}
+	t := c.tally(results, &b, tr)
+	settle, deadPaid, err := c.markPaid(ctx, b.marks, b.markSrc)
+	if err != nil {
+		return err
+	}
+	b.dead = append(b.dead, deadPaid...)
+	if c.dlq == nil {
+		// Left for the group: it records the same messages later and dead-letters these then.
+		b.dead, t.refused = nil, nil
+	}
+	if err := c.finish(ctx, b.dead, t.refused, settle); err != nil {
+		return err
+	}
+	if t.stale > 0 && c.metrics.Stale != nil {
+		c.metrics.Stale(t.stale)
+	}
+	c.count(t.persisted, t.dups, len(settle), b.dead)
+	c.tellRecorded(b.placed)
+	return nil
+}
+
+// batchParts is a batch sorted by event: the placements with their events and messages (index for
+// index), the payments with their messages, and the messages to dead-letter.
+type batchParts struct {
+	placements []orders.Placement
+	placed     []events.OrderPlaced
+	sources    []kafka.Message
+	marks      []orders.PaidMark
+	markSrc    []kafka.Message
+	dead       []kafka.Message
+}
+
+// splitBatch decodes a batch and sorts it by event; an undecodable message is dead-lettered.
+func splitBatch(batch []kafka.Message) batchParts {
+	var b batchParts
+	for _, m := range batch {
+		ev, err := events.Decode(m.Value)
 		if err != nil {
-			return fmt.Errorf("record %d orders: %w", len(placements), err)
+			b.dead = append(b.dead, deadLetter(m, "undecodable", err.Error()))
+			continue
+		}
+		switch e := ev.(type) {
+		case *events.OrderPlaced:
+			b.placed = append(b.placed, *e)
+			b.sources = append(b.sources, m)
+			b.placements = append(b.placements, orders.Placement{
+				OrderID: e.OrderID, SaleID: e.SaleID, ItemID: e.ItemID, UserID: e.UserID,
+				Slot: e.Slot, Shard: e.Shard, CreatedAt: e.CreatedAt, ExpiresAt: e.ExpiresAt, Epoch: e.Epoch,
+				SaleSlot: e.SaleSlot, IdemKey: e.IdemKey,
+			})
+		case *events.OrderPaid:
+			b.marks = append(b.marks, orders.PaidMark{OrderID: e.OrderID, PaymentRef: e.PaymentRef})
+			b.markSrc = append(b.markSrc, m)
 		}
 	}
-	var refused []events.OrderPlaced
-	var persisted, dups, stale int
+	return b
+}
+
+// placeTraced records the placements (place) as the batch trace's "postgres place_order" step.
+func (c *Recorder) placeTraced(ctx context.Context, placements []orders.Placement, tr *batchTrace) ([]orders.PlaceResult, error) {
+	if len(placements) == 0 {
+		return nil, nil
+	}
+	var ids []uuid.UUID // of traced batches only
+	for i := 0; tr != nil && i < len(placements); i++ {
+		ids = append(ids, placements[i].OrderID)
+	}
+	var results []orders.PlaceResult
+	err := tr.step("postgres place_order", ids, func() (err error) {
+		results, err = c.place(ctx, placements)
+		return err
+	}, attribute.String("db.system.name", "postgresql"), attribute.Int("db.operation.batch.size", len(placements)))
+	if err != nil {
+		return nil, fmt.Errorf("record %d orders: %w", len(placements), err)
+	}
+	return results, nil
+}
+
+// placeTally is what PostgreSQL made of a batch's placements.
+type placeTally struct {
+	persisted, dups, stale int
+	refused                []events.OrderPlaced
+}
+
+// tally counts the placement results; a refused order is dead-lettered (b.dead) and kept to release.
+func (c *Recorder) tally(results []orders.PlaceResult, b *batchParts, tr *batchTrace) placeTally {
+	var t placeTally
 	for i, r := range results {
 		tr.result(r.OrderID, r.Result.String())
 		switch r.Result {
 		case orders.Placed:
-			persisted++
+			t.persisted++
 		case orders.Duplicate:
-			dups++
+			t.dups++
 		case orders.Stale:
 			// Made on a Redis state a rebuild replaced, and not in its snapshot: the unit is on
 			// sale again and the buyer was told to retry. Nothing to record, release or dead-letter.
-			stale++
-			c.log.Warn("dropping a stale OrderPlaced: Redis was rebuilt since its reservation", "order", r.OrderID, "epoch", placed[i].Epoch)
+			t.stale++
+			c.log.Warn("dropping a stale OrderPlaced: Redis was rebuilt since its reservation", "order", r.OrderID, "epoch", b.placed[i].Epoch)
 		case orders.Refused:
-			refused = append(refused, placed[i])
-			dead = append(dead, deadLetter(sources[i], r.Reason, "refused by PostgreSQL"))
+			t.refused = append(t.refused, b.placed[i])
+			b.dead = append(b.dead, deadLetter(b.sources[i], r.Reason, "refused by PostgreSQL"))
 		}
 	}
-	settle, deadPaid, err := c.markPaid(ctx, marks, markSrc)
-	if err != nil {
-		return err
-	}
-	dead = append(dead, deadPaid...)
-	if c.dlq == nil {
-		// Left for the group: it records the same messages later and dead-letters these then.
-		dead, refused = nil, nil
-	}
+	return t
+}
+
+// finish dead-letters what the batch could not record, releases the units of refused orders and
+// settles the paid holds in Redis.
+func (c *Recorder) finish(ctx context.Context, dead []kafka.Message, refused []events.OrderPlaced, settle []stock.Settle) error {
 	if len(dead) > 0 {
 		if err := c.dlq.Publish(ctx, dead...); err != nil {
 			return err
@@ -180,11 +225,6 @@ func (c *Recorder) Record(ctx context.Context, batch []kafka.Message) (err error
 			return err
 		}
 	}
-	if stale > 0 && c.metrics.Stale != nil {
-		c.metrics.Stale(stale)
-	}
-	c.count(persisted, dups, len(settle), dead)
-	c.tellRecorded(placed)
 	return nil
 }
 

@@ -216,11 +216,11 @@ func (p Plan) buy(ctx context.Context, client, reads *http.Client, c click) boug
 		return b
 	}
 	if p.Poll != nil {
-		ps := p.Poll.poll(ctx, reads, p.BaseURL, c.token, b.recs[i], p.now)
+		ps := p.Poll.poll(ctx, reads, orderURL(p.Profile, p.BaseURL, b.recs[i]), c.token, b.recs[i], p.now)
 		b.persisted = &ps
 	}
 	if p.After != nil {
-		f := p.After.followUp(ctx, client, p.BaseURL, c.token, b.recs[i].Buyer, b.recs[i].OrderID, p.Timeout, p.now)
+		f := p.After.followUp(ctx, client, p.Profile, p.BaseURL, c.token, b.recs[i], p.Timeout, p.now)
 		b.follow = &f
 	}
 	return b

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/profile"
 )
 
 // Action is what a buyer does with a reservation.
@@ -75,20 +76,18 @@ const Abandoned = "ABANDONED"
 // PostgreSQL, or a payment of it is in flight.
 var notYet = []outcome.Code{outcome.OrderPending, outcome.PaymentInProgress}
 
-// followUp carries out the buyer's decision on one reserved order, asking again while the server
-// says the order is not recorded yet, until timeout.
-func (a AfterPurchase) followUp(ctx context.Context, c *http.Client, base, token string, buyer int, orderID string, timeout time.Duration, now func() time.Time) FollowUp {
-	f := FollowUp{Buyer: buyer, OrderID: orderID, Action: a.Choose(buyer), Answer: Abandoned}
+// followUp carries out the buyer's decision on the reserved order of r, asking again while the
+// server says the order is not recorded yet, until timeout: a POST to the profile's http.pay, or
+// a DELETE of its http.order.
+func (a AfterPurchase) followUp(ctx context.Context, c *http.Client, prof *profile.Profile, base, token string, r Record, timeout time.Duration, now func() time.Time) FollowUp {
+	f := FollowUp{Buyer: r.Buyer, OrderID: r.OrderID, Action: a.Choose(r.Buyer), Answer: Abandoned}
 	if f.Action == Abandon {
 		return f
 	}
-	method, body := http.MethodDelete, ""
+	method, body, url := http.MethodDelete, "", orderURL(prof, base, r)
 	if f.Action == Pay {
 		method, body = http.MethodPost, fmt.Sprintf(`{"paymentToken":%q}`, cmp.Or(a.PaymentToken, "tok_ok"))
-	}
-	url := orderURL(base, orderID)
-	if f.Action == Pay {
-		url += "/pay"
+		url = profile.Route(base, prof.HTTP.Pay, orderVars(r))
 	}
 	deadline := now().Add(timeout)
 	for {
@@ -105,8 +104,15 @@ func (a AfterPurchase) followUp(ctx context.Context, c *http.Client, base, token
 	}
 }
 
-// orderURL is fsctl serve's address of one order.
-func orderURL(base, orderID string) string { return fmt.Sprintf("%s/api/v1/orders/%s", base, orderID) }
+// orderURL is the address of r's order: the profile's http.order.
+func orderURL(prof *profile.Profile, base string, r Record) string {
+	return profile.Route(base, prof.HTTP.Order, orderVars(r))
+}
+
+// orderVars are the values of an order endpoint's placeholders for r's order.
+func orderVars(r Record) profile.Vars {
+	return profile.Vars{"sale": r.Target.SaleID, "item": r.Target.ItemID, "order": r.OrderID}
+}
 
 // orderAnswer is what an order call said: the HTTP status, the order's status or the error code
 // (HTTP_<status> when the body says neither, TRANSPORT_ERROR with Error when there was no

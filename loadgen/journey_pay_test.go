@@ -13,7 +13,7 @@ func TestAfterPurchaseChoiceIsSeededAndProportional(t *testing.T) {
 	const buyers = 20000
 	for k := range buyers {
 		n[a.Choose(k)]++
-		if a.Choose(k) != a.Choose(k) {
+		if first := a.Choose(k); a.Choose(k) != first {
 			t.Fatalf("buyer %d decides differently twice", k)
 		}
 	}

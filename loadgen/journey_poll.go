@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// OrderPoll is what a buyer's page does after a RESERVED answer: it asks for the order (GET
-// /api/v1/orders/{id}, fsctl serve's) at once and then every Interval until the answer says
+// OrderPoll is what a buyer's page does after a RESERVED answer: it asks for the order (a GET of
+// the profile's http.order; fsctl serve's /api/v1/orders/{id}) at once and then every Interval until the answer says
 // persisted (the order consumer wrote it to PostgreSQL) or Wait has passed since the 202.
 type OrderPoll struct {
 	Interval, Wait time.Duration
@@ -48,10 +48,9 @@ func (p Persistence) TimeToPersisted() (time.Duration, bool) {
 // poll asks for the reserved order r until it is persisted or the wait runs out. The pause
 // between polls counts from each answer, as a page's timer does, so a slow answer never piles
 // polls up.
-func (o OrderPoll) poll(ctx context.Context, c *http.Client, base, token string, r Record, now func() time.Time) Persistence {
+func (o OrderPoll) poll(ctx context.Context, c *http.Client, url, token string, r Record, now func() time.Time) Persistence {
 	ps := Persistence{Buyer: r.Buyer, OrderID: r.OrderID, Reserved: r.Done}
 	giveUp := r.Done.Add(o.Wait)
-	url := orderURL(base, r.OrderID)
 	for {
 		a := orderCall(ctx, c, http.MethodGet, url, token, "")
 		ps.Polls++

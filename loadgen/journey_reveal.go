@@ -9,12 +9,14 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/fsctl/fsctl/profile"
 )
 
 // Reveal is the journey of a sale that reveals its purchase path at the opening (fsctl serve's
 // sale option reveal): the plain purchase route refuses such a sale, and before the opening
-// nobody can learn where to buy. At the release each click asks GET
-// /api/v1/sales/{sale}/items/{item}/purchase-path for its buyer's path (a signed, short-lived
+// nobody can learn where to buy. At the release each click asks the profile's
+// http.purchasePath (fsctl serve's GET /api/v1/sales/{sale}/items/{item}/purchase-path) for its buyer's path (a signed, short-lived
 // token in it) and POSTs the purchase, built from the profile's template as ever, to that path.
 // A click keeps its path for its retries; a purchase answered 403 (the path expired, or the
 // server's key changed) fetches a new path once and buys again. For a sale without reveal the
@@ -38,9 +40,10 @@ func (j *Reveal) Counts() RevealCounts {
 	return RevealCounts{Fetched: j.fetched.Load(), Failed: j.failed.Load(), Refetched: j.refetched.Load(), Refused: j.refused.Load()}
 }
 
-// RevealPath is the endpoint that answers a buyer's purchase path of target t, under base.
-func RevealPath(base string, t Target) string {
-	return fmt.Sprintf("%s/api/v1/sales/%s/items/%s/purchase-path", strings.TrimRight(base, "/"), t.SaleID, t.ItemID)
+// RevealPath is the endpoint that answers a buyer's purchase path of target t, under base: the
+// profile's http.purchasePath.
+func RevealPath(prof *profile.Profile, base string, t Target) string {
+	return profile.Route(base, prof.HTTP.PurchasePath, profile.Vars{"sale": t.SaleID, "item": t.ItemID})
 }
 
 // Prepare builds the path request and the purchase; the purchase's URL is the path, per try.
@@ -68,7 +71,7 @@ func (j *Reveal) Prepare(p Plan, b Buyer, key, token string) (Attempt, error) {
 
 // askRequest is the GET of a buyer's purchase path, with the buyer's token.
 func (j *Reveal) askRequest(p Plan, b Buyer, token string) (*http.Request, error) {
-	ask, err := http.NewRequest(http.MethodGet, RevealPath(p.BaseURL, b.Target), nil)
+	ask, err := http.NewRequest(http.MethodGet, RevealPath(p.target(), p.BaseURL, b.Target), nil)
 	if err != nil {
 		return nil, fmt.Errorf("buyer %d: purchase-path request: %w", b.Index, err)
 	}

@@ -12,12 +12,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/roomwire"
 )
 
 // Room is the waiting-room journey: after the release each click fetches the challenge, solves
-// the proof of work, joins the queue, polls until admitted and then buys with the admission
-// token. Record has no field for the admission instant (Started is the attempt's first call,
+// the proof of work, joins the queue (the profile's http.room), polls until admitted and then
+// buys with the admission token. Record has no field for the admission instant (Started is the attempt's first call,
 // which the report reads as the buyer's wake-up), so Room keeps the admissions itself.
 type Room struct {
 	// MaxPoll caps the server's pollAfterSeconds, so a buyer never sleeps longer between polls.
@@ -57,7 +58,7 @@ func (j *Room) Prepare(p Plan, b Buyer, key, token string) (Attempt, error) {
 	if err != nil {
 		return nil, err
 	}
-	queue := fmt.Sprintf("%s/api/v1/sales/%s/queue", p.BaseURL, b.Target.SaleID)
+	queue := profile.Route(p.BaseURL, p.target().HTTP.Room, profile.Vars{"sale": b.Target.SaleID})
 	bearer := "Bearer " + token
 	cls, err := p.classifier()
 	if err != nil {

@@ -165,11 +165,8 @@ func (p Plan) Validate() error {
 	if err := p.validateReads(); err != nil {
 		return err
 	}
-	if _, room := p.Journey.(*Room); (room || p.After != nil) && p.Profile != nil && !p.Profile.IsDeep() {
-		return fmt.Errorf("the waiting room and the pay and cancel follow-ups use fsctl serve's own endpoints: profile %s is not fsctl serve", p.Profile.Name)
-	}
-	if p.Reveals() && p.Profile != nil && !p.Profile.IsDeep() {
-		return fmt.Errorf("following a revealed purchase path uses fsctl serve's purchase-path endpoint: profile %s is not fsctl serve; drop --reveal on", p.Profile.Name)
+	if err := p.validateJourneys(); err != nil {
+		return err
 	}
 	if p.Engine == EngineRaw {
 		if err := p.rawSupported(); err != nil {
@@ -222,11 +219,33 @@ func (p Plan) Roster() []Buyer {
 }
 
 // target is the plan's profile: the bundled server's when none is given.
-func (p Plan) target() *profile.Profile {
-	if p.Profile != nil {
-		return p.Profile
+func (p Plan) target() *profile.Profile { return profile.OrBundled(p.Profile) }
+
+// validateJourneys refuses a journey whose endpoint the target's profile does not declare: the
+// waiting room (http.room), the pay and cancel follow-ups (http.pay, http.order), a revealed
+// purchase path (http.purchasePath). What kind of server the target is does not matter.
+func (p Plan) validateJourneys() error {
+	prof := p.target()
+	_, room := p.Journey.(*Room)
+	switch {
+	case room && prof.HTTP.Room == "":
+		return missingEndpoint(prof, "the waiting room", "room", func(h profile.HTTP) string { return h.Room })
+	case p.After != nil && p.After.Pay > 0 && prof.HTTP.Pay == "":
+		return missingEndpoint(prof, "the pay follow-up", "pay", func(h profile.HTTP) string { return h.Pay })
+	case p.After != nil && p.After.Cancel > 0 && prof.HTTP.Order == "":
+		return missingEndpoint(prof, "the cancel follow-up", "order", func(h profile.HTTP) string { return h.Order })
+	case p.Reveals() && prof.HTTP.PurchasePath == "":
+		err := missingEndpoint(prof, "following a revealed purchase path", "purchasePath", func(h profile.HTTP) string { return h.PurchasePath })
+		return fmt.Errorf("%w; drop --reveal on", err)
 	}
-	return profile.Default()
+	return nil
+}
+
+// missingEndpoint says that what needs the endpoint http.field, which prof does not declare, and
+// what the bundled server's is.
+func missingEndpoint(prof *profile.Profile, what, field string, path func(profile.HTTP) string) error {
+	return fmt.Errorf("%s needs the profile's http.%s (fsctl serve's is %s): profile %s declares none",
+		what, field, path(profile.Default().HTTP), prof.Name)
 }
 
 // classifier is the plan's Classifier, else the one its profile's classify section compiles to:

@@ -126,7 +126,7 @@ func TestKeysAreDistinctPerClickAndRun(t *testing.T) {
 	b := loadgen.Buyer{User: "u1"}
 	q := p
 	q.At = time.Unix(101, 0)
-	if p.Key(b, 1) == p.Key(b, 2) || p.Key(b, 1) == q.Key(b, 1) || p.Key(b, 1) != p.Key(b, 1) {
+	if k1 := p.Key(b, 1); k1 == p.Key(b, 2) || k1 == q.Key(b, 1) || k1 != p.Key(b, 1) {
 		t.Errorf("keys %s %s %s", p.Key(b, 1), p.Key(b, 2), q.Key(b, 1))
 	}
 }
@@ -141,9 +141,46 @@ func TestCheckFilesRefusesAPoolTooLarge(t *testing.T) {
 	}
 }
 
-// foreign is a profile of a checkout that is not fsctl serve.
+// foreign is a profile of a checkout that is not fsctl serve: it declares none of the journeys
+// beyond the purchase.
 func foreign() *profile.Profile {
 	p := *profile.Default()
 	p.Deep, p.Name = "", "shop"
+	p.HTTP.Room, p.HTTP.Order, p.HTTP.Pay, p.HTTP.PurchasePath = "", "", "", ""
 	return &p
+}
+
+// TestJourneysNeedDeclaredEndpoints: a journey is refused for a profile that does not declare
+// its endpoint, with a message naming the field; the kind of server does not matter, so a
+// profile without deep that declares them is accepted.
+func TestJourneysNeedDeclaredEndpoints(t *testing.T) {
+	good := loadgen.Plan{BaseURL: "http://127.0.0.1:1", Targets: []loadgen.Target{{SaleID: "s", ItemID: "i"}}, Buyers: 1,
+		Clicks: 1, Conns: 1, At: time.Now().Add(time.Minute), Profile: foreign()}
+	for name, tc := range map[string]struct {
+		mod  func(*loadgen.Plan)
+		want string
+	}{
+		"room":   {func(p *loadgen.Plan) { p.Journey = &loadgen.Room{} }, "the waiting room needs the profile's http.room (fsctl serve's is /api/v1/sales/${sale}/queue): profile shop declares none"},
+		"pay":    {func(p *loadgen.Plan) { p.After = &loadgen.AfterPurchase{Pay: 1} }, "the pay follow-up needs the profile's http.pay"},
+		"cancel": {func(p *loadgen.Plan) { p.After = &loadgen.AfterPurchase{Cancel: 1} }, "the cancel follow-up needs the profile's http.order"},
+		"reveal": {func(p *loadgen.Plan) { p.Journey = &loadgen.Reveal{} }, "http.purchasePath (fsctl serve's is /api/v1/sales/${sale}/items/${item}/purchase-path): profile shop declares none; drop --reveal on"},
+		"poll":   {func(p *loadgen.Plan) { p.Poll = &loadgen.OrderPoll{Interval: time.Second, Wait: time.Second} }, "order polling needs the profile's http.order"},
+	} {
+		p := good
+		tc.mod(&p)
+		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", name, err, tc.want)
+		}
+		declared := *foreign()
+		declared.HTTP = profile.Default().HTTP
+		p.Profile = &declared
+		if err := p.Validate(); err != nil {
+			t.Errorf("%s with the endpoints declared: %v", name, err)
+		}
+	}
+	abandon := good
+	abandon.After = &loadgen.AfterPurchase{} // every hold abandoned: nothing is sent
+	if err := abandon.Validate(); err != nil {
+		t.Errorf("abandoning on a profile without pay or order: %v", err)
+	}
 }

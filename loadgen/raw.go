@@ -162,7 +162,7 @@ func (p Plan) dialWarm(ctx context.Context, addr string) (net.Conn, error) {
 	if u, err := url.Parse(p.BaseURL); err == nil {
 		host = u.Host
 	}
-	conn.SetDeadline(time.Now().Add(p.Timeout))
+	_ = conn.SetDeadline(time.Now().Add(p.Timeout))
 	_, err = io.WriteString(conn, "GET "+p.healthPath()+" HTTP/1.1\r\nHost: "+host+"\r\nUser-Agent: Go-http-client/1.1\r\n\r\n")
 	var resp *http.Response
 	if err == nil {
@@ -177,7 +177,7 @@ func (p Plan) dialWarm(ctx context.Context, addr string) (net.Conn, error) {
 		conn.Close()
 		return d.DialContext(ctx, "tcp", addr)
 	}
-	conn.SetDeadline(time.Time{})
+	_ = conn.SetDeadline(time.Time{})
 	return conn, nil
 }
 
@@ -221,7 +221,7 @@ var errServerClosed = errors.New("server closed the connection")
 // order into recs. It returns how many of them are settled (answered, timed out or answered with
 // garbage) and, when that is not all, why it stopped.
 func (p Plan) exchange(ctx context.Context, conn net.Conn, idx []int, wire [][]byte, recs []Record) (int, error) {
-	stopCtx := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	stopCtx := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer stopCtx()
 	local := conn.LocalAddr().String()
 	slots := make(chan struct{}, rawWindow)
@@ -288,7 +288,7 @@ func (p Plan) exchange(ctx context.Context, conn net.Conn, idx []int, wire [][]b
 			return n, fmt.Errorf("write: %w", werr)
 		}
 		r := &recs[i]
-		conn.SetReadDeadline(written.Add(p.Timeout))
+		_ = conn.SetReadDeadline(written.Add(p.Timeout))
 		if err := ctx.Err(); err != nil { // after the deadline is set: a cancel now still cuts the read
 			return n, err
 		}

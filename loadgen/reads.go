@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/fsctl/fsctl/profile"
 )
 
 // Refresh is the page traffic of a burst: the same prepared buyers reloading the sale page (the
@@ -106,8 +108,8 @@ func (p Plan) readConns() int {
 // reads reports whether the plan sends anything over the reads' pool.
 func (p Plan) reads() bool { return p.Refresh != nil || p.Poll != nil }
 
-// validateReads refuses page reads a target has no page for, and polls of orders only fsctl
-// serve has.
+// validateReads refuses page reads a target has no page for, and polls of orders its profile
+// declares no address of.
 func (p Plan) validateReads() error {
 	if p.ReadConns < 0 {
 		return fmt.Errorf("read conns %d: cannot be negative", p.ReadConns)
@@ -124,8 +126,8 @@ func (p Plan) validateReads() error {
 		if err := p.Poll.Validate(); err != nil {
 			return err
 		}
-		if p.Profile != nil && !p.Profile.IsDeep() {
-			return fmt.Errorf("order polling uses fsctl serve's GET /api/v1/orders/{id}: profile %s is not fsctl serve", p.Profile.Name)
+		if prof := p.target(); prof.HTTP.Order == "" {
+			return missingEndpoint(prof, "order polling", "order", func(h profile.HTTP) string { return h.Order })
 		}
 	}
 	return nil

@@ -53,7 +53,7 @@ func TestRefreshShareIsSeeded(t *testing.T) {
 		if r.Refreshes(k) {
 			n++
 		}
-		if r.Refreshes(k) != r.Refreshes(k) {
+		if first := r.Refreshes(k); r.Refreshes(k) != first {
 			t.Fatal("not repeatable")
 		}
 	}
@@ -87,7 +87,7 @@ func TestReadPlanValidation(t *testing.T) {
 		"zero interval":     {func(p *loadgen.Plan) { p.Poll.Interval = 0 }, "interval"},
 		"zero wait":         {func(p *loadgen.Plan) { p.Poll.Wait = 0 }, "wait"},
 		"no sale page":      {func(p *loadgen.Plan) { f := foreign(); f.HTTP.SalePage = ""; p.Profile, p.Poll = f, nil }, "http.salePage"},
-		"poll of a foreign": {func(p *loadgen.Plan) { p.Profile, p.Refresh = foreign(), nil }, "fsctl serve"},
+		"poll of a foreign": {func(p *loadgen.Plan) { p.Profile, p.Refresh = foreign(), nil }, "http.order"},
 	} {
 		p := good
 		r, o := *good.Refresh, *good.Poll

@@ -70,8 +70,8 @@ func Local() (*Client, error) {
 		return nil, err
 	}
 	c.stop = func() error {
-		server.Collection.Clear() // closes every proxy's listener and connections
-		return h.Close()
+		// Clear closes every proxy's listener and connections.
+		return errors.Join(server.Collection.Clear(), h.Close())
 	}
 	return c, nil
 }
@@ -146,8 +146,8 @@ func (c *Client) Inject(ctx context.Context, p *Proxy, t Toxic, d time.Duration)
 			attrs[k] = v
 		}
 		if _, err := p.p.AddToxic(name, t.Type, stream, t.toxicity(), attrs); err != nil {
-			c.remove(p, names)
-			return "", fmt.Errorf("toxiproxy %s: add %s to %s: %w", c.URL, t, p.Name, err)
+			err = fmt.Errorf("toxiproxy %s: add %s to %s: %w", c.URL, t, p.Name, err)
+			return "", errors.Join(err, c.remove(p, names))
 		}
 		names = append(names, name)
 	}

@@ -229,7 +229,7 @@ func decodeReceipt(answer []byte, want ...Status) (Receipt, bool) {
 	}
 	for _, s := range want {
 		if b.Status == s {
-			return Receipt{ID: b.ID, Status: b.Status, Reason: b.Reason}, true
+			return Receipt(b), true
 		}
 	}
 	return Receipt{}, false

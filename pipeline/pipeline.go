@@ -118,9 +118,7 @@ type Run struct {
 // Open connects to the target through its profile and reads the items before the burst: their
 // stock, per-user limit, Redis stock and live orders.
 func Open(ctx context.Context, cfg Config) (*Run, error) {
-	if cfg.Profile == nil {
-		cfg.Profile = profile.Default()
-	}
+	cfg.Profile = profile.OrBundled(cfg.Profile)
 	cfg.Settle = cmp.Or(cfg.Settle, time.Minute)
 	if cfg.Now == nil {
 		cfg.Now = time.Now

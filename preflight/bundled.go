@@ -6,6 +6,7 @@ import (
 
 	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/stock"
 )
@@ -19,6 +20,10 @@ type bundled struct {
 	sale    *sale.Sale
 	saleErr error
 }
+
+// offersBundled reports whether the target p describes offers the capability (fsctl serve): the
+// one place preflight asks.
+func offersBundled(p *profile.Profile) bool { return p.Bundled() }
 
 // openBundled reads the sale definition from fsctl serve's own tables.
 func openBundled(ctx context.Context, db *orders.Store, saleID string) *bundled {

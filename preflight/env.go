@@ -89,7 +89,7 @@ func connect(ctx context.Context, cfg Config) *env {
 		e.target = &profile.Target{P: e.prof, DB: e.pdb, Stocks: profile.NewStocks(e.prof, e.rdb)}
 	}
 	e.loadFile()
-	if e.prof.IsDeep() {
+	if offersBundled(e.prof) {
 		e.bundled, e.fix = openBundled(ctx, e.db, cfg.SaleID), serveFixes
 	}
 	return e

@@ -95,9 +95,7 @@ type Config struct {
 
 // Defaults fills what the caller left out.
 func (c *Config) Defaults() {
-	if c.Profile == nil {
-		c.Profile = profile.Default()
-	}
+	c.Profile = profile.OrBundled(c.Profile)
 	// The bundled server's profile names its own order log (events.LogNames).
 	k := c.Profile.Kafka
 	c.OrdersTopic, c.DeadLetterTopic, c.ConsumerGroup = cmp.Or(c.OrdersTopic, k.Topic), cmp.Or(c.DeadLetterTopic, k.DeadLetter), cmp.Or(c.ConsumerGroup, k.Group)
@@ -128,7 +126,7 @@ func (c *Config) Defaults() {
 // definition, so its sale must be named (a label passed to another profile's templates may be
 // left out).
 func (c Config) Validate() error {
-	if c.SaleID == "" && (c.Profile == nil || c.Profile.IsDeep()) {
+	if c.SaleID == "" && offersBundled(profile.OrBundled(c.Profile)) {
 		return errors.New(`required flag "sale" not set`)
 	}
 	return nil

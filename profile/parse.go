@@ -86,13 +86,20 @@ func (p *Profile) validateHead() error {
 	case p.Limits.PerUser < 0:
 		return yamlfield.Errorf("limits.perUser", "%d: must be at least 1", p.Limits.PerUser)
 	}
-	paths := map[string]string{"health": p.HTTP.Health, "metrics": p.HTTP.Metrics, "admin": p.HTTP.Admin, "salePage": p.HTTP.SalePage}
+	h := p.HTTP
+	type path struct {
+		tmpl string
+		vars []string
+	}
+	paths := map[string]path{"health": {h.Health, pageVars}, "metrics": {h.Metrics, pageVars}, "admin": {h.Admin, pageVars},
+		"salePage": {h.SalePage, pageVars}, "room": {h.Room, pageVars}, "order": {h.Order, orderVars}, "pay": {h.Pay, orderVars},
+		"purchasePath": {h.PurchasePath, itemVars}}
 	for _, name := range sortedKeys(paths) {
 		path := paths[name]
-		if path != "" && !strings.HasPrefix(path, "/") {
-			return yamlfield.Errorf("http."+name, "%q: want a path starting with /", path)
+		if path.tmpl != "" && !strings.HasPrefix(path.tmpl, "/") {
+			return yamlfield.Errorf("http."+name, "%q: want a path starting with /", path.tmpl)
 		}
-		if err := checkTemplate(path, pageVars); err != nil {
+		if err := checkTemplate(path.tmpl, path.vars); err != nil {
 			return &FieldError{Field: "http." + name, Err: err}
 		}
 	}
@@ -258,7 +265,7 @@ func (p *Profile) validateFix() error {
 	switch {
 	case f.Buyers == Recount && (p.Redis.Buyers == "" || p.SQL.LiveBuyers == ""):
 		return yamlfield.Errorf("fix.buyers", "recount needs redis.buyers and sql.liveBuyers")
-	case (f.Stock != "" || f.Buyers != "") && p.IsDeep():
+	case (f.Stock != "" || f.Buyers != "") && p.Bundled():
 		return yamlfield.Errorf("fix", "a deep target's stock and buyers are repaired by reconcile's own passes: leave fix.stock and fix.buyers unset")
 	}
 	return nil

@@ -29,8 +29,35 @@ func TestShippedProfilesParse(t *testing.T) {
 		})
 	}
 	d := Default()
-	if !d.IsDeep() || !d.Sharded() || d.Token.Type != TokenHS256 || d.Source() != "built-in fsctl.yaml" {
+	if !d.Bundled() || !d.Sharded() || d.Token.Type != TokenHS256 || d.Source() != "built-in fsctl.yaml" {
 		t.Fatalf("default profile: %+v", d)
+	}
+}
+
+// TestBundledDeclaresItsJourneys: the bundled profile declares the endpoints of every buyer
+// journey beyond the purchase, and they render to fsctl serve's routes.
+func TestBundledDeclaresItsJourneys(t *testing.T) {
+	d := Default()
+	v := Vars{"sale": "s1", "item": "hot", "order": "o-1"}
+	for _, e := range []struct{ field, tmpl, want string }{
+		{"room", d.HTTP.Room, "http://h/api/v1/sales/s1/queue"},
+		{"order", d.HTTP.Order, "http://h/api/v1/orders/o-1"},
+		{"pay", d.HTTP.Pay, "http://h/api/v1/orders/o-1/pay"},
+		{"purchasePath", d.HTTP.PurchasePath, "http://h/api/v1/sales/s1/items/hot/purchase-path"},
+	} {
+		if got := Route("http://h/", e.tmpl, v); got != e.want {
+			t.Errorf("http.%s %q renders %q, want %q", e.field, e.tmpl, got, e.want)
+		}
+	}
+	if OrBundled(nil).Name != d.Name || OrBundled(&Profile{Name: "shop"}).Name != "shop" {
+		t.Error("OrBundled: nil is the bundled profile, any other is itself")
+	}
+	foreign, err := Parse([]byte(base), "base", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if foreign.Bundled() || foreign.HTTP != (HTTP{}) {
+		t.Errorf("a profile without deep or http: bundled %v, http %+v", foreign.Bundled(), foreign.HTTP)
 	}
 }
 
@@ -90,6 +117,11 @@ func TestParseNamesFieldAndLine(t *testing.T) {
 		{"ttl in words", "  secretEnv: SHOP_SECRET", "  secretEnv: SHOP_SECRET\n  ttl: 2 hours", `line 9: token.ttl: "2 hours" is not a duration: write it like 90s, 10m or 1h30m`},
 		{"header not text", "Authorization: Bearer ${token}", "Authorization: [a, b]", "line 5: purchase.headers.Authorization: want a single value, not a list"},
 		{"bad health path", "sql:", "http: {health: health}\nsql:", `http.health: "health": want a path starting with /`},
+		{"bad room path", "sql:", "http: {room: queue}\nsql:", `http.room: "queue": want a path starting with /`},
+		{"room of an item", "sql:", "http: {room: \"/q/${item}\"}\nsql:", "http.room: unknown placeholder ${item}: this template may use ${sale}"},
+		{"order of a user", "sql:", "http: {order: \"/o/${user}\"}\nsql:", "http.order: unknown placeholder ${user}: this template may use ${sale}, ${item}, ${order}"},
+		{"purchase path of an order", "sql:", "http: {purchasePath: \"/p/${order}\"}\nsql:", "http.purchasePath: unknown placeholder ${order}"},
+		{"unknown http field", "sql:", "http: {queue: /q}\nsql:", "http.queue: unknown key"},
 		{"negative limit", "sql:", "limits: {perUser: -1}\nsql:", "limits.perUser: -1: must be at least 1"},
 		{"kafka login without brokers", "sql:", "kafka: {sasl: scram-sha-512, user: u, passwordEnv: P}\nsql:", "kafka.brokers: missing"},
 		{"kafka broker without port", "sql:", "kafka: {brokers: [b1]}\nsql:", `kafka.brokers: "b1" is not host:port`},

@@ -104,6 +104,22 @@ type HTTP struct {
 	Admin string `yaml:"admin"`
 	// SalePage is fsctl serve's sale page (stock, limit, server time).
 	SalePage string `yaml:"salePage"`
+
+	// The buyer journeys beyond the purchase: each one a profile leaves out is a journey blast
+	// refuses for the target, naming the field.
+
+	// Room is the waiting room's queue (${sale}): a buyer GETs its challenge at Room/challenge,
+	// POSTs the solved challenge to Room to join, and polls its ticket at Room/{ticket} (the
+	// protocol roomwire describes).
+	Room string `yaml:"room"`
+	// Order is one order (${order}, and ${sale}, ${item}): GET answers its status (the order
+	// polls), DELETE cancels it (the cancel follow-up).
+	Order string `yaml:"order"`
+	// Pay pays one order (${order}, and ${sale}, ${item}): a POST of {"paymentToken": ...}.
+	Pay string `yaml:"pay"`
+	// PurchasePath answers a buyer's revealed purchase path (${sale}, ${item}): a GET whose
+	// answer's purchasePath is where the buyer then buys.
+	PurchasePath string `yaml:"purchasePath"`
 }
 
 // Redis holds the key templates of one shard of one item.
@@ -208,8 +224,20 @@ func (p *Profile) KeyFromEnv() string {
 	return os.Getenv(p.Token.KeyEnv)
 }
 
-// IsDeep reports whether the target is fsctl serve itself.
-func (p *Profile) IsDeep() bool { return p.Deep == Deep }
+// Bundled reports whether the target is fsctl serve itself (deep: fsctl): the one test of the
+// target's kind. What every target offers is declared in its profile; this is the one optional
+// capability beyond it (fsctl serve's own records, scripts and repairs), asked only where it is
+// used.
+func (p *Profile) Bundled() bool { return p.Deep == Deep }
+
+// OrBundled is p, or the bundled server's profile when p is nil: a configuration's "no
+// profile" resolved once, at its edge.
+func OrBundled(p *Profile) *Profile {
+	if p != nil {
+		return p
+	}
+	return Default()
+}
 
 // Sharded reports whether items may have more than one stock shard.
 func (p *Profile) Sharded() bool { return p.Redis.ShardTag != "" }

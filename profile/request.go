@@ -53,8 +53,14 @@ func (p *Profile) PurchaseRequest(base string, b Buy) (*http.Request, error) {
 
 // Endpoint renders one of the http paths under base; "" when the profile does not have it.
 func (p *Profile) Endpoint(base, path, sale string) string {
+	return Route(base, path, Vars{"sale": sale})
+}
+
+// Route renders one of the http paths under base with the values v (${sale}, ${item},
+// ${order}); "" when the path is not declared.
+func Route(base, path string, v Vars) string {
 	if path == "" {
 		return ""
 	}
-	return strings.TrimRight(base, "/") + Render(path, Vars{"sale": sale})
+	return strings.TrimRight(base, "/") + Render(path, v)
 }

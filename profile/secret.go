@@ -7,7 +7,7 @@ package profile
 // names a key (FSCTL_JWT_KEY: fsctl serve verifies an identity provider's tokens) only a given
 // value replaces it: the default would sign HS256 tokens that server refuses.
 func (p *Profile) SecretOverride(flag string, given bool) string {
-	if given || p.IsDeep() && p.KeyFromEnv() == "" {
+	if given || p.Bundled() && p.KeyFromEnv() == "" {
 		return flag
 	}
 	return ""

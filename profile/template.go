@@ -14,6 +14,8 @@ var (
 	tagVars     = []string{"sale", "item", "shard"}
 	keyVars     = []string{"sale", "item", "shard", "tag"}
 	pageVars    = []string{"sale"}
+	itemVars    = []string{"sale", "item"}
+	orderVars   = []string{"sale", "item", "order"}
 )
 
 // placeholders lists the ${name}s of a template, or says where one is not closed.

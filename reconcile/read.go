@@ -55,7 +55,7 @@ func open(ctx context.Context, cfg Config, p *profile.Profile, ping bool) (*run,
 		}
 		r.closer = append(r.closer, closeIdle)
 	}
-	if p.IsDeep() {
+	if hasBook(p) {
 		if r.book, err = openBook(ctx, r); err != nil {
 			r.close()
 			return nil, err
@@ -63,6 +63,11 @@ func open(ctx context.Context, cfg Config, p *profile.Profile, ping bool) (*run,
 	}
 	return r, nil
 }
+
+// hasBook reports whether the target offers fsctl serve's book (its holds, order records and
+// order log, compared order by order and repaired with its own scripts): the one capability
+// beyond the profile that reconcile asks about, asked here.
+func hasBook(p *profile.Profile) bool { return p.Bundled() }
 
 func (r *run) close() {
 	for i := len(r.closer) - 1; i >= 0; i-- {

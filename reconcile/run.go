@@ -60,13 +60,10 @@ type Config struct {
 // DefaultConsumerGroup is the bundled server's order consumer group.
 const DefaultConsumerGroup = events.DefaultConsumerGroup
 
-// bundled reports whether the target is fsctl serve, reconciled order by order.
-func (c Config) bundled() bool { return c.Profile == nil || c.Profile.IsDeep() }
-
 // Validate says what the configuration asks of its target that the target does not offer.
 func (c Config) Validate() error {
-	if !c.bundled() && c.RebuildRedis {
-		return fmt.Errorf("rebuilding Redis is only for fsctl serve; profile %s declares a checkout fsctl cannot rebuild", c.Profile.Name)
+	if p := profile.OrBundled(c.Profile); c.RebuildRedis && !hasBook(p) {
+		return fmt.Errorf("rebuilding Redis is only for fsctl serve; profile %s declares a checkout fsctl cannot rebuild", p.Name)
 	}
 	return nil
 }
@@ -160,7 +157,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 // names in cfg, when given, replace the profile's.
 func (c *Config) resolve() profile.Profile {
 	c.defaults()
-	p := *cmp.Or(c.Profile, profile.Default())
+	p := *profile.OrBundled(c.Profile)
 	c.OrdersTopic = cmp.Or(c.OrdersTopic, p.Kafka.Topic)
 	c.DeadLetterTopic = cmp.Or(c.DeadLetterTopic, p.Kafka.DeadLetter)
 	c.ConsumerGroup = cmp.Or(c.ConsumerGroup, p.Kafka.Group)
@@ -182,8 +179,8 @@ func RecordLog(ctx context.Context, cfg Config) (int, error) {
 	if err := cfg.Validate(); err != nil {
 		return 0, err
 	}
-	if !cfg.bundled() {
-		return 0, fmt.Errorf("recording the order log is only for fsctl serve; profile %s declares another checkout", cfg.Profile.Name)
+	if p := profile.OrBundled(cfg.Profile); !hasBook(p) {
+		return 0, fmt.Errorf("recording the order log is only for fsctl serve; profile %s declares another checkout", p.Name)
 	}
 	p := cfg.resolve()
 	r, err := open(ctx, cfg, &p, false)

@@ -30,8 +30,6 @@ type pgOrder struct {
 	IdemKey string
 }
 
-func (o pgOrder) live() bool { return o.Status == "PENDING" || o.Status == "PAID" }
-
 // hold is the order as its shard's record keeps it, for a restore.
 func (o pgOrder) hold() stock.Hold {
 	h := stock.Hold{OrderID: o.ID, UserID: o.UserID, Slot: o.Slot, ExpiresAt: o.ExpiresAt, IdemKey: o.IdemKey}

@@ -123,7 +123,7 @@ func TestRejoin(t *testing.T) {
 // a token-bearing poll, a rejoin keeps its ticket, and the depth counts down.
 func TestRoomOnRedisCluster(t *testing.T) {
 	t.Parallel()
-	f := newRoomOn(t, func(tb testing.TB) redis.UniversalClient { return testenv.RedisCluster(tb) },
+	f := newRoomOn(t, func(tb testing.TB) redis.UniversalClient { return testenv.RedisCluster(tb) }, //nolint:gocritic // RedisCluster returns the concrete client
 		sale.Room{AdmissionRate: 1000, FairStart: sale.FairStartFIFO}, time.Now().Add(-time.Minute))
 	var tks []room.Ticket
 	for i := range 20 {

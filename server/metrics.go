@@ -51,75 +51,120 @@ type metrics struct {
 	shed           *prometheus.CounterVec
 }
 
+// latencyBuckets are the buckets of the latency histograms, in seconds.
+var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
+
+// newMetrics makes and registers the instruments, one subject at a time.
 func newMetrics() *metrics {
-	latency := []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
-	m := &metrics{
-		reg: prometheus.NewRegistry(),
-		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "fsctl_purchase_outcomes_total", Help: "Purchase answers by outcome code.",
-		}, []string{"outcome"}),
-		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "fsctl_http_request_duration_seconds", Help: "HTTP request latency by route and status.", Buckets: latency,
-		}, []string{"route", "status"}),
-		reserve: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "fsctl_reserve_duration_seconds", Help: "Latency of the Redis reserve script call.", Buckets: latency,
-		}),
-		publish: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "fsctl_publish_duration_seconds", Help: "Latency of publishing OrderPlaced with acks=all.", Buckets: latency,
-		}),
-		released: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "fsctl_holds_released_total", Help: "Holds returned to stock, by reason.",
-		}, []string{"reason"}),
-		persisted: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "fsctl_orders_persisted_total", Help: "Orders the consumer recorded in PostgreSQL.",
-		}),
-		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "fsctl_orders_duplicate_total", Help: "Redelivered order events that changed nothing.",
-		}),
-		deadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "fsctl_orders_dead_lettered_total", Help: "Order events sent to the dead-letter topic, by reason.",
-		}, []string{"reason"}),
-		consumerBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "fsctl_consumer_batch_size", Help: "Orders per consumer transaction.", Buckets: prometheus.ExponentialBuckets(1, 2, 11),
-		}),
-		consumerErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "fsctl_consumer_retries_total", Help: "Consumer steps that failed and were retried.",
-		}),
-		payments: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "fsctl_payments_total", Help: "Answers of the pay endpoint, by outcome code.",
-		}, []string{"outcome"}),
-		breakerState: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "fsctl_payment_breaker_state", Help: "Payment circuit breaker: 0 closed, 1 half-open, 2 open.",
-		}),
-		soldOutFlag: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "fsctl_sold_out_flag_answers_total", Help: "Purchases answered by this instance's local sold-out flag instead of the reserve script.",
-		}),
-		borrowed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "fsctl_shard_units_borrowed_total", Help: "Units moved into a buyer's home shard from other shards.",
-		}),
-		replayHandOffs: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "fsctl_replay_handoffs_total", Help: "Replayed RESERVED answers whose order was handed to Kafka again before the buyer heard yes.",
-		}),
-		pastDeadline: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "fsctl_purchases_past_deadline_total", Help: "Purchases not answered within the purchase deadline: the buyer heard 503 UNAVAILABLE then, while the purchase went on.",
-		}),
-		unconfirmed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "fsctl_handoffs_unconfirmed_total", Help: "Hand-offs Kafka acknowledged whose Redis state a rebuild replaced (or Redis could not confirm) before the buyer heard yes; answered 503.",
-		}),
-		waitShort: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "fsctl_redis_wait_short_total",
-			Help: "Reserves that fewer replicas acknowledged than the sale's waitReplicas, by the sale's waitPolicy: count (answered RESERVED) or release (released, buyer told to retry).",
-		}, []string{"policy"}),
-		republished: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "fsctl_orphans_republished_total", Help: "Holds with no order in PostgreSQL whose OrderPlaced the sweeper published again.",
-		}),
-		paidRecorded: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "fsctl_orders_paid_recorded_total", Help: "Payments the consumer recorded in PostgreSQL (OrderPaid events).",
-		}),
-		repaired: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "fsctl_holds_repaired_total", Help: "Holds of closed or paid orders the sweeper released or settled.",
-		}),
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.registerPurchase()
+	m.registerHandOff()
+	m.registerHolds()
+	m.registerConsumer()
+	m.registerPayment()
+	m.registerRoom()
+	m.registerLimits()
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// registerPurchase: the answers and latency of purchases and of the HTTP routes, and the reserve.
+func (m *metrics) registerPurchase() {
+	m.outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fsctl_purchase_outcomes_total", Help: "Purchase answers by outcome code.",
+	}, []string{"outcome"})
+	m.requests = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "fsctl_http_request_duration_seconds", Help: "HTTP request latency by route and status.", Buckets: latencyBuckets,
+	}, []string{"route", "status"})
+	m.reserve = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "fsctl_reserve_duration_seconds", Help: "Latency of the Redis reserve script call.", Buckets: latencyBuckets,
+	})
+	m.soldOutFlag = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fsctl_sold_out_flag_answers_total", Help: "Purchases answered by this instance's local sold-out flag instead of the reserve script.",
+	})
+	m.borrowed = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fsctl_shard_units_borrowed_total", Help: "Units moved into a buyer's home shard from other shards.",
+	})
+	m.pastDeadline = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fsctl_purchases_past_deadline_total", Help: "Purchases not answered within the purchase deadline: the buyer heard 503 UNAVAILABLE then, while the purchase went on.",
+	})
+	m.waitShort = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fsctl_redis_wait_short_total",
+		Help: "Reserves that fewer replicas acknowledged than the sale's waitReplicas, by the sale's waitPolicy: count (answered RESERVED) or release (released, buyer told to retry).",
+	}, []string{"policy"})
+	for _, p := range []string{sale.WaitPolicyCount, sale.WaitPolicyRelease} {
+		m.waitShort.WithLabelValues(p) // both series from the start, as the unlabelled counter was
 	}
+	m.reg.MustRegister(m.outcomes, m.requests, m.reserve, m.soldOutFlag, m.borrowed, m.pastDeadline, m.waitShort)
+}
+
+// registerHandOff: the hand-off of a reservation to Kafka and its confirmation.
+func (m *metrics) registerHandOff() {
+	m.publish = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "fsctl_publish_duration_seconds", Help: "Latency of publishing OrderPlaced with acks=all.", Buckets: latencyBuckets,
+	})
+	m.replayHandOffs = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fsctl_replay_handoffs_total", Help: "Replayed RESERVED answers whose order was handed to Kafka again before the buyer heard yes.",
+	})
+	m.unconfirmed = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fsctl_handoffs_unconfirmed_total", Help: "Hand-offs Kafka acknowledged whose Redis state a rebuild replaced (or Redis could not confirm) before the buyer heard yes; answered 503.",
+	})
+	m.reg.MustRegister(m.publish, m.replayHandOffs, m.unconfirmed)
+}
+
+// registerHolds: holds returned to stock, and the orphan sweeper's work.
+func (m *metrics) registerHolds() {
+	m.released = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fsctl_holds_released_total", Help: "Holds returned to stock, by reason.",
+	}, []string{"reason"})
+	m.republished = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fsctl_orphans_republished_total", Help: "Holds with no order in PostgreSQL whose OrderPlaced the sweeper published again.",
+	})
+	m.repaired = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fsctl_holds_repaired_total", Help: "Holds of closed or paid orders the sweeper released or settled.",
+	})
+	m.reg.MustRegister(m.released, m.republished, m.repaired)
+}
+
+// registerConsumer: the Kafka consumer that records order events in PostgreSQL.
+func (m *metrics) registerConsumer() {
+	m.persisted = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fsctl_orders_persisted_total", Help: "Orders the consumer recorded in PostgreSQL.",
+	})
+	m.duplicates = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fsctl_orders_duplicate_total", Help: "Redelivered order events that changed nothing.",
+	})
+	m.deadLettered = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fsctl_orders_dead_lettered_total", Help: "Order events sent to the dead-letter topic, by reason.",
+	}, []string{"reason"})
+	m.stale = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fsctl_orders_stale_dropped_total", Help: "OrderPlaced events dropped because their hold had already ended (a hand-off reported failed but delivered).",
+	})
+	m.consumerBatch = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "fsctl_consumer_batch_size", Help: "Orders per consumer transaction.", Buckets: prometheus.ExponentialBuckets(1, 2, 11),
+	})
+	m.consumerErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fsctl_consumer_retries_total", Help: "Consumer steps that failed and were retried.",
+	})
+	m.paidRecorded = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fsctl_orders_paid_recorded_total", Help: "Payments the consumer recorded in PostgreSQL (OrderPaid events).",
+	})
+	m.reg.MustRegister(m.persisted, m.duplicates, m.deadLettered, m.stale, m.consumerBatch, m.consumerErrors, m.paidRecorded)
+}
+
+// registerPayment: the pay endpoint and its circuit breaker.
+func (m *metrics) registerPayment() {
+	m.payments = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fsctl_payments_total", Help: "Answers of the pay endpoint, by outcome code.",
+	}, []string{"outcome"})
+	m.breakerState = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "fsctl_payment_breaker_state", Help: "Payment circuit breaker: 0 closed, 1 half-open, 2 open.",
+	})
+	m.reg.MustRegister(m.payments, m.breakerState)
+}
+
+// registerRoom: the waiting rooms, per sale.
+func (m *metrics) registerRoom() {
 	m.roomDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "fsctl_room_queue_depth", Help: "Buyers waiting in the sale's queue.",
 	}, []string{"sale"})
@@ -141,26 +186,18 @@ func newMetrics() *metrics {
 	m.failOpen = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "fsctl_room_fail_open_total", Help: "Purchases let through without admission because the room was down and the sale fails open.",
 	})
+	m.reg.MustRegister(m.roomDepth, m.roomActive, m.roomRate, m.roomWait, m.roomAdmitted, m.roomExpired, m.failOpen)
+}
+
+// registerLimits: requests refused by rate limits, and connections shed beyond the cap.
+func (m *metrics) registerLimits() {
 	m.rateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fsctl_rate_limited_total", Help: "Requests refused by a sale's rate limits, by endpoint and limit.",
 	}, []string{"endpoint", "by"})
 	m.shed = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fsctl_connections_shed_total", Help: "Connections beyond --max-conns: answered 503 OVERLOADED by the shed server, or closed at once beyond --shed-conns.",
 	}, []string{"action"})
-	m.reg.MustRegister(m.shed)
-	m.stale = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "fsctl_orders_stale_dropped_total", Help: "OrderPlaced events dropped because their hold had already ended (a hand-off reported failed but delivered).",
-	})
-	m.reg.MustRegister(m.stale)
-	for _, p := range []string{sale.WaitPolicyCount, sale.WaitPolicyRelease} {
-		m.waitShort.WithLabelValues(p) // both series from the start, as the unlabelled counter was
-	}
-	m.reg.MustRegister(m.roomDepth, m.roomActive, m.roomRate, m.roomWait, m.roomAdmitted, m.roomExpired, m.failOpen, m.rateLimited)
-	m.reg.MustRegister(m.outcomes, m.requests, m.reserve, m.publish, m.released, m.persisted, m.duplicates,
-		m.deadLettered, m.consumerBatch, m.consumerErrors, m.payments, m.breakerState, m.soldOutFlag,
-		m.borrowed, m.waitShort, m.replayHandOffs, m.unconfirmed, m.pastDeadline, m.republished, m.repaired, m.paidRecorded,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return m
+	m.reg.MustRegister(m.rateLimited, m.shed)
 }
 
 // handler serves the registry; OpenMetrics when the scraper asks for it, which carries the

@@ -2,14 +2,12 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/fsctl/fsctl/control"
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/sale"
@@ -33,131 +31,27 @@ type reservedBody struct {
 func (s *Server) handlePurchase(w http.ResponseWriter, r *http.Request) { s.purchase(w, r, false) }
 
 // purchase is handlePurchase's work, shared with the route of a revealed purchase path (viaPath:
-// handleRevealedPurchase), whose token is checked right after the sale lookup.
+// handleRevealedPurchase), whose token is checked right after the sale lookup. It is a chain of
+// admission steps (purchase_steps.go), in this order: each passes the attempt on, or answers the
+// buyer itself and ends the chain there.
 func (s *Server) purchase(w http.ResponseWriter, r *http.Request, viaPath bool) {
-	user, err := s.auth.UserFromHeader(r.Header.Get("Authorization"))
-	if err != nil {
-		s.countAndWriteError(w, r, err)
-		return
+	p := purchaseAttempt{s: s, w: w, r: r, viaPath: viaPath}
+	defer p.end()
+	if p.authenticate() &&
+		p.readRequest() &&
+		p.purchasesOn() &&
+		p.findItem() &&
+		p.checkPath() && // reveal (reveal.go): before any Redis work
+		p.admit() &&
+		p.freeSlotOnAnswer() &&
+		p.saleOpen() &&
+		p.soldOutFlag() &&
+		p.reserve() &&
+		p.noteReservation() &&
+		p.replicasAcked() &&
+		p.withinSaleLimit() {
+		p.answer()
 	}
-	if r.Body != http.NoBody { // most purchases carry none: nothing to wrap or read
-		r.Body = http.MaxBytesReader(w, r.Body, MaxPurchaseBody+1)
-	}
-	req, err := parsePurchase(r.PathValue("sale"), r.PathValue("item"), r.Header.Get("Idempotency-Key"), r.Body)
-	if err != nil {
-		s.countAndWriteError(w, r, err)
-		return
-	}
-	if s.sw.Off(control.Purchase) {
-		s.countAndWriteError(w, r, outcome.Errorf(outcome.Disabled, "purchases are switched off by the operator; retry later"))
-		return
-	}
-	s.traceItem(r, req.SaleID, req.ItemID)
-	lctx, lookup := tracing.Child(r.Context(), s.tracer, "sale lookup", trace.SpanKindInternal)
-	sl, it, err := s.saleItem(lctx, req.SaleID, req.ItemID)
-	lookup.End()
-	if err == nil {
-		err = s.checkPurchasePath(r, sl, it.ID, user, viaPath) // reveal (reveal.go): before any Redis work
-	}
-	if err != nil {
-		s.countAndWriteError(w, r, err)
-		return
-	}
-	_, admit := tracing.Child(r.Context(), s.tracer, "admission", trace.SpanKindInternal)
-	if !s.allowRate(w, r, sl, "purchase", user) {
-		admit.End()
-		return
-	}
-	ticket, err := s.admission(r, sl, user)
-	admit.End()
-	if err != nil {
-		s.countAndWriteError(w, r, err)
-		return
-	}
-	if ticket != "" {
-		// Once the checkout has a final answer (reserved, sold out, already purchased, sale ended:
-		// 202, 409 or 410, whichever path gave it) the slot goes to the next buyer in line at once.
-		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-		w = rec
-		defer func() {
-			if rec.status == http.StatusAccepted || rec.status == http.StatusConflict || rec.status == http.StatusGone {
-				s.revoke(sl.ID, ticket)
-			}
-		}()
-	}
-	if now := s.now(); !sl.OpenAt(now) {
-		code := outcome.NotStarted
-		if sl.Ended(now) {
-			code = outcome.SaleEnded
-		}
-		s.writeOutcome(w, r, code, req)
-		return
-	}
-	ref := stock.ItemRef{SaleID: sl.ID, ItemID: it.ID, Shards: it.ShardCount()}
-	flagged := s.cfg.SoldOut != SoldOutOff && s.soldOut.has(ref)
-	if flagged {
-		s.metrics.soldOutFlag.Inc()
-		if s.cfg.SoldOut == SoldOutTrust {
-			s.writeOutcome(w, r, outcome.SoldOut, req)
-			return
-		}
-	}
-	orderID, err := s.newID()
-	if err != nil {
-		s.countAndWriteError(w, r, err)
-		return
-	}
-	// A buyer who hangs up must not cut the path between the reserve and the hand-off: that
-	// would leave a hold with no order. From here on the request runs to its end on its own clock.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.cfg.PublishTimeout+reserveBudget)
-	defer cancel()
-	start := time.Now()
-	rctx, span := tracing.Child(ctx, s.tracer, "reserve", trace.SpanKindClient)
-	rv, err := s.stock.Reserve(rctx, stock.Request{
-		SaleID: req.SaleID, ItemID: req.ItemID, UserID: user, IdemKey: req.IdemKey, OrderID: orderID,
-		Shards: ref.Shards, WaitReplicas: sl.WaitReplicas, WaitTimeout: sl.WaitTimeout,
-		// Under the flag the script answers from the buyer's home shard alone (no borrowing), so
-		// a sold-out item costs one call whose answer is still the script's own.
-		NoBorrow:  flagged,
-		SaleLimit: sl.PerSaleLimit,
-	})
-	s.metrics.reserve.Observe(time.Since(start).Seconds())
-	endReserve(span, rv, err)
-	if err != nil {
-		switch outcome.CodeOf(err) {
-		case outcome.Internal:
-			s.log.Error("reserve failed", "sale", req.SaleID, "item", req.ItemID, "err", err)
-			err = outcome.Errorf(outcome.Unavailable, "stock store unavailable; nothing was reserved; retry with the same Idempotency-Key")
-		case outcome.NotFound:
-			// PostgreSQL's catalog has the item (saleItem found it), Redis does not: its state was
-			// lost or is being rebuilt. That is a pause, not an answer about the sale.
-			s.log.Warn("item on sale but not in Redis (lost, or being rebuilt)", "sale", req.SaleID, "item", req.ItemID)
-			err = outcome.Errorf(outcome.Unavailable, "the item's stock is not loaded right now (it is being restored); nothing was reserved; retry with the same Idempotency-Key")
-		}
-		s.countAndWriteError(w, r, err)
-		return
-	}
-	if rv.Borrowed > 0 {
-		s.metrics.borrowed.Add(float64(rv.Borrowed))
-	}
-	if rv.RefErr != nil {
-		s.log.Warn("order reference not written; lookups of the order wait for PostgreSQL", "order", rv.OrderID, "err", rv.RefErr)
-	}
-	if sl.WaitReplicas > 0 && !rv.Replay && rv.Outcome == outcome.Reserved && rv.Replicas < sl.WaitReplicas {
-		if err := s.shortWait(ctx, sl, req, user, rv); err != nil {
-			s.countAndWriteError(w, r, err)
-			return
-		}
-	}
-	if rv.SaleLimited {
-		s.answerOutcome(w, r, outcome.AlreadyPurchased,
-			fmt.Sprintf("you already hold %d unit(s) of sale %s, the most it allows one buyer across its items", sl.PerSaleLimit, sl.ID))
-		return
-	}
-	if rv.Outcome == outcome.SoldOut && !rv.Replay {
-		s.soldOut.set(ref)
-	}
-	s.answerReservation(ctx, w, r, req, user, rv)
 }
 
 // shortWait applies the sale's waitPolicy to a fresh reservation that fewer replicas acknowledged

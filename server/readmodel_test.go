@@ -137,10 +137,8 @@ func TestReadModelEventsFollowPurchasesAndReleases(t *testing.T) {
 	e := newEventsEnv(t, 10, 3*time.Second, 3)
 	e.converge(e.bases, 10, "events", convergeBound)
 
-	var orders []string
 	for i := range 4 {
 		user := "buyer-" + string(rune('a'+i))
-		orders = append(orders, user)
 		id := e.mustBuy(user, "k1")
 		if i == 0 {
 			e.waitStatus(id, "PENDING")

@@ -63,7 +63,7 @@ func BenchmarkPurchaseTracing(b *testing.B) {
 					b.Fatal(err)
 				}
 				sdk := tracing.NewTracerProvider(sdktrace.NewBatchSpanProcessor(exp), ratio, nil)
-				defer sdk.Shutdown(context.Background())
+				defer func() { _ = sdk.Shutdown(context.Background()) }()
 				tp = sdk
 			}
 			const users = 20_000 // × 16 units each: more purchases than any run makes

@@ -172,7 +172,7 @@ func wantAttr(t *testing.T, s sdktrace.ReadOnlySpan, key string, want attribute.
 	for _, kv := range s.Attributes() {
 		if string(kv.Key) == key {
 			if kv.Value != want {
-				t.Errorf("%s: %s = %v, want %v", s.Name(), key, kv.Value.Emit(), want.Emit())
+				t.Errorf("%s: %s = %v, want %v", s.Name(), key, kv.Value.String(), want.String())
 			}
 			return
 		}
@@ -183,7 +183,7 @@ func wantAttr(t *testing.T, s sdktrace.ReadOnlySpan, key string, want attribute.
 func attrs(s sdktrace.ReadOnlySpan) []string {
 	var out []string
 	for _, kv := range s.Attributes() {
-		out = append(out, string(kv.Key)+"="+kv.Value.Emit())
+		out = append(out, string(kv.Key)+"="+kv.Value.String())
 	}
 	return out
 }
@@ -210,7 +210,7 @@ func tree(spans []sdktrace.ReadOnlySpan, root sdktrace.ReadOnlySpan) string {
 		var notes []string
 		for _, kv := range s.Attributes() {
 			if k := string(kv.Key); strings.HasPrefix(k, "fsctl.") && k != "fsctl.sale" && k != "fsctl.order" || k == "http.response.status_code" {
-				notes = append(notes, strings.TrimPrefix(k, "fsctl.")+"="+kv.Value.Emit())
+				notes = append(notes, strings.TrimPrefix(k, "fsctl.")+"="+kv.Value.String())
 			}
 		}
 		fmt.Fprintf(&b, "%-58s %-9s +%6.2fms %7.2fms  %s\n", prefix+branch+s.Name(), s.SpanKind(),

@@ -50,18 +50,6 @@ func (c Config) service(name string) (service, error) {
 	return nil, fmt.Errorf("unknown service %q (want redis, postgres, kafka, redis-cluster or kafka-cluster)", name)
 }
 
-// procName is what a service's process carries in its command line, so a pid is only signalled
-// when it still is that service.
-func procName(name string) string {
-	switch name {
-	case Redis, RedisCluster:
-		return "redis-server"
-	case Kafka, KafkaCluster:
-		return kafkaMain
-	}
-	return "postgres"
-}
-
 // Kill sends sig to one service's main process, as a crash would (SIGKILL: no shutdown, no
 // flush), and waits until it is gone when sig is SIGKILL. It returns the pid it signalled, or
 // ErrNotRunning when the service has no live process.

@@ -206,7 +206,7 @@ func (k kafkaNode) up(ctx context.Context, log io.Writer, clusterID string) (int
 		return 0, false, errors.New("java not found on PATH; the Kafka broker needs a Java 17+ runtime (apt-get install openjdk-17-jre-headless)")
 	}
 	if !kafkaJarsPresent(k.c.KafkaLibs) {
-		return 0, false, fmt.Errorf("Kafka jars missing in %s; run `make deps` (or `fsctl stack deps`)", k.c.KafkaLibs)
+		return 0, false, fmt.Errorf("kafka jars missing in %s; run `make deps` (or `fsctl stack deps`)", k.c.KafkaLibs)
 	}
 	if err := os.MkdirAll(k.dir, 0o755); err != nil {
 		return 0, false, err

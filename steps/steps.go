@@ -13,7 +13,8 @@ import (
 // Step is one step that ran.
 type Step struct {
 	Name string `json:"name"`
-	// Took is how long it ran (nanoseconds in JSON).
+	// Took is how long it ran: tookMs in JSON, milliseconds. Deprecated in JSON: took, the same in
+	// nanoseconds, is written one more release (MarshalJSON).
 	Took time.Duration `json:"took"`
 	// Detail says what it did or found.
 	Detail string `json:"detail,omitempty"`
@@ -21,6 +22,18 @@ type Step struct {
 	// not run at all (which ends the run).
 	OK    bool   `json:"ok"`
 	Error string `json:"error,omitempty"`
+}
+
+// MarshalJSON writes the step with tookMs (and the deprecated took, nanoseconds).
+func (s Step) MarshalJSON() ([]byte, error) {
+	type plain Step
+	return MarshalMs(plain(s), Field("took", &s.Took))
+}
+
+// UnmarshalJSON reads a step written with tookMs, or before it, with took only.
+func (s *Step) UnmarshalJSON(b []byte) error {
+	type plain Step
+	return UnmarshalMs(b, (*plain)(s), Field("took", &s.Took))
 }
 
 // Func is a step's body: what it found, whether that passes, or why it could not run.

@@ -2,7 +2,6 @@ package warroom
 
 import (
 	"fmt"
-	"image/color"
 	"strings"
 	"time"
 
@@ -86,7 +85,7 @@ func (l eventLog) view(s *Snapshot, lines, width int) string {
 		ev = ev[len(ev)-room:]
 	}
 	for _, e := range ev {
-		var c color.Color = colDim
+		c := colDim
 		switch e.level {
 		case Warn:
 			c = colWarn

@@ -43,10 +43,7 @@ type Endpoints struct {
 // on first use, so a part that is down shows as down rather than stopping the dashboard). The
 // returned close function releases the connections.
 func Open(e Endpoints) (Sources, func(), error) {
-	p := e.Profile
-	if p == nil {
-		p = profile.Default()
-	}
+	p := profile.OrBundled(e.Profile)
 	src := Sources{Sale: e.Sale, Profile: p.Name, Absent: map[string]string{}}
 	var closers []func()
 	closeAll := func() {
@@ -98,7 +95,7 @@ func openStores(src *Sources, closers *[]func(), e Endpoints, p *profile.Profile
 		inv = &redisInventory{items: items, keys: profile.NewStocks(p, rdb)}
 		src.Inventory = inv
 	}
-	if p.IsDeep() { // fsctl serve keeps records no profile declares
+	if p.Bundled() { // fsctl serve keeps records no profile declares
 		ord.statuses = pool
 		if inv != nil {
 			inv.transit = stock.New(rdb)

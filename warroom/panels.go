@@ -52,7 +52,8 @@ func (p *itemsPanel) observe(s *Snapshot, fresh bool) {
 		return
 	}
 	for _, x := range s.Derived.Items {
-		h := append(p.history[x.ID], x.UnitsPerSec)
+		h := p.history[x.ID]
+		h = append(h, x.UnitsPerSec)
 		if len(h) > p.size {
 			h = h[len(h)-p.size:]
 		}

@@ -207,7 +207,7 @@ func TestDecodeChecksAnAnchorOnce(t *testing.T) {
 	b.WriteString("trees:\n  a0: &a0 {kids: [{}, {}, {}, {}, {}, {}, {}, {}, {}]}\n")
 	for i := 1; i < 9; i++ {
 		refs := strings.Repeat(fmt.Sprintf("*a%d, ", i-1), 8) + fmt.Sprintf("*a%d", i-1)
-		b.WriteString(fmt.Sprintf("  a%d: &a%d {kids: [%s]}\n", i, i, refs))
+		fmt.Fprintf(&b, "  a%d: &a%d {kids: [%s]}\n", i, i, refs)
 	}
 	var d struct {
 		Trees map[string]tree `yaml:"trees"`

@@ -9,60 +9,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/fsctl/fsctl/blast"
-	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/profile"
 )
-
-type blastOptions struct {
-	endpoints     endpointFlags
-	profile       profileFlag
-	prof          *profile.Profile // the loaded --profile; nil is the bundled server's
-	checkState    bool
-	target        string
-	sale          string
-	items         []string
-	buyers        int
-	conns         int
-	clicks        int
-	retries       int
-	replays       int
-	at            string
-	in            time.Duration
-	timeout       time.Duration
-	shard         string
-	secret        jwtSecretFlag
-	prefix        string
-	classify      string
-	results       string
-	records       string
-	html          string
-	output        outputFlag
-	stock         int64
-	limit         int
-	maxP99        time.Duration
-	minThroughput float64
-	expectSold    int
-	settle        time.Duration
-	room          bool
-	maxPoll       time.Duration
-	roomWait      time.Duration
-	reveal        string
-	pay, cancel   float64
-	seed          uint64
-	rate          float64
-	ramp          time.Duration
-	duration      time.Duration
-	maxSkew       time.Duration
-	engine        string
-	http          string
-	tls           loadgen.TLSFiles
-	tokens        string
-	metrics       metricsFlags
-	reads         readFlags
-}
 
 func newBlastCmd(sub ...*cobra.Command) *cobra.Command {
 	var o blastOptions
@@ -189,206 +138,25 @@ Exit status: 0 all good, 1 could not run, 2 a bad flag, 3 a threshold missed (--
 	return cmd
 }
 
-// bindTargetFlags binds what the burst fires at: the checkout, its profile and its stores, the
-// sale and its items.
-func (o *blastOptions) bindTargetFlags(f *pflag.FlagSet) {
-	o.endpoints.bind(f, false)
-	o.profile.bind(f)
-	f.BoolVar(&o.checkState, "check-state", false, "also check the server's Redis and PostgreSQL after the burst")
-	bindTarget(f, &o.target, "http://127.0.0.1:8080", "base URL of the checkout")
-	bindSale(f, &o.sale, "sale the --item flags belong to")
-	bindItems(f, &o.items, "item buyers go for (ITEM with --sale, or SALE:ITEM); buyers are spread round-robin")
-}
-
-// bindBurstFlags binds the buyers, their connections and clicks, and the release instant.
-func (o *blastOptions) bindBurstFlags(f *pflag.FlagSet) {
-	f.IntVar(&o.buyers, "buyers", 1000, "virtual buyers in the whole burst (all shards)")
-	f.IntVar(&o.conns, "conns", 256, "pre-dialled connections the buyers share")
-	f.IntVar(&o.clicks, "clicks", 1, "clicks per buyer, released together, each with a new Idempotency-Key")
-	f.IntVar(&o.retries, "retries", 0, "retries of a click with the same key after a timeout, transport error or 5xx")
-	f.IntVar(&o.replays, "replays", 0, "resends of a click with the same key after its answer (must get the same answer)")
-	f.StringVar(&o.at, "at", "", "release instant, RFC 3339 (e.g. 2026-11-27T09:00:00Z); overrides --in")
-	f.DurationVar(&o.in, "in", 2*time.Second, "release this long from now")
-	f.DurationVar(&o.timeout, "timeout", 0, "bound on one request, from when its buyer sends it; 0 = auto: 10s + 1s per 2,000 clicks (buyers x clicks, all shards), "+
-		"e.g. 35s for 50,000 buyers, as if the target answers at least 2,000 requests/s (a slower one needs more)")
-	f.StringVar(&o.shard, "shard", "0/1", "this process's part of the buyers, i/n: buyer k belongs to shard k mod n")
-	o.secret.bind(f)
-	f.StringVar(&o.prefix, "user-prefix", "blast-", "buyer k is the user <prefix><k>")
-}
-
-// bindVerdictFlags binds how the answers are classified, recorded and judged.
-func (o *blastOptions) bindVerdictFlags(f *pflag.FlagSet) {
-	f.StringVar(&o.classify, "classify", "", "classification rules (YAML, see examples/classify.yaml); default: the profile's")
-	f.StringVar(&o.results, "results", "", "write every request to this file as vegeta results (vegeta report / plot read it)")
-	f.StringVar(&o.records, "records", "", "write every request and the burst's header as JSON lines (fsctl blast merge reads them)")
-	f.StringVar(&o.html, "html", "", "write the report with charts (latency and outcomes over time, stock depletion) to this HTML file")
-	bindOutput(f, &o.output, "the report")
-	f.Int64Var(&o.stock, "stock", -1, "units per item, for a target without the bundled sale page (with --limit)")
-	f.IntVar(&o.limit, "limit", -1, "per-user limit, for a target without the bundled sale page (with --stock)")
-	f.DurationVar(&o.maxP99, "max-p99", 0, "fail (exit 3) when the p99 latency is above this")
-	f.Float64Var(&o.minThroughput, "min-throughput", 0, "fail (exit 3) below this many requests per second")
-	f.IntVar(&o.expectSold, "expect-sold", -1, "fail (exit 3) unless exactly this many units were reserved")
-	f.DurationVar(&o.settle, "settle", 30*time.Second, "with --check-state, how long to wait for orders to reach PostgreSQL")
-}
-
-// bindJourneyFlags binds what each buyer does around its purchase, and when buyers arrive.
-func (o *blastOptions) bindJourneyFlags(f *pflag.FlagSet) {
-	f.BoolVar(&o.room, "room", false, "go through the waiting room: challenge, proof of work, queue, poll, then buy with the admission token")
-	f.DurationVar(&o.maxPoll, "max-poll", time.Second, "with --room, the longest pause between polls whatever pollAfterSeconds says")
-	f.DurationVar(&o.roomWait, "room-wait", 2*time.Minute, "with --room, give up (TIMEOUT) on a buyer not admitted this long after its intended time")
-	f.StringVar(&o.reveal, "reveal", blast.RevealAuto, "buy through the purchase path the sale reveals at the opening (GET .../purchase-path, then POST to it): "+
-		"auto (when fsctl serve's sale page says reveal: true), on (always) or off (fire at the plain purchase route, which a reveal sale refuses with 403); needs the http engine")
-	f.Float64Var(&o.pay, "pay", 0, "probability that a reserved buyer pays (the rest of --pay and --cancel abandon the hold)")
-	f.Float64Var(&o.cancel, "cancel", 0, "probability that a reserved buyer cancels")
-	f.Uint64Var(&o.seed, "seed", 1, "seed of the buyers' choices: pay/cancel/abandon, and who refreshes under --refreshers (the same seed picks the same buyers)")
-	bindRate(f, &o.rate, "open model: release buyers at this rate from the release instant instead of all at once")
-	f.DurationVar(&o.ramp, "ramp", 0, "with --rate, climb from 0 to the rate over this long first")
-	f.DurationVar(&o.duration, "duration", 0, "with --rate, run this long: the buyers are as many as the schedule releases in it (instead of --buyers)")
-}
-
-// bindClientFlags binds how the requests leave: the clock check, the buyers' tokens, the engine,
-// the HTTP version and TLS.
-func (o *blastOptions) bindClientFlags(f *pflag.FlagSet) {
-	f.DurationVar(&o.maxSkew, "max-skew", defaultMaxSkew, "largest clock difference allowed between this machine and the checkout: blast refuses to run beyond it (0: do not check)")
-	f.StringVar(&o.tokens, "tokens", "", "buyers' tokens minted ahead (fsctl profile tokens), replacing the profile's token section: its users are the buyers")
-	f.StringVar(&o.engine, "engine", loadgen.EngineAuto, "how requests are sent: auto (raw wherever the burst allows, else http; the report names the engine used and why), "+
-		"http (net/http: every journey, --retries, --replays, --room, --pay/--cancel, --poll-order, https://) or raw (pre-built HTTP/1.1 bytes pipelined over raw connections: "+
-		"the direct purchase to an http:// target only, fastest release; refused where it cannot run)")
-	f.StringVar(&o.http, "http", loadgen.HTTPAuto, "HTTP version of the http engine: auto (h2 when an https:// target's TLS handshake offers it, else HTTP/1.1; "+
-		"HTTP/1.1 to an http:// target), 2 (HTTP/2 only: h2 over TLS, h2c with prior knowledge over http://) or 1.1")
-	f.StringVar(&o.tls.CACert, "cacert", "", "PEM file of the authorities an https:// target's certificate must chain to, instead of the system's (a private CA)")
-	f.StringVar(&o.tls.Cert, "cert", "", "client certificate (PEM) for a target that asks for one, with --key")
-	f.StringVar(&o.tls.Key, "key", "", "private key (PEM) of --cert")
-	f.StringVar(&o.tls.ServerName, "server-name", "", "name to send in SNI and check the target's certificate against, instead of the --target host")
-	f.BoolVar(&o.tls.Insecure, "insecure", false, "do not verify the target's certificate (tests against a throwaway certificate only; prints a warning)")
-}
-
-// plan turns the flags into a burst plan against the target the profile describes, or a usage error.
-func (o blastOptions) plan(now time.Time) (loadgen.Plan, map[loadgen.Target]loadgen.ItemLimit, error) {
-	prof := o.prof
-	if prof == nil {
-		prof = profile.Default()
-	}
-	p := loadgen.Plan{BaseURL: strings.TrimRight(o.target, "/"), Buyers: o.buyers, UserPrefix: o.prefix, Profile: prof,
-		Clicks: o.clicks, Retries: o.retries, Replays: o.replays, Conns: o.conns, Timeout: o.timeout,
-		Engine: o.engine, HTTP: o.http}
-	var err error
-	if p.TLS, err = o.tls.Config(); err != nil {
-		return p, nil, err
-	}
-	p.Secret = []byte(o.secret.forProfile(prof))
-	if !strings.HasPrefix(p.BaseURL, "http://") && !strings.HasPrefix(p.BaseURL, "https://") {
-		return p, nil, fmt.Errorf("--target %q: want an http:// or https:// URL", o.target)
-	}
-	for _, it := range o.items {
-		saleID, itemID, ok := strings.Cut(it, ":")
-		if !ok {
-			saleID, itemID = o.sale, it
-		}
-		if saleID == "" || itemID == "" {
-			return p, nil, fmt.Errorf("--item %q: give --sale, or the item as SALE:ITEM", it)
-		}
-		p.Targets = append(p.Targets, loadgen.Target{SaleID: saleID, ItemID: itemID})
-	}
-	if p.Shard, err = loadgen.ParseShard(o.shard); err != nil {
-		return p, nil, fmt.Errorf("--shard: %w", err)
-	}
-	p.At = now.Add(o.in)
-	if o.at != "" {
-		if p.At, err = time.Parse(time.RFC3339Nano, o.at); err != nil {
-			return p, nil, fmt.Errorf("--at %q: want RFC 3339, e.g. 2026-11-27T09:00:00Z", o.at)
-		}
-		if !p.At.After(now) {
-			return p, nil, fmt.Errorf("--at %s is not in the future (now %s)", o.at, now.UTC().Format(time.RFC3339))
-		}
-	} else if o.in < 0 {
-		return p, nil, fmt.Errorf("--in %s: cannot release in the past", o.in)
-	} else if p.Shard.Count > 1 {
-		return p, nil, errors.New("--shard splits one burst over processes: give them all the same --at")
-	}
-	if err := o.openModel(&p); err != nil {
-		return p, nil, err
-	}
-	if err := o.reads.apply(&p, o.at, now, o.seed); err != nil {
-		return p, nil, err
-	}
-	if o.pay != 0 || o.cancel != 0 {
-		p.After = &loadgen.AfterPurchase{Pay: o.pay, Cancel: o.cancel, Seed: o.seed}
-	}
-	if o.room {
-		p.Journey = &loadgen.Room{MaxPoll: o.maxPoll, Wait: o.roomWait}
-	}
-	reveal, err := blast.ParseReveal(o.reveal)
-	if err != nil {
-		return p, nil, err
-	}
-	if reveal == blast.RevealOn {
-		p = blast.WithReveal(p)
-	}
-	if o.maxPoll <= 0 || o.roomWait <= 0 || o.maxSkew < 0 {
-		return p, nil, errors.New("--max-poll and --room-wait must be positive, --max-skew not negative")
-	}
-	if (o.stock >= 0) != (o.limit >= 0) {
-		return p, nil, errors.New("--stock and --limit go together")
-	}
-	if err := p.Validate(); err != nil {
-		return p, nil, err
-	}
-	if o.stock < 0 {
-		return p, nil, nil
-	}
-	limits := map[loadgen.Target]loadgen.ItemLimit{}
-	for _, t := range p.Targets {
-		limits[t] = loadgen.ItemLimit{Stock: o.stock, PerUser: o.limit}
-	}
-	return p, limits, nil
-}
-
 func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) error {
 	prof, err := o.profile.load()
 	if err != nil {
 		return err
 	}
-	if o.tokens != "" {
-		withFile := *prof
-		withFile.Token = profile.Token{Type: profile.TokenFile, File: o.tokens}
-		prof = &withFile
-	}
-	o.prof = prof
-	// The classification is read before anything else is prepared: a file that is missing or
-	// wrong ends the burst before it starts, with the status exitCode gives it.
-	var classifier *loadgen.Classifier
-	if o.classify != "" {
-		classifier, err = loadgen.LoadClassifier(o.classify)
-	} else {
-		classifier, err = loadgen.ClassifierFor(prof)
-	}
+	b, err := blast.Prepare(o.options(prof), time.Now())
 	if err != nil {
-		return err
+		return blastError(err) // a classification file's error keeps the status exitCode gives it
 	}
-	p, limits, err := o.plan(time.Now())
-	if err != nil {
-		return usageError(err)
-	}
-	metrics, err := o.metrics.remoteWrite()
-	if err != nil {
+	if b.Metrics, err = o.metrics.remoteWrite(); err != nil {
 		return usageError(err)
 	}
 	if o.tls.Insecure {
 		fmt.Fprintln(progress, "warning: --insecure: the target's certificate is not verified; anyone on the path can read and change the traffic")
 	}
-	// The tokens are made once, here, so a missing key or secret is a usage error before any probe.
-	if p.Minter, err = prof.Minter(string(p.Secret)); err != nil {
-		return usageError(err)
+	if err := b.Arm(); err != nil {
+		return blastError(err)
 	}
-	if err := p.Validate(); err != nil {
-		return usageError(err)
-	}
-	p.Classifier = classifier
-	rep, err := blast.Fire(ctx, blast.Burst{Plan: p, Limits: limits, RedisURL: o.endpoints.redisURL, PostgresURL: o.endpoints.postgresURL,
-		CheckState: o.checkState, Settle: o.settle, MaxSkew: o.maxSkew, Reveal: o.reveal,
-		Thresholds: blast.Thresholds{MaxP99: o.maxP99, MinThroughput: o.minThroughput, ExpectSold: o.expectSold},
-		Results:    o.results, Records: o.records, HTML: o.html, Metrics: metrics}, progress)
+	rep, err := blast.Fire(ctx, b, progress)
 	if err != nil {
 		return err
 	}
@@ -406,4 +174,12 @@ func runBlast(ctx context.Context, out, progress io.Writer, o blastOptions) erro
 		return checkFailed(fmt.Errorf("threshold missed: %s", strings.Join(rep.Summary.Failures, "; ")))
 	}
 	return nil
+}
+
+// blastError makes a burst the flags describe wrongly (a *blast.FlagError) a usage error.
+func blastError(err error) error {
+	if _, bad := errors.AsType[*blast.FlagError](err); bad {
+		return usageError(err)
+	}
+	return err
 }

@@ -1,11 +1,11 @@
 package main
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/fsctl/fsctl/blast"
 	"github.com/fsctl/fsctl/loadgen"
 )
 
@@ -42,50 +42,8 @@ func (r *readFlags) bind(f *pflag.FlagSet) {
 	f.DurationVar(&r.pollWait, "poll-wait", 30*time.Second, "with --poll-order, give up on an order not persisted this long after its 202")
 }
 
-// apply puts the refreshes and the polling into the plan; now is when the flags were read. An
-// explicit release that leaves the window no room before it is a usage error naming the flags.
-func (r readFlags) apply(p *loadgen.Plan, at string, now time.Time, seed uint64) error {
-	// Negative counts and shares are refused always; a window, a pool or a poll setting only
-	// when it is used (the flags' defaults are always good).
-	reads := r.before != 0 || r.after != 0 || r.poll
-	switch {
-	case r.before < 0:
-		return fmt.Errorf("--refreshes %d: cannot be negative", r.before)
-	case r.after < 0:
-		return fmt.Errorf("--refreshes-after %d: cannot be negative", r.after)
-	case r.share < 0 || r.share > 1:
-		return fmt.Errorf("--refreshers %v: want a share of the buyers from 0 to 1", r.share)
-	case (r.before > 0 || r.after > 0) && r.window <= 0:
-		return fmt.Errorf("--refresh-window %s: must be positive", r.window)
-	case reads && r.conns < 1:
-		return fmt.Errorf("--read-conns %d: need at least one connection", r.conns)
-	case r.poll && r.pollInterval <= 0:
-		return fmt.Errorf("--poll-interval %s: must be positive", r.pollInterval)
-	case r.poll && r.pollWait <= 0:
-		return fmt.Errorf("--poll-wait %s: must be positive", r.pollWait)
-	}
-	p.ReadConns = r.conns
-	if r.poll {
-		p.Poll = &loadgen.OrderPoll{Interval: r.pollInterval, Wait: r.pollWait}
-	}
-	if r.before == 0 && r.after == 0 {
-		return nil
-	}
-	p.Refresh = &loadgen.Refresh{Before: r.before, After: r.after, Window: r.window, Share: r.share, Seed: seed}
-	if r.before == 0 {
-		return nil
-	}
-	if at == "" && !r.inGiven {
-		p.At = now.Add(r.window + 2*time.Second)
-		return nil
-	}
-	if start := p.At.Add(-r.window); start.Before(now) {
-		flag := "--in"
-		if at != "" {
-			flag = "--at"
-		}
-		return fmt.Errorf("--refresh-window %s starts %s ago: the release is only %s away; give %s at least %s or a shorter --refresh-window",
-			r.window, now.Sub(start).Round(time.Millisecond), p.At.Sub(now).Round(time.Millisecond), flag, (r.window + 2*time.Second))
-	}
-	return nil
+// reads are the flags as the blast package takes them.
+func (r readFlags) reads() blast.Reads {
+	return blast.Reads{Before: r.before, After: r.after, Window: r.window, Share: r.share, Conns: r.conns, Poll: r.poll,
+		PollInterval: r.pollInterval, PollWait: r.pollWait, InGiven: r.inGiven}
 }

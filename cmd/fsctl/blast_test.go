@@ -218,7 +218,7 @@ func TestBlastThroughTheArticleProfile(t *testing.T) {
 		t.Errorf("verdicts %s: want the profile's state checks", names)
 	}
 	_, code, err = runCLI(t, append(args[:len(args)-2], "--room")...)
-	if code != 2 || err == nil || !strings.Contains(err.Error(), "not fsctl serve") {
+	if code != 2 || err == nil || !strings.Contains(err.Error(), "http.room") {
 		t.Errorf("--room with the article profile: exit %d, %v; want a usage error", code, err)
 	}
 }

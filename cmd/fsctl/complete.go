@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/saleops"
 	"github.com/fsctl/fsctl/stack"
 )
 
@@ -51,54 +51,39 @@ func completeProfile(*cobra.Command, []string, string) ([]cobra.Completion, cobr
 
 // completeSale offers the sales in the PostgreSQL the command would use, with their names.
 func completeSale(cmd *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	var out []cobra.Completion
-	withOrders(cmd, func(ctx context.Context, db *orders.Store) {
-		names, err := db.SaleNames(ctx)
-		if err != nil {
-			return
-		}
-		for _, n := range names {
-			if strings.HasPrefix(n.ID, prefix) {
-				out = append(out, cobra.CompletionWithDesc(n.ID, n.Name))
-			}
-		}
+	return completeNames(cmd, prefix, func(ctx context.Context, pg string) ([]saleops.Name, error) {
+		return saleops.SaleNames(ctx, pg)
 	})
-	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
 // completeItem offers the items of the --sale already on the command line.
 func completeItem(cmd *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	var out []cobra.Completion
 	saleID := flagValue(cmd, "sale", "")
 	if saleID == "" {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	withOrders(cmd, func(ctx context.Context, db *orders.Store) {
-		sl, err := db.LoadSale(ctx, saleID)
-		if err != nil {
-			return
-		}
-		for _, it := range sl.Items {
-			if strings.HasPrefix(it.ID, prefix) {
-				out = append(out, cobra.CompletionWithDesc(it.ID, it.Name))
-			}
-		}
+	return completeNames(cmd, prefix, func(ctx context.Context, pg string) ([]saleops.Name, error) {
+		return saleops.ItemNames(ctx, pg, saleID)
 	})
-	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
-// withOrders runs read against the command's PostgreSQL (its --postgres-url, else the
-// environment's or the local stack's) within completeTimeout; when it is unreachable read does
-// not run and the completion offers nothing.
-func withOrders(cmd *cobra.Command, read func(context.Context, *orders.Store)) {
+// completeNames offers the names read finds, with their descriptions, that start with prefix.
+// read looks in the command's PostgreSQL (its --postgres-url, else the environment's or the local
+// stack's) within completeTimeout; when it is unreachable the completion offers nothing.
+func completeNames(cmd *cobra.Command, prefix string, read func(context.Context, string) ([]saleops.Name, error)) ([]cobra.Completion, cobra.ShellCompDirective) {
 	ctx, cancel := context.WithTimeout(context.Background(), completeTimeout)
 	defer cancel()
-	db, err := orders.Open(ctx, flagValue(cmd, "postgres-url", stack.EndpointsFromEnv().PostgresURL))
+	names, err := read(ctx, flagValue(cmd, "postgres-url", stack.EndpointsFromEnv().PostgresURL))
 	if err != nil {
-		return
+		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	defer db.Close()
-	read(ctx, db)
+	var out []cobra.Completion
+	for _, n := range names {
+		if strings.HasPrefix(n.ID, prefix) {
+			out = append(out, cobra.CompletionWithDesc(n.ID, n.Name))
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
 // flagValue is the value of the command's flag name as parsed so far, or def when it has none.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/server"
 	"github.com/fsctl/fsctl/stack"
 )
 
@@ -121,7 +122,7 @@ const (
 )
 
 // devJWTSecret is the secret of the local stack and the demo; serve warns when it is used.
-const devJWTSecret = "fsctl-local-dev-secret-do-not-use-in-production"
+const devJWTSecret = server.DevJWTSecret
 
 // bindJWTSecret adds --jwt-secret of the commands that sign or verify buyers' tokens with one secret.
 func bindJWTSecret(f *pflag.FlagSet, p *string, usage string) {

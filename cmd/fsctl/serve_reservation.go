@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fsctl/fsctl/reservation"
+	"github.com/fsctl/fsctl/server"
 )
 
 // envReservationAddr names the reservation service the api role reserves through; envGRPCToken
@@ -24,7 +25,7 @@ func serveReservation(cmd *cobra.Command, o serveOptions, log *slog.Logger) erro
 	if len(o.roles) != 1 || !slices.Contains(o.roles, "reservation") {
 		return usageError(fmt.Errorf("--role reservation runs alone (got %v): run the api and consumer roles in their own processes, with --reservation-addr", o.roles))
 	}
-	if o.grpcSec.Token == "" && !loopback(o.grpcAddr) {
+	if o.grpcSec.Token == "" && !server.Loopback(o.grpcAddr) {
 		log.Warn("the reservation service has no token: anyone who reaches " + o.grpcAddr + " can reserve and release stock; " +
 			"pass --grpc-token (and --grpc-tls-cert/--grpc-tls-key) or keep the port on a private network")
 	}

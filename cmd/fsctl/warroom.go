@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -107,11 +106,8 @@ never fails. The live dashboard never exits on an alert.
 }
 
 func runWarroom(cmd *cobra.Command, o warroomOptions) error {
-	if o.failOn != "none" && o.failOn != warroom.Warn && o.failOn != warroom.Crit {
-		return usageError(fmt.Errorf("--fail-on %q: want none, warn or crit", o.failOn))
-	}
-	if o.interval <= 0 || o.timeout <= 0 || o.slowEvery <= 0 {
-		return usageError(errors.New("--interval, --timeout and --slow-every must be positive"))
+	if err := warroom.CheckSettings(o.failOn, o.interval, o.timeout, o.slowEvery); err != nil {
+		return usageError(err)
 	}
 	alerts := warroom.DefaultAlerts()
 	if o.alerts != "" {
@@ -146,12 +142,11 @@ func runWarroom(cmd *cobra.Command, o warroomOptions) error {
 	defer closeSources()
 	var record func(warroom.Snapshot) error
 	if o.record != "" {
-		f, err := os.OpenFile(o.record, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return fmt.Errorf("--records: %w", err)
+		var closeRecords func() error
+		if record, closeRecords, err = warroom.OpenRecords(o.record); err != nil {
+			return err
 		}
-		defer f.Close()
-		record = warroom.NewRecorder(f).Write
+		defer closeRecords()
 	}
 	out := cmd.OutOrStdout()
 	ctx := cmd.Context()
@@ -178,16 +173,10 @@ func runWarroom(cmd *cobra.Command, o warroomOptions) error {
 
 // failOn turns firing alerts at level (or worse) into exit status 3, for CI and scripts.
 func failOn(alerts []warroom.Alert, level string) error {
-	var firing []string
-	for _, a := range alerts {
-		if a.Level == warroom.Crit || (level == warroom.Warn && a.Level == warroom.Warn) {
-			firing = append(firing, a.String())
-		}
+	if firing := warroom.Firing(alerts, level); len(firing) > 0 {
+		return checkFailed(fmt.Errorf("alerts firing: %s", strings.Join(firing, "; ")))
 	}
-	if level == "none" || len(firing) == 0 {
-		return nil
-	}
-	return checkFailed(fmt.Errorf("alerts firing: %s", strings.Join(firing, "; ")))
+	return nil
 }
 
 // snapshotReport is one snapshot as --once prints it: the table, or the snapshot as indented JSON.
@@ -195,11 +184,7 @@ type snapshotReport struct{ s *warroom.Snapshot }
 
 func (r snapshotReport) Render(w io.Writer) error { return warroom.WriteTable(w, r.s) }
 
-func (r snapshotReport) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r.s)
-}
+func (r snapshotReport) WriteJSON(w io.Writer) error { return warroom.WriteJSON(w, r.s) }
 
 // isTerminal reports whether w is a terminal the dashboard can draw on.
 func isTerminal(w io.Writer) bool {
