@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fsctl/fsctl/durations"
 	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/steps"
 )
 
 // Availability is how the buyers fared while the faults ran, from every try the load generator
@@ -34,13 +34,13 @@ type Availability struct {
 // and outageFrom).
 func (a Availability) MarshalJSON() ([]byte, error) {
 	type plain Availability
-	return steps.MarshalMs(plain(a), steps.Field("outage", &a.Outage), steps.Field("outageFrom", &a.OutageFrom))
+	return durations.MarshalMs(plain(a), durations.Field("outage", &a.Outage), durations.Field("outageFrom", &a.OutageFrom))
 }
 
 // UnmarshalJSON reads an availability written with the <name>Ms fields, or before them.
 func (a *Availability) UnmarshalJSON(b []byte) error {
 	type plain Availability
-	return steps.UnmarshalMs(b, (*plain)(a), steps.Field("outage", &a.Outage), steps.Field("outageFrom", &a.OutageFrom))
+	return durations.UnmarshalMs(b, (*plain)(a), durations.Field("outage", &a.Outage), durations.Field("outageFrom", &a.OutageFrom))
 }
 
 // AnswerCount is how many tries got one status and code ("503 UNAVAILABLE", "no answer").

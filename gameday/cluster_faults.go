@@ -114,7 +114,7 @@ func killOrdersLeader(ctx context.Context, env *Env, down time.Duration) (string
 }
 
 func ordersLeader(ctx context.Context, env *Env) (string, error) {
-	c, closeIdle, err := events.NewClient(kafkaconn.EnvFor(env.Endpoints.KafkaBrokers), 5*time.Second)
+	c, closeIdle, err := kafkaconn.NewClient(kafkaconn.EnvFor(env.Endpoints.KafkaBrokers), 5*time.Second)
 	if err != nil {
 		return "", err
 	}

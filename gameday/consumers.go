@@ -14,7 +14,7 @@ import (
 // rebalancing (a fresh broker, or the members of an earlier run that are only now timing out), or
 // the first buyers' orders wait for it and their payments answer ORDER_NOT_RECORDED_YET.
 func (r *run) waitConsumers(ctx context.Context, want int, timeout time.Duration) (string, error) {
-	c, closeIdle, err := events.NewClient(kafkaconn.EnvFor(r.env.Endpoints.KafkaBrokers), 3*time.Second)
+	c, closeIdle, err := kafkaconn.NewClient(kafkaconn.EnvFor(r.env.Endpoints.KafkaBrokers), 3*time.Second)
 	if err != nil {
 		return "", err
 	}
@@ -22,7 +22,7 @@ func (r *run) waitConsumers(ctx context.Context, want int, timeout time.Duration
 	deadline := r.cfg.Now().Add(timeout)
 	var last string
 	for {
-		g, err := events.GroupLag(ctx, c, events.DefaultOrdersTopic, events.DefaultConsumerGroup)
+		g, err := kafkaconn.GroupLag(ctx, c, events.DefaultOrdersTopic, events.DefaultConsumerGroup)
 		switch {
 		case err != nil:
 			last = err.Error()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/durations"
 	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/loadgen"
 	"github.com/fsctl/fsctl/reconcile"
@@ -96,42 +97,42 @@ type Event struct {
 // MarshalJSON writes the report with tookMs and releasedAtMs (and the deprecated took and releasedAt).
 func (r Report) MarshalJSON() ([]byte, error) {
 	type plain Report
-	return steps.MarshalMs(plain(r), steps.Field("took", &r.Took), steps.Field("releasedAt", &r.ReleasedAt))
+	return durations.MarshalMs(plain(r), durations.Field("took", &r.Took), durations.Field("releasedAt", &r.ReleasedAt))
 }
 
 // UnmarshalJSON reads a report written with the <name>Ms fields, or before them.
 func (r *Report) UnmarshalJSON(b []byte) error {
 	type plain Report
-	return steps.UnmarshalMs(b, (*plain)(r), steps.Field("took", &r.Took), steps.Field("releasedAt", &r.ReleasedAt))
+	return durations.UnmarshalMs(b, (*plain)(r), durations.Field("took", &r.Took), durations.Field("releasedAt", &r.ReleasedAt))
 }
 
 // MarshalJSON writes the step with plannedMs, startedMs and tookMs (and the deprecated planned,
 // started and took).
 func (s StepResult) MarshalJSON() ([]byte, error) {
 	type plain StepResult
-	return steps.MarshalMs(plain(s), s.msFields()...)
+	return durations.MarshalMs(plain(s), s.msFields()...)
 }
 
 // UnmarshalJSON reads a step written with the <name>Ms fields, or before them.
 func (s *StepResult) UnmarshalJSON(b []byte) error {
 	type plain StepResult
-	return steps.UnmarshalMs(b, (*plain)(s), s.msFields()...)
+	return durations.UnmarshalMs(b, (*plain)(s), s.msFields()...)
 }
 
-func (s *StepResult) msFields() []steps.MsField {
-	return []steps.MsField{steps.Field("planned", &s.Planned), steps.Field("started", &s.Started), steps.Field("took", &s.Took)}
+func (s *StepResult) msFields() []durations.MsField {
+	return []durations.MsField{durations.Field("planned", &s.Planned), durations.Field("started", &s.Started), durations.Field("took", &s.Took)}
 }
 
 // MarshalJSON writes the event with atMs (and the deprecated at).
 func (e Event) MarshalJSON() ([]byte, error) {
 	type plain Event
-	return steps.MarshalMs(plain(e), steps.Field("at", &e.At))
+	return durations.MarshalMs(plain(e), durations.Field("at", &e.At))
 }
 
 // UnmarshalJSON reads an event written with atMs, or before it.
 func (e *Event) UnmarshalJSON(b []byte) error {
 	type plain Event
-	return steps.UnmarshalMs(b, (*plain)(e), steps.Field("at", &e.At))
+	return durations.UnmarshalMs(b, (*plain)(e), durations.Field("at", &e.At))
 }
 
 // Verdict is how a run failed, worst first: an invariant broken (data at risk), the run unable to

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsctl/fsctl/durations"
 	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/steps"
 )
@@ -107,8 +108,8 @@ func TestReportJSONHasTookMsAndTheDeprecatedTook(t *testing.T) {
 		for i, name := range c.names {
 			ms, okMs := c.m[name+"Ms"].(float64)
 			ns, okNs := c.m[name].(float64)
-			if !okMs || !okNs || ms != steps.Ms(c.want[i]) || ns != float64(c.want[i]) || math.Abs(ns/1e6-ms) > 0.001 {
-				t.Errorf("%s: %sMs %v and the deprecated %s %v, want %v ms and %d ns", c.where, name, c.m[name+"Ms"], name, c.m[name], steps.Ms(c.want[i]), c.want[i])
+			if !okMs || !okNs || ms != durations.Ms(c.want[i]) || ns != float64(c.want[i]) || math.Abs(ns/1e6-ms) > 0.001 {
+				t.Errorf("%s: %sMs %v and the deprecated %s %v, want %v ms and %d ns", c.where, name, c.m[name+"Ms"], name, c.m[name], durations.Ms(c.want[i]), c.want[i])
 			}
 		}
 	}

@@ -309,7 +309,6 @@ func passWord(ok bool) string {
 	return "FAIL"
 }
 
-
 // stopTimeline stops the timeline source and merges its events into the report's timeline.
 func (r *run) stopTimeline() {
 	r.timelineOn = false

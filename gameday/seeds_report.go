@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fsctl/fsctl/steps"
+	"github.com/fsctl/fsctl/durations"
 	"github.com/fsctl/fsctl/table"
 )
 
@@ -35,13 +35,13 @@ type SeedRun struct {
 // MarshalJSON writes the run with outageMs and tookMs (and the deprecated outage and took).
 func (r SeedRun) MarshalJSON() ([]byte, error) {
 	type plain SeedRun
-	return steps.MarshalMs(plain(r), steps.Field("outage", &r.Outage), steps.Field("took", &r.Took))
+	return durations.MarshalMs(plain(r), durations.Field("outage", &r.Outage), durations.Field("took", &r.Took))
 }
 
 // UnmarshalJSON reads a run written with the <name>Ms fields, or before them.
 func (r *SeedRun) UnmarshalJSON(b []byte) error {
 	type plain SeedRun
-	return steps.UnmarshalMs(b, (*plain)(r), steps.Field("outage", &r.Outage), steps.Field("took", &r.Took))
+	return durations.UnmarshalMs(b, (*plain)(r), durations.Field("outage", &r.Outage), durations.Field("took", &r.Took))
 }
 
 // summarizeSeed is what the seeds' report keeps of one seed's report, written at report.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fsctl/fsctl/durations"
 	"github.com/fsctl/fsctl/redisconn"
-	"github.com/fsctl/fsctl/steps"
 	"github.com/fsctl/fsctl/table"
 )
 
@@ -51,25 +51,25 @@ type Soak struct {
 // MarshalJSON writes the sample with atMs (and the deprecated at).
 func (s SoakSample) MarshalJSON() ([]byte, error) {
 	type plain SoakSample
-	return steps.MarshalMs(plain(s), steps.Field("at", &s.At))
+	return durations.MarshalMs(plain(s), durations.Field("at", &s.At))
 }
 
 // UnmarshalJSON reads a sample written with atMs, or before it.
 func (s *SoakSample) UnmarshalJSON(b []byte) error {
 	type plain SoakSample
-	return steps.UnmarshalMs(b, (*plain)(s), steps.Field("at", &s.At))
+	return durations.UnmarshalMs(b, (*plain)(s), durations.Field("at", &s.At))
 }
 
 // MarshalJSON writes the soak with everyMs (and the deprecated every).
 func (s Soak) MarshalJSON() ([]byte, error) {
 	type plain Soak
-	return steps.MarshalMs(plain(s), steps.Field("every", &s.Every))
+	return durations.MarshalMs(plain(s), durations.Field("every", &s.Every))
 }
 
 // UnmarshalJSON reads a soak written with everyMs, or before it.
 func (s *Soak) UnmarshalJSON(b []byte) error {
 	type plain Soak
-	return steps.UnmarshalMs(b, (*plain)(s), steps.Field("every", &s.Every))
+	return durations.UnmarshalMs(b, (*plain)(s), durations.Field("every", &s.Every))
 }
 
 // SoakVerdict says whether one figure stayed bounded.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/reconcile"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
@@ -95,13 +94,13 @@ func readTopic(t *testing.T, ctx context.Context, brokers []string, topic string
 // waitConsumed waits until the checkout's group has committed all n messages of its orders topic.
 func waitConsumed(t *testing.T, ctx context.Context, c *checkouttest.Checkout, n int64) {
 	t.Helper()
-	client, closeIdle, err := events.NewClient(kafkaconn.Conn{Brokers: c.Brokers}, 5*time.Second)
+	client, closeIdle, err := kafkaconn.NewClient(kafkaconn.Conn{Brokers: c.Brokers}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closeIdle()
 	for {
-		g, err := events.GroupLag(ctx, client, c.OrdersTopic, c.ConsumerGroup)
+		g, err := kafkaconn.GroupLag(ctx, client, c.OrdersTopic, c.ConsumerGroup)
 		var end int64
 		for _, p := range g.Partitions {
 			end += p.End

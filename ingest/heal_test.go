@@ -7,7 +7,6 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/kafkaconn"
 	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
 )
@@ -43,12 +42,12 @@ func TestALateCommitDoesNotLeaveTheGroupBehind(t *testing.T) {
 	if err := late.CommitMessages(ctx, kafka.Message{Topic: c.OrdersTopic, Partition: placed[0].Partition, Offset: -1}); err != nil {
 		t.Fatalf("the late member's commit: %v", err)
 	}
-	client, closeIdle, err := events.NewClient(kafkaconn.Conn{Brokers: c.Brokers}, 5*time.Second)
+	client, closeIdle, err := kafkaconn.NewClient(kafkaconn.Conn{Brokers: c.Brokers}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closeIdle()
-	if g, err := events.GroupLag(ctx, client, c.OrdersTopic, c.ConsumerGroup); err != nil || g.Lag == 0 {
+	if g, err := kafkaconn.GroupLag(ctx, client, c.OrdersTopic, c.ConsumerGroup); err != nil || g.Lag == 0 {
 		t.Fatalf("the late commit set nothing back (%+v, %v): the test proves nothing", g, err)
 	}
 	waitConsumed(t, ctx, c, 3)

@@ -9,8 +9,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/fsctl/fsctl/blast"
-	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/verify"
 )
@@ -22,7 +22,7 @@ func (r *Run) Settle(ctx context.Context) (string, bool, error) {
 	p := r.cfg.Profile
 	var client *kafka.Client
 	if len(r.cfg.Kafka.Brokers) > 0 && p.Kafka.Topic != "" && p.Kafka.Group != "" {
-		c, closeIdle, err := events.NewClient(r.cfg.Kafka, 5*time.Second)
+		c, closeIdle, err := kafkaconn.NewClient(r.cfg.Kafka, 5*time.Second)
 		if err != nil {
 			return "", false, err
 		}
@@ -83,7 +83,7 @@ func (r *Run) unsettled(ctx context.Context, client *kafka.Client) ([]string, er
 	var out []string
 	if client != nil {
 		p := r.cfg.Profile
-		g, err := events.GroupLag(ctx, client, p.Kafka.Topic, p.Kafka.Group)
+		g, err := kafkaconn.GroupLag(ctx, client, p.Kafka.Topic, p.Kafka.Group)
 		switch {
 		case err != nil:
 			out = append(out, fmt.Sprintf("order log unreadable: %v", err))

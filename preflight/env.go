@@ -9,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/orders"
@@ -138,7 +137,7 @@ func (e *env) dialKafka(ctx context.Context) {
 			Fix: "set --kafka-brokers / FSCTL_KAFKA_BROKERS"})
 		return
 	}
-	c, closeIdle, err := events.NewClient(e.cfg.Kafka, e.cfg.Timeout)
+	c, closeIdle, err := kafkaconn.NewClient(e.cfg.Kafka, e.cfg.Timeout)
 	if err != nil {
 		e.add(finding.Finding{Group: "kafka", Check: "kafka reachable", Status: finding.Fail, Detail: err.Error(),
 			Fix: "fix the Kafka connection's form (--kafka-* / FSCTL_KAFKA_*)"})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/kafkaconn"
 )
 
 // checkKafka: the profile's order topic (and dead-letter topic) exist with leaders, how durable
@@ -125,7 +126,7 @@ func durability(ctx context.Context, e *env, t kafka.Topic) finding.Finding {
 // would leave to replay).
 func consumerGroup(ctx context.Context, e *env, t kafka.Topic) finding.Finding {
 	r := finding.Finding{Group: "kafka", Check: "consumer group"}
-	g, err := events.GroupLag(ctx, e.kafka, t.Name, e.cfg.ConsumerGroup)
+	g, err := kafkaconn.GroupLag(ctx, e.kafka, t.Name, e.cfg.ConsumerGroup)
 	if err != nil {
 		r.Status, r.Detail = finding.Fail, err.Error()
 		return r

@@ -11,7 +11,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/preflight"
@@ -67,13 +66,13 @@ func TestReadyOnRedisCluster(t *testing.T) {
 func TestReadyOnReplicatedKafka(t *testing.T) {
 	tg := newTarget(t, checkouttest.Options{Quantity: 10, Kafka: testenv.KafkaClusterBrokers(t)})
 	// A fresh group's coordinator on a fresh cluster takes a moment to seat its consumer.
-	kc, closeIdle, err := events.NewClient(tg.cfg.Kafka, 3*time.Second)
+	kc, closeIdle, err := kafkaconn.NewClient(tg.cfg.Kafka, 3*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closeIdle()
 	waiting, err := verify.Settle(context.Background(), 30*time.Second, 100*time.Millisecond, func(ctx context.Context) ([]string, error) {
-		if g, err := events.GroupLag(ctx, kc, tg.cfg.OrdersTopic, tg.cfg.ConsumerGroup); err != nil || g.Members == 0 {
+		if g, err := kafkaconn.GroupLag(ctx, kc, tg.cfg.OrdersTopic, tg.cfg.ConsumerGroup); err != nil || g.Members == 0 {
 			return []string{fmt.Sprintf("group %s: %+v %v", tg.cfg.ConsumerGroup, g, err)}, nil
 		}
 		return nil, nil

@@ -11,8 +11,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/redisconn"
@@ -184,7 +184,7 @@ func (e *env) orderLag(ctx context.Context) int64 {
 	if e.kafka == nil || e.cfg.OrdersTopic == "" || e.cfg.ConsumerGroup == "" {
 		return 0
 	}
-	g, err := events.GroupLag(ctx, e.kafka, e.cfg.OrdersTopic, e.cfg.ConsumerGroup)
+	g, err := kafkaconn.GroupLag(ctx, e.kafka, e.cfg.OrdersTopic, e.cfg.ConsumerGroup)
 	if err != nil {
 		return 0
 	}

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/redisconn"
@@ -106,7 +105,7 @@ func (f Fit) Kafka(ctx context.Context, conn kafkaconn.Conn) []finding.Finding {
 		return []finding.Finding{found("kafka.topic", finding.Fail, err.Error(), "fix the Kafka connection (--kafka-* / FSCTL_KAFKA_*)")}
 	}
 	defer closeIdle()
-	offs, err := events.TopicOffsets(ctx, client, k.Topic)
+	offs, err := kafkaconn.TopicOffsets(ctx, client, k.Topic)
 	if err != nil {
 		return []finding.Finding{found("kafka.topic", finding.Fail, conn.Explain(err).Error(), "fix kafka.topic, or create the topic")}
 	}
@@ -114,7 +113,7 @@ func (f Fit) Kafka(ctx context.Context, conn kafkaconn.Conn) []finding.Finding {
 	if k.Group == "" {
 		return out
 	}
-	g, err := events.GroupLag(ctx, client, k.Topic, k.Group)
+	g, err := kafkaconn.GroupLag(ctx, client, k.Topic, k.Group)
 	switch {
 	case err != nil:
 		return append(out, found("kafka.group", finding.Fail, err.Error(), f.fix("kafka.group")))

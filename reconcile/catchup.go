@@ -9,8 +9,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/ingest"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/stock"
 )
 
@@ -71,7 +71,7 @@ func (lostRedis) ReleasedOrders(_ context.Context, refs []stock.OrderRef) ([]boo
 // logPositions reads each partition of the orders topic: the group's committed position (where
 // none, the first offset) and the end.
 func (r *run) logPositions(ctx context.Context) (committed, ends map[int]int64, err error) {
-	g, err := events.GroupLag(ctx, r.kafka, r.cfg.OrdersTopic, r.cfg.ConsumerGroup)
+	g, err := kafkaconn.GroupLag(ctx, r.kafka, r.cfg.OrdersTopic, r.cfg.ConsumerGroup)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -6,9 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/segmentio/kafka-go"
-
-	"github.com/fsctl/fsctl/events"
 )
 
 // maxDeadLetters bounds how many dead letters are read to count the sale's own.
@@ -17,7 +16,7 @@ const maxDeadLetters = 100_000
 // KafkaReport is the order log's side of a sale.
 type KafkaReport struct {
 	// Group is the order consumer; its lag is orders still on their way to PostgreSQL.
-	Group events.GroupState `json:"consumer"`
+	Group kafkaconn.GroupState `json:"consumer"`
 	// DeadLetters counts this sale's messages on the dead-letter topic, of DeadLettersTotal.
 	DeadLetters      int64 `json:"deadLetters"`
 	DeadLettersTotal int64 `json:"deadLettersTotal"`
@@ -28,7 +27,7 @@ type KafkaReport struct {
 
 // countDeadLetters reads the dead-letter topic (it is small when things go well) and counts the
 // messages keyed by one of the sale's items.
-func (r *run) countDeadLetters(ctx context.Context, offs events.Offsets) (int64, error) {
+func (r *run) countDeadLetters(ctx context.Context, offs kafkaconn.Offsets) (int64, error) {
 	if offs.Messages() == 0 {
 		return 0, nil
 	}

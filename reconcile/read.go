@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/profile"
 	"github.com/fsctl/fsctl/stock"
 )
@@ -49,7 +49,7 @@ func open(ctx context.Context, cfg Config, p *profile.Profile, ping bool) (*run,
 	}
 	if len(cfg.Kafka.Brokers) > 0 && p.Kafka.Topic != "" && p.Kafka.Group != "" {
 		var closeIdle func()
-		if r.kafka, closeIdle, err = events.NewClient(cfg.Kafka, cfg.Timeout); err != nil {
+		if r.kafka, closeIdle, err = kafkaconn.NewClient(cfg.Kafka, cfg.Timeout); err != nil {
 			r.close()
 			return nil, err
 		}
@@ -114,13 +114,13 @@ func (r *run) kafkaReport(ctx context.Context) *KafkaReport {
 	defer cancel()
 	k := &KafkaReport{DeadLetterTopic: r.p.Kafka.DeadLetter}
 	var errs []string
-	g, err := events.GroupLag(ctx, r.kafka, r.p.Kafka.Topic, r.p.Kafka.Group)
+	g, err := kafkaconn.GroupLag(ctx, r.kafka, r.p.Kafka.Topic, r.p.Kafka.Group)
 	if err != nil {
 		errs = append(errs, err.Error())
 	}
 	k.Group = g
 	if r.p.Kafka.DeadLetter != "" {
-		offs, err := events.TopicOffsets(ctx, r.kafka, r.p.Kafka.DeadLetter)
+		offs, err := kafkaconn.TopicOffsets(ctx, r.kafka, r.p.Kafka.DeadLetter)
 		if err == nil {
 			k.DeadLettersTotal = offs.Messages()
 			// Only fsctl serve's dead letters say which sale they are of; elsewhere all count.

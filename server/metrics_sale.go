@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/ingest"
 	"github.com/fsctl/fsctl/kafkaconn"
 	"github.com/fsctl/fsctl/sale"
@@ -229,14 +228,14 @@ func (p *orderPipeline) read(ctx context.Context) ([]prometheus.Metric, error) {
 	if p == nil {
 		return nil, nil
 	}
-	c, closeIdle, err := events.NewClient(p.kafka, consumeTimeout)
+	c, closeIdle, err := kafkaconn.NewClient(p.kafka, consumeTimeout)
 	if err != nil {
 		return nil, err
 	}
 	defer closeIdle()
 	var out []prometheus.Metric
 	var errs []error
-	g, err := events.GroupLag(ctx, c, p.topic, p.group)
+	g, err := kafkaconn.GroupLag(ctx, c, p.topic, p.group)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -244,7 +243,7 @@ func (p *orderPipeline) read(ctx context.Context) ([]prometheus.Metric, error) {
 		out = append(out, prometheus.MustNewConstMetric(consumerLagDesc, prometheus.GaugeValue, float64(pl.Lag), p.topic, p.group, strconv.Itoa(pl.Partition)))
 	}
 	if p.deadLetterTopic != "" {
-		offs, err := events.TopicOffsets(ctx, c, p.deadLetterTopic)
+		offs, err := kafkaconn.TopicOffsets(ctx, c, p.deadLetterTopic)
 		if err != nil {
 			errs = append(errs, err)
 		} else {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/fsctl/fsctl/durations"
 )
 
 // Step is one step that ran.
@@ -27,13 +29,13 @@ type Step struct {
 // MarshalJSON writes the step with tookMs (and the deprecated took, nanoseconds).
 func (s Step) MarshalJSON() ([]byte, error) {
 	type plain Step
-	return MarshalMs(plain(s), Field("took", &s.Took))
+	return durations.MarshalMs(plain(s), durations.Field("took", &s.Took))
 }
 
 // UnmarshalJSON reads a step written with tookMs, or before it, with took only.
 func (s *Step) UnmarshalJSON(b []byte) error {
 	type plain Step
-	return UnmarshalMs(b, (*plain)(s), Field("took", &s.Took))
+	return durations.UnmarshalMs(b, (*plain)(s), durations.Field("took", &s.Took))
 }
 
 // Func is a step's body: what it found, whether that passes, or why it could not run.

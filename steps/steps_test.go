@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -40,5 +41,41 @@ func TestAnInterruptedStepSaysSo(t *testing.T) {
 	err := r.Run(ctx, "burst", func(context.Context) (string, bool, error) { cancel(); return "", false, errors.New("broken pipe") })
 	if !errors.Is(err, context.Canceled) || !strings.Contains(r.Steps()[0].Error, "interrupted") {
 		t.Fatalf("interrupted: %v %+v", err, r.Steps())
+	}
+}
+
+// A step's JSON has its duration in milliseconds as tookMs and, for one release, the deprecated
+// took in nanoseconds; a step written before tookMs still reads.
+func TestStepJSONHasTookMsAndTheDeprecatedTook(t *testing.T) {
+	s := Step{Name: "burst <a&b>", Took: 1500*time.Millisecond + 250*time.Microsecond, Detail: "100 buyers", OK: true}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys map[string]any
+	if err := json.Unmarshal(b, &keys); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	if keys["tookMs"] != 1500.25 || keys["took"] != float64(1500250000) || keys["name"] != s.Name {
+		t.Errorf("JSON %s: want tookMs 1500.25 and took 1500250000", b)
+	}
+	var back Step
+	if err := json.Unmarshal(b, &back); err != nil || back != s {
+		t.Errorf("read back %+v, %v; want %+v", back, err, s)
+	}
+	var old Step
+	if err := json.Unmarshal([]byte(`{"name":"settle","took":2000000000,"ok":true}`), &old); err != nil || old.Took != 2*time.Second || old.Name != "settle" {
+		t.Errorf("a step written before tookMs: %+v, %v", old, err)
+	}
+	var only Step
+	if err := json.Unmarshal([]byte(`{"name":"settle","tookMs":12.5}`), &only); err != nil || only.Took != 12500*time.Microsecond {
+		t.Errorf("a step with tookMs only: %+v, %v", only, err)
+	}
+	// An encoder that does not escape HTML gets the step's text as it is.
+	var sb strings.Builder
+	enc := json.NewEncoder(&sb)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode([]Step{s}); err != nil || !strings.Contains(sb.String(), `"burst <a&b>"`) {
+		t.Errorf("unescaped: %s, %v", sb.String(), err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/fsctl/fsctl/events"
 	"github.com/fsctl/fsctl/kafkaconn"
 )
 
@@ -38,13 +37,13 @@ func (k *KafkaPipeline) Close() { k.closeIdle() }
 // Pipeline returns the lag and dead-letter count.
 func (k *KafkaPipeline) Pipeline(ctx context.Context) (Pipeline, error) {
 	p := Pipeline{Topic: k.Topic, Group: k.Group}
-	g, err := events.GroupLag(ctx, k.client, k.Topic, k.Group)
+	g, err := kafkaconn.GroupLag(ctx, k.client, k.Topic, k.Group)
 	if err != nil {
 		return p, err
 	}
 	p.Partitions, p.Lag = g.Partitions, g.Lag
 	if k.DeadLetterTopic != "" {
-		offs, err := events.TopicOffsets(ctx, k.client, k.DeadLetterTopic)
+		offs, err := kafkaconn.TopicOffsets(ctx, k.client, k.DeadLetterTopic)
 		if err != nil {
 			return p, err
 		}

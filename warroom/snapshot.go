@@ -7,7 +7,7 @@ package warroom
 import (
 	"time"
 
-	"github.com/fsctl/fsctl/events"
+	"github.com/fsctl/fsctl/kafkaconn"
 )
 
 // State says whether a panel's source answered.
@@ -121,7 +121,7 @@ type Payment struct {
 }
 
 // PartitionLag is one partition of the orders topic.
-type PartitionLag = events.PartitionLag
+type PartitionLag = kafkaconn.PartitionLag
 
 // Pipeline is the Kafka side of the order pipeline.
 type Pipeline struct {

@@ -1,4 +1,4 @@
-package events
+package kafkaconn
 
 import (
 	"context"
@@ -9,15 +9,13 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
-
-	"github.com/fsctl/fsctl/kafkaconn"
 )
 
 // NewClient is a Kafka client for reading offsets, lags and metadata, each call within timeout,
 // on a transport of its own: kafka-go's default one is shared by the process and caches metadata
 // for seconds, so it would call a topic created moments ago unknown. closeIdle releases its
 // connections.
-func NewClient(conn kafkaconn.Conn, timeout time.Duration) (c *kafka.Client, closeIdle func(), err error) {
+func NewClient(conn Conn, timeout time.Duration) (c *kafka.Client, closeIdle func(), err error) {
 	return conn.Client(timeout)
 }
 

@@ -1,4 +1,10 @@
-package steps
+// Package durations is how fsctl's JSON reports write a duration: milliseconds, as a number,
+// named <name>Ms ("tookMs", "outageMs"). A field that had another name (a time.Duration's
+// nanoseconds under "took", "outage", ...) keeps it, with its old value and unit, for one
+// release, deprecated: MarshalMs writes both, UnmarshalMs reads either. The one exception is the
+// load generator's records file header (preparedNs, timeoutNs), a versioned format fsctl blast
+// --merge reads back.
+package durations
 
 import (
 	"bytes"
@@ -7,12 +13,6 @@ import (
 	"math"
 	"time"
 )
-
-// fsctl's JSON reports write a duration one way: milliseconds, as a number, named <name>Ms
-// ("tookMs", "outageMs"). A field that had another name (a time.Duration's nanoseconds under
-// "took", "outage", ...) keeps it, with its old value and unit, for one release, deprecated:
-// MarshalMs writes both, UnmarshalMs reads either. The one exception is the load generator's
-// records file header (preparedNs, timeoutNs), a versioned format fsctl blast --merge reads back.
 
 // Ms is d in milliseconds, to the microsecond: how a report's JSON writes a duration.
 func Ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -44,7 +44,7 @@ func MarshalMs(v any, fields ...MsField) ([]byte, error) {
 	}
 	b := bytes.TrimRight(buf.Bytes(), "\n")
 	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
-		return nil, fmt.Errorf("steps.MarshalMs: %T is not a JSON object", v)
+		return nil, fmt.Errorf("durations.MarshalMs: %T is not a JSON object", v)
 	}
 	b = b[:len(b)-1]
 	for i, f := range fields {
