@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/orders"
-	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/testenv"
+	"github.com/fsctl/fsctl/internal/checkout/orders"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/kafkaconn"
+	"github.com/fsctl/fsctl/internal/harness/stack"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
 	"github.com/fsctl/fsctl/preflight"
-	"github.com/fsctl/fsctl/stack"
-	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
+	checkouttest "github.com/fsctl/fsctl/server/servertest"
 )
 
 // BenchmarkPreflight is one whole preflight — connect to every service, every check, close —

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsctl/fsctl/internal/target/profile"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/profile"
 )
 
 // tokenBuyers is how many buyers each token benchmark prepares.

@@ -15,16 +15,16 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fsctl/fsctl/events"
-	"github.com/fsctl/fsctl/kafkaconn"
-	"github.com/fsctl/fsctl/orders"
-	"github.com/fsctl/fsctl/provision"
-	"github.com/fsctl/fsctl/readmodel"
-	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/internal/checkout/events"
+	"github.com/fsctl/fsctl/internal/checkout/orders"
+	"github.com/fsctl/fsctl/internal/checkout/provision"
+	"github.com/fsctl/fsctl/internal/checkout/readmodel"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
+	"github.com/fsctl/fsctl/internal/harness/testenv/eventually"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
 	"github.com/fsctl/fsctl/server"
-	"github.com/fsctl/fsctl/stock"
-	"github.com/fsctl/fsctl/testenv"
-	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // readCounter counts what a go-redis client sends: round trips (a pipeline is one) and commands.

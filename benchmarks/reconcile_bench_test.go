@@ -8,12 +8,12 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/fsctl/fsctl/kafkaconn"
-	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/internal/checkout/orders"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/harness/stack"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
 	"github.com/fsctl/fsctl/reconcile"
-	"github.com/fsctl/fsctl/stack"
-	"github.com/fsctl/fsctl/stock"
-	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
+	checkouttest "github.com/fsctl/fsctl/server/servertest"
 )
 
 // reconcileOrders is how many pending orders the reconciled sale holds: a 10,000-unit sale a

@@ -12,12 +12,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/redisconn"
-	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/stack"
-	"github.com/fsctl/fsctl/stock"
-	"github.com/fsctl/fsctl/testenv"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/harness/stack"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
+	"github.com/fsctl/fsctl/internal/platform/redisconn"
 )
 
 // neverSellsOut is stock no benchmark run can exhaust, so every reserve really takes a unit.

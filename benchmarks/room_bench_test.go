@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/room"
-	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/testenv"
+	"github.com/fsctl/fsctl/internal/checkout/room"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
 )
 
 // roomPolled is how many waiters BenchmarkRoomPoll spreads its polls over.

@@ -11,9 +11,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/contract/sale"
 )
 
 // BenchmarkReserveShards is the reserve of a hot item split over shards, with the same ~64

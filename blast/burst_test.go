@@ -12,10 +12,10 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/fsctl/fsctl/blast"
-	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/target/profile"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/profile"
 )
 
 func plan(base string, targets []loadgen.Target, buyers int) loadgen.Plan {

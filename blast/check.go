@@ -5,9 +5,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/outcome"
 )
 
 // answered reports whether an outcome is the idempotency layer's answer to a key, which every

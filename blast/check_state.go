@@ -7,11 +7,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/proof/verify"
+	"github.com/fsctl/fsctl/internal/target/profile"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/profile"
-	"github.com/fsctl/fsctl/verify"
 )
 
 // CheckState checks a target's Redis and PostgreSQL against what its buyers were told, through

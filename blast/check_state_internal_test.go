@@ -3,7 +3,7 @@ package blast
 import (
 	"testing"
 
-	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/internal/target/profile"
 )
 
 // TestGrantsMissing: a told order id counts as reached when it is among the buyer's orders in any

@@ -15,8 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fsctl/fsctl/internal/platform/reach"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/reach"
 )
 
 // Defaults of RemoteWrite's zero fields.

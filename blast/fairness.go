@@ -5,8 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fsctl/fsctl/internal/contract/outcome"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/outcome"
 )
 
 // FairnessRow is how well the order in which one item's clicks were released predicts which of

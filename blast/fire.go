@@ -21,10 +21,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/platform/skew"
+	"github.com/fsctl/fsctl/internal/target/profile"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/profile"
-	"github.com/fsctl/fsctl/skew"
 )
 
 // Burst is one run of fsctl blast: a ready plan (its Profile, Minter and Classifier set) and what

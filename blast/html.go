@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fsctl/fsctl/internal/contract/outcome"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/outcome"
 )
 
 //go:embed report.html.tmpl

@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
-	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/internal/checkout/provision"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/target/profile"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/profile"
-	"github.com/fsctl/fsctl/provision"
 	"github.com/fsctl/fsctl/reconcile"
-	"github.com/fsctl/fsctl/sale"
 )
 
 // roomSale provisions a second sale, with a waiting room, on the checkout c.

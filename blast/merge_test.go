@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
-	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/target/profile"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/profile"
 )
 
 // TestShardedBurstMergesIntoOne fires one burst of 1,000 buyers at 100 units of the bundled

@@ -7,8 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/fsctl/fsctl/internal/contract/outcome"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/outcome"
 )
 
 // The metric families fsctl blast pushes with --metrics-remote-write. A Grafana dashboard is

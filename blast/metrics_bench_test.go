@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/target/profile"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/profile"
 )
 
 // BenchmarkMetricsObserve is the export's cost on the hot path: what every settled attempt of an

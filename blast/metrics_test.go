@@ -24,9 +24,9 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/target/profile"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/profile"
 )
 
 // writeRequest is remote-write v1's WriteRequest, declared from Prometheus's prompb/remote.proto

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fsctl/fsctl/internal/target/profile"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/profile"
 )
 
 // Options are a burst as `fsctl blast`'s flags describe it, before it is a plan: Prepare and Plan
@@ -167,16 +167,17 @@ func (o Options) Plan(now time.Time) (loadgen.Plan, map[loadgen.Target]loadgen.I
 		return p, nil, fmt.Errorf("--shard: %w", err)
 	}
 	p.At = now.Add(o.In)
-	if o.At != "" {
+	switch {
+	case o.At != "":
 		if p.At, err = time.Parse(time.RFC3339Nano, o.At); err != nil {
 			return p, nil, fmt.Errorf("--at %q: want RFC 3339, e.g. 2026-11-27T09:00:00Z", o.At)
 		}
 		if !p.At.After(now) {
 			return p, nil, fmt.Errorf("--at %s is not in the future (now %s)", o.At, now.UTC().Format(time.RFC3339))
 		}
-	} else if o.In < 0 {
+	case o.In < 0:
 		return p, nil, fmt.Errorf("--in %s: cannot release in the past", o.In)
-	} else if p.Shard.Count > 1 {
+	case p.Shard.Count > 1:
 		return p, nil, errors.New("--shard splits one burst over processes: give them all the same --at")
 	}
 	if err := o.openModel(&p); err != nil {

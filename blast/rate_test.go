@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsctl/fsctl/internal/contract/outcome"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/outcome"
 )
 
 func TestParseRate(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsctl/fsctl/internal/contract/outcome"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/outcome"
 )
 
 // rawPlan is a burst of buyers over conns raw connections to base.

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/fsctl/fsctl/table"
+	"github.com/fsctl/fsctl/internal/platform/table"
 
 	"github.com/fsctl/fsctl/loadgen"
 )

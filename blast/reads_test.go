@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
-	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/target/profile"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/profile"
 )
 
 // TestRefreshesBesideTheBurst: 300 buyers each load the bundled server's sale page 5 times in the

@@ -14,10 +14,10 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 
-	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/platform/table"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/table"
 )
 
 // Dist is a latency distribution in milliseconds, from an HDR histogram (3 significant digits):
@@ -117,83 +117,102 @@ func Summarize(res *loadgen.Result, verdicts []finding.Finding) Summary {
 		PreparedMs: millis(res.Prepared), ReleaseLateMs: millis(res.Released.Sub(res.At)),
 		Engine: res.Resolved.Engine, EngineAuto: res.Resolved.EngineAuto, EngineFallback: res.Resolved.Fallback,
 		TimeoutMs: millis(res.Resolved.Timeout), TimeoutAuto: res.Resolved.TimeoutAuto, HTTP: res.Resolved.HTTP}
-	all, skew, wake := newHist(), newHist(), newHist()
-	per := map[outcome.Code]hist{}
-	counts := map[outcome.Code]int{}
-	conns := map[string]int{}
-	protocols := map[string]int{}
+	t := tallyRecords(res.Records)
+	if soldOut := soldOutAt(res.Records, t.grants); !soldOut.IsZero() {
+		v := millis(soldOut.Sub(res.At))
+		s.SoldOutMs = &v
+	}
+	s.Sold = len(t.grants)
+	s.Fairness = Fairness(res.Records)
+	s.Latency, s.Skew, s.Wake = t.all.dist(), t.skew.dist(), t.wake.dist()
+	if d := t.last.Sub(res.At); d > 0 {
+		s.DurationMs = millis(d)
+		s.Throughput = float64(len(res.Records)) / d.Seconds()
+	}
+	for _, c := range loadgen.Outcomes() {
+		if t.counts[c] > 0 {
+			s.Outcomes = append(s.Outcomes, OutcomeRow{Outcome: c, Count: t.counts[c], Latency: t.per[c].dist()})
+			delete(t.counts, c)
+		}
+	}
+	for c, n := range t.counts { // an outcome a custom journey invented: still reported
+		s.Outcomes = append(s.Outcomes, OutcomeRow{Outcome: c, Count: n, Latency: t.per[c].dist()})
+	}
+	s.Protocol = protocolOf(t.protocols)
+	s.Reads, s.Polling = summarizeReads(res), summarizePolls(res)
+	s.ConnsUsed = len(t.conns)
+	for _, n := range t.conns {
+		s.PerConnMax = max(s.PerConnMax, n)
+	}
+	if len(t.conns) > 0 {
+		s.PerConnMean = float64(len(res.Records)) / float64(len(t.conns))
+	}
+	return s
+}
+
+// tally is what one pass over a burst's records gathers for its summary.
+type tally struct {
+	all, skew, wake hist
+	per             map[outcome.Code]hist
+	counts          map[outcome.Code]int
+	conns           map[string]int
+	protocols       map[string]int
 	// grants maps each reservation to its first answer: replays of it must not move the sell-out.
-	grants := map[string]time.Time{}
-	var last time.Time
-	for _, r := range res.Records {
-		all.add(r.Latency())
+	grants map[string]time.Time
+	last   time.Time // the last answer
+}
+
+// tallyRecords makes the one pass over the records: latencies, outcomes, connections, protocols
+// and the reservations granted.
+func tallyRecords(records []loadgen.Record) tally {
+	t := tally{all: newHist(), skew: newHist(), wake: newHist(), per: map[outcome.Code]hist{},
+		counts: map[outcome.Code]int{}, conns: map[string]int{}, protocols: map[string]int{}, grants: map[string]time.Time{}}
+	for _, r := range records {
+		t.all.add(r.Latency())
 		if r.Attempt == 1 {
-			wake.add(r.Started.Sub(r.Intended))
+			t.wake.add(r.Started.Sub(r.Intended))
 			if d := r.Skew(); d >= 0 {
-				skew.add(d)
+				t.skew.add(d)
 			}
 		}
-		if per[r.Outcome].h == nil {
-			per[r.Outcome] = newHist()
+		if t.per[r.Outcome].h == nil {
+			t.per[r.Outcome] = newHist()
 		}
-		per[r.Outcome].add(r.Latency())
-		counts[r.Outcome]++
+		t.per[r.Outcome].add(r.Latency())
+		t.counts[r.Outcome]++
 		if r.Conn != "" {
-			conns[r.Conn]++
+			t.conns[r.Conn]++
 		}
 		if p := r.Protocol(); p != "" {
-			protocols[p]++
+			t.protocols[p]++
 		}
-		if r.Done.After(last) {
-			last = r.Done
+		if r.Done.After(t.last) {
+			t.last = r.Done
 		}
 		if r.Outcome == outcome.Reserved {
-			if g, ok := grants[grant(r)]; !ok || r.Done.Before(g) {
-				grants[grant(r)] = r.Done
+			if g, ok := t.grants[grant(r)]; !ok || r.Done.Before(g) {
+				t.grants[grant(r)] = r.Done
 			}
 		}
 	}
+	return t
+}
+
+// soldOutAt is when the sale was first answered sold out once its last reservation was granted;
+// zero when it never was.
+func soldOutAt(records []loadgen.Record, grants map[string]time.Time) time.Time {
 	var lastReserved, soldOut time.Time
 	for _, done := range grants {
 		if done.After(lastReserved) {
 			lastReserved = done
 		}
 	}
-	for _, r := range res.Records {
+	for _, r := range records {
 		if r.Outcome == outcome.SoldOut && !r.Done.Before(lastReserved) && (soldOut.IsZero() || r.Done.Before(soldOut)) {
 			soldOut = r.Done
 		}
 	}
-	if !soldOut.IsZero() {
-		v := millis(soldOut.Sub(res.At))
-		s.SoldOutMs = &v
-	}
-	s.Sold = len(grants)
-	s.Fairness = Fairness(res.Records)
-	s.Latency, s.Skew, s.Wake = all.dist(), skew.dist(), wake.dist()
-	if d := last.Sub(res.At); d > 0 {
-		s.DurationMs = millis(d)
-		s.Throughput = float64(len(res.Records)) / d.Seconds()
-	}
-	for _, c := range loadgen.Outcomes() {
-		if counts[c] > 0 {
-			s.Outcomes = append(s.Outcomes, OutcomeRow{Outcome: c, Count: counts[c], Latency: per[c].dist()})
-			delete(counts, c)
-		}
-	}
-	for c, n := range counts { // an outcome a custom journey invented: still reported
-		s.Outcomes = append(s.Outcomes, OutcomeRow{Outcome: c, Count: n, Latency: per[c].dist()})
-	}
-	s.Protocol = protocolOf(protocols)
-	s.Reads, s.Polling = summarizeReads(res), summarizePolls(res)
-	s.ConnsUsed = len(conns)
-	for _, n := range conns {
-		s.PerConnMax = max(s.PerConnMax, n)
-	}
-	if len(conns) > 0 {
-		s.PerConnMean = float64(len(res.Records)) / float64(len(conns))
-	}
-	return s
+	return soldOut
 }
 
 // protocolOf names what the answered requests went over: one protocol, or each with its count

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/table"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/platform/table"
 )
 
 // TestLatencyTableFitsTheTerminal: at 80 columns the latency table leaves out its tails past p99

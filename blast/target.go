@@ -7,8 +7,8 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/fsctl/fsctl/internal/target/profile"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/profile"
 )
 
 // saleInfo is the part of GET /api/v1/sales/{sale} the invariant checks need.

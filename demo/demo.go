@@ -12,16 +12,16 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/fsctl/fsctl/events"
-	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/internal/checkout/events"
+	"github.com/fsctl/fsctl/internal/checkout/provision"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/target/profile"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/pipeline"
-	"github.com/fsctl/fsctl/profile"
-	"github.com/fsctl/fsctl/provision"
-	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/pipeline/steps"
 	"github.com/fsctl/fsctl/server"
-	"github.com/fsctl/fsctl/steps"
 )
 
 // Config describes a demo run.

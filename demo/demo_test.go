@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/demo"
-	"github.com/fsctl/fsctl/kafkaconn"
-	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/harness/stack"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
+	"github.com/fsctl/fsctl/pipeline/steps"
 	"github.com/fsctl/fsctl/server"
-	"github.com/fsctl/fsctl/stack"
-	"github.com/fsctl/fsctl/steps"
-	"github.com/fsctl/fsctl/testenv"
 )
 
 // TestRun is the main job end to end on the real services, small: 300 buyers for 20 units, once

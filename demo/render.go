@@ -10,7 +10,7 @@ import (
 
 	"github.com/olekukonko/tablewriter"
 
-	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/internal/contract/finding"
 )
 
 // Render prints the report for people: the buyers per outcome, what PostgreSQL and Redis hold

@@ -6,12 +6,12 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/demo"
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/orders"
-	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/internal/checkout/orders"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
 	"github.com/fsctl/fsctl/pipeline"
+	"github.com/fsctl/fsctl/pipeline/steps"
 	"github.com/fsctl/fsctl/reconcile"
-	"github.com/fsctl/fsctl/steps"
 )
 
 // TestRender pins what fsctl demo prints: the outcomes in name order, the settled state, every

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/yamlfield"
+	"github.com/fsctl/fsctl/internal/platform/yamlfield"
 )
 
 func noteSink(lines *[]string) *Env {

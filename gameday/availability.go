@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fsctl/fsctl/durations"
-	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/platform/durations"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/outcome"
 )
 
 // Availability is how the buyers fared while the faults ran, from every try the load generator

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/outcome"
 )
 
 // TestAvailabilityFromTheHistory: the verdict comes from every try. Buyer 0 is reserved, buyer 1

@@ -11,12 +11,12 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/fsctl/fsctl/events"
-	"github.com/fsctl/fsctl/kafkaconn"
-	"github.com/fsctl/fsctl/reach"
-	"github.com/fsctl/fsctl/redisconn"
-	"github.com/fsctl/fsctl/stack"
-	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/internal/checkout/events"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/harness/stack"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
+	"github.com/fsctl/fsctl/internal/platform/reach"
+	"github.com/fsctl/fsctl/internal/platform/redisconn"
 )
 
 // The faults of a game day on a Redis Cluster or a replicated Kafka (--redis-cluster,

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fsctl/fsctl/events"
-	"github.com/fsctl/fsctl/kafkaconn"
+	"github.com/fsctl/fsctl/internal/checkout/events"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
 )
 
 // waitConsumers waits until every instance's order consumer has joined the group and the group is

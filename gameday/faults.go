@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fsctl/fsctl/netfault"
-	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/internal/harness/netfault"
+	"github.com/fsctl/fsctl/internal/harness/stack"
 )
 
 // Fault is one thing a step does to the running sale. Apply returns once the fault has been

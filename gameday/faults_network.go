@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fsctl/fsctl/netfault"
+	"github.com/fsctl/fsctl/internal/harness/netfault"
 )
 
 // netFault slows or cuts the network between the checkout instances and one service, through the

@@ -6,9 +6,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fsctl/fsctl/redisconn"
-	"github.com/fsctl/fsctl/room"
-	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/internal/checkout/room"
+	"github.com/fsctl/fsctl/internal/harness/stack"
+	"github.com/fsctl/fsctl/internal/platform/redisconn"
 )
 
 type redisRestartEmpty struct{ Down time.Duration }

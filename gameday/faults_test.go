@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/netfault"
-	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/internal/harness/netfault"
+	"github.com/fsctl/fsctl/internal/harness/stack"
 	"github.com/fsctl/fsctl/warroom"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/internal/harness/stack"
 )
 
 // The fault tests share one private stack, on ports of their own, so they never touch the shared

@@ -9,7 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/fsctl/fsctl/yamlfield"
+	"github.com/fsctl/fsctl/internal/platform/yamlfield"
 )
 
 // lineErr is a problem with a scenario file at node n's line that no one field holds.
@@ -55,6 +55,31 @@ func parse(b []byte, drill bool) (Scenario, error) {
 		return Scenario{}, err
 	}
 	s := Scenario{Name: "unnamed", Servers: 2, Retries: 3, Settle: 60 * time.Second}
+	if err := parseTop(root, &s); err != nil {
+		return s, err
+	}
+	if err := parseBudget(root, &s); err != nil {
+		return s, err
+	}
+	if err := checkRequired(root, drill); err != nil {
+		return s, err
+	}
+	if s.Pay+s.Cancel > 1 {
+		return s, lineErr(root.get("pay"), "pay %g + cancel %g is more than 1", s.Pay, s.Cancel)
+	}
+	if !drill {
+		if s.Sale, err = parseSale(root.get("sale")); err != nil {
+			return s, err
+		}
+	}
+	if err := parseSteps(root, &s, drill); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// parseTop reads the scenario's scalar keys into s.
+func parseTop(root fields, s *Scenario) error {
 	p := &parser{}
 	p.str(root, "name", &s.Name)
 	p.uint(root, "seed", &s.Seed)
@@ -68,64 +93,73 @@ func parse(b []byte, drill bool) (Scenario, error) {
 	p.dur(root, "retryAfter", &s.RetryAfter)
 	p.int(root, "replays", &s.Replays, 0, 5)
 	p.dur(root, "settle", &s.Settle)
+	return p.err
+}
+
+// parseBudget reads the budget, when the scenario has one, into s.
+func parseBudget(root fields, s *Scenario) error {
+	n := root.get("budget")
+	if n == nil {
+		return nil
+	}
+	bm, err := mapping(n, "budget", "undecided", "outage")
+	if err != nil {
+		return err
+	}
+	s.Budget = &Budget{Undecided: -1, Outage: -1}
+	p := &parser{}
+	p.share(bm, "undecided", &s.Budget.Undecided)
+	p.dur(bm, "outage", &s.Budget.Outage)
 	if p.err != nil {
-		return s, p.err
+		return p.err
 	}
-	if n := root.get("budget"); n != nil {
-		bm, err := mapping(n, "budget", "undecided", "outage")
-		if err != nil {
-			return s, err
-		}
-		s.Budget = &Budget{Undecided: -1, Outage: -1}
-		p.share(bm, "undecided", &s.Budget.Undecided)
-		p.dur(bm, "outage", &s.Budget.Outage)
-		if p.err != nil {
-			return s, p.err
-		}
-		if s.Budget.Undecided < 0 && s.Budget.Outage < 0 {
-			return s, lineErr(n, "budget: say undecided (a share of buyers) or outage (a duration), or both")
-		}
+	if s.Budget.Undecided < 0 && s.Budget.Outage < 0 {
+		return lineErr(n, "budget: say undecided (a share of buyers) or outage (a duration), or both")
 	}
+	return nil
+}
+
+// checkRequired refuses a scenario without a key it needs, or a drill with one it cannot have.
+func checkRequired(root fields, drill bool) error {
 	required := []string{"sale", "buyers", "rate"}
 	if drill {
 		required = required[1:]
 		for _, k := range []string{"sale", "servers", "pay", "cancel"} {
 			if n := root.get(k); n != nil {
-				return s, yamlfield.At(n, k, errors.New("not in a drill: it buys the running target's sale (--sale) through its profile, with no instances or payments of fsctl's"))
+				return yamlfield.At(n, k, errors.New("not in a drill: it buys the running target's sale (--sale) through its profile, with no instances or payments of fsctl's"))
 			}
 		}
 	}
 	for _, k := range required {
 		if root.get(k) == nil {
-			return s, lineErr(root.node, "missing %q", k)
+			return lineErr(root.node, "missing %q", k)
 		}
 	}
-	if s.Pay+s.Cancel > 1 {
-		return s, lineErr(root.get("pay"), "pay %g + cancel %g is more than 1", s.Pay, s.Cancel)
+	return nil
+}
+
+// parseSteps reads the steps, when the scenario has any, into s; a drill's must be drill steps.
+func parseSteps(root fields, s *Scenario, drill bool) error {
+	n := root.get("steps")
+	if n == nil {
+		return nil
 	}
-	if !drill {
-		if s.Sale, err = parseSale(root.get("sale")); err != nil {
-			return s, err
-		}
+	if n.Kind != yaml.SequenceNode {
+		return lineErr(n, "steps: want a list of steps")
 	}
-	if n := root.get("steps"); n != nil {
-		if n.Kind != yaml.SequenceNode {
-			return s, lineErr(n, "steps: want a list of steps")
+	for i, sn := range n.Content {
+		st, err := parseStep(sn, fmt.Sprintf("steps[%d]", i))
+		if err != nil {
+			return err
 		}
-		for i, sn := range n.Content {
-			st, err := parseStep(sn, fmt.Sprintf("steps[%d]", i))
-			if err != nil {
-				return s, err
+		if drill {
+			if err := drillStep(st, sn); err != nil {
+				return err
 			}
-			if drill {
-				if err := drillStep(st, sn); err != nil {
-					return s, err
-				}
-			}
-			s.Steps = append(s.Steps, st)
 		}
+		s.Steps = append(s.Steps, st)
 	}
-	return s, nil
+	return nil
 }
 
 func parseSale(n *yaml.Node) (SaleSpec, error) {

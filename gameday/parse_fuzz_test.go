@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/fsctl/fsctl/yamlfield"
+	"github.com/fsctl/fsctl/internal/platform/yamlfield"
 )
 
 // FuzzParse: any input either parses to a scenario or fails with a *yamlfield.Error, never a panic.

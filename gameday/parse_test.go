@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/yamlfield"
+	"github.com/fsctl/fsctl/internal/platform/yamlfield"
 )
 
 func TestDefaultScenarioIsTheExample(t *testing.T) {

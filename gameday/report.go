@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
-	"github.com/fsctl/fsctl/durations"
-	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/platform/durations"
+	"github.com/fsctl/fsctl/internal/platform/table"
 	"github.com/fsctl/fsctl/loadgen"
+	"github.com/fsctl/fsctl/pipeline/steps"
 	"github.com/fsctl/fsctl/reconcile"
-	"github.com/fsctl/fsctl/steps"
-	"github.com/fsctl/fsctl/table"
 )
 
 // Report is what a game day did and found.

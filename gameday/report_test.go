@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/durations"
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/steps"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/platform/durations"
+	"github.com/fsctl/fsctl/pipeline/steps"
 )
 
 // Failures names each thing that did not hold once: the run's error is its failed phase's, so it

@@ -13,13 +13,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fsctl/fsctl/internal/checkout/orders"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/harness/stack"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/orders"
 	"github.com/fsctl/fsctl/pipeline"
-	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/stack"
-	"github.com/fsctl/fsctl/steps"
-	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/pipeline/steps"
 )
 
 // Teardown says what happens to the stack when the game day ends.
@@ -112,58 +112,13 @@ type run struct {
 // Passed says whether every phase, step and invariant held. The stack and every process the run
 // started are stopped before Run returns, also when ctx is cancelled (Ctrl-C).
 func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Out == nil {
-		cfg.Out = io.Discard
-	}
-	if cfg.Teardown == "" {
-		cfg.Teardown = TeardownAuto
-	}
-	if len(cfg.JWTSecret) == 0 {
-		cfg.JWTSecret = []byte("fsctl-gameday-secret-not-for-production")
-	}
-	if cfg.Fsctl == "" {
-		if cfg.Fsctl, err = os.Executable(); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.WorkDir == "" {
-		if cfg.WorkDir, err = os.MkdirTemp("", "fsctl-gameday-"); err != nil {
-			return nil, err
-		}
-	} else if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil {
+	if cfg, err = cfg.withDefaults(); err != nil {
 		return nil, err
 	}
 	sc := cfg.Scenario
-	r := &run{cfg: cfg, out: cfg.Out, t0: cfg.Now(), stack: withClusterPorts(cfg.Stack)}
-	r.steps = &steps.Runner{Now: cfg.Now, Print: func(line string) { r.printf("%s", line) }}
-	r.stack.Log = io.Discard
-	r.rep = &Report{Kind: "game day", Scenario: sc.Name, Seed: sc.Seed, Summary: sc.String(), Started: r.t0.UTC(), Machine: Machine(),
-		Units: sc.Units(), WorkDir: cfg.WorkDir}
-	if sc.Chaos != nil {
-		r.rep.Replay = sc.Chaos.Command()
-	}
-	if cfg.Replay != "" {
-		r.rep.Replay = cfg.Replay
-	}
-	r.env = &Env{Stack: r.stack, Endpoints: Endpoints(r.stack), SaleID: sc.Sale.ID, Rand: newSeeded(sc.Seed), Note: r.note}
-	if cfg.Target != nil {
-		r.rep.Kind = "drill"
-		r.rep.Summary = fmt.Sprintf("drill %s: %d buyers at %g/s against %s, %d step(s), seed %d", sc.Name, sc.Buyers, sc.Rate, cfg.Target.URL, len(sc.Steps), sc.Seed)
-	} else if err := loginEnv(r.env.Endpoints.Credentials); err != nil {
+	r, err := newRun(cfg)
+	if err != nil {
 		return nil, err
-	}
-	if len(sc.Sale.Items) > 0 {
-		r.env.FirstItem, r.env.FirstItemShards = sc.Sale.Items[0].ID, max(sc.Sale.Items[0].Shards, 1)
-	}
-	r.env.Rebuild = func(ctx context.Context) (string, error) { return r.rebuild(ctx, false) }
-	r.env.RebuildLost = r.rebuildLost
-	if cfg.Target != nil {
-		fmt.Fprintf(r.out, "%s\n", r.rep.Summary)
-	} else {
-		fmt.Fprintf(r.out, "game day %s\n", sc)
 	}
 	defer func() {
 		r.teardown()
@@ -200,6 +155,72 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		}
 	}
 	return r.rep, firstErr
+}
+
+// withDefaults fills what cfg left out: the clock, the output, the teardown, the JWT secret, the
+// fsctl binary (this one) and the work directory (a new temporary one), which it makes.
+func (cfg Config) withDefaults() (Config, error) {
+	var err error
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
+	}
+	if cfg.Teardown == "" {
+		cfg.Teardown = TeardownAuto
+	}
+	if len(cfg.JWTSecret) == 0 {
+		cfg.JWTSecret = []byte("fsctl-gameday-secret-not-for-production")
+	}
+	if cfg.Fsctl == "" {
+		if cfg.Fsctl, err = os.Executable(); err != nil {
+			return cfg, err
+		}
+	}
+	if cfg.WorkDir == "" {
+		if cfg.WorkDir, err = os.MkdirTemp("", "fsctl-gameday-"); err != nil {
+			return cfg, err
+		}
+	} else if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// newRun sets up the run of cfg's scenario: its report, the faults' environment (logged in, on the
+// game day's own stack) and the line that says what it plays.
+func newRun(cfg Config) (*run, error) {
+	sc := cfg.Scenario
+	r := &run{cfg: cfg, out: cfg.Out, t0: cfg.Now(), stack: withClusterPorts(cfg.Stack)}
+	r.steps = &steps.Runner{Now: cfg.Now, Print: func(line string) { r.printf("%s", line) }}
+	r.stack.Log = io.Discard
+	r.rep = &Report{Kind: "game day", Scenario: sc.Name, Seed: sc.Seed, Summary: sc.String(), Started: r.t0.UTC(), Machine: Machine(),
+		Units: sc.Units(), WorkDir: cfg.WorkDir}
+	if sc.Chaos != nil {
+		r.rep.Replay = sc.Chaos.Command()
+	}
+	if cfg.Replay != "" {
+		r.rep.Replay = cfg.Replay
+	}
+	r.env = &Env{Stack: r.stack, Endpoints: Endpoints(r.stack), SaleID: sc.Sale.ID, Rand: newSeeded(sc.Seed), Note: r.note}
+	if cfg.Target != nil {
+		r.rep.Kind = "drill"
+		r.rep.Summary = fmt.Sprintf("drill %s: %d buyers at %g/s against %s, %d step(s), seed %d", sc.Name, sc.Buyers, sc.Rate, cfg.Target.URL, len(sc.Steps), sc.Seed)
+	} else if err := loginEnv(r.env.Endpoints.Credentials); err != nil {
+		return nil, err
+	}
+	if len(sc.Sale.Items) > 0 {
+		r.env.FirstItem, r.env.FirstItemShards = sc.Sale.Items[0].ID, max(sc.Sale.Items[0].Shards, 1)
+	}
+	r.env.Rebuild = func(ctx context.Context) (string, error) { return r.rebuild(ctx, false) }
+	r.env.RebuildLost = r.rebuildLost
+	if cfg.Target != nil {
+		fmt.Fprintf(r.out, "%s\n", r.rep.Summary)
+	} else {
+		fmt.Fprintf(r.out, "game day %s\n", sc)
+	}
+	return r, nil
 }
 
 // phaseFunc is one phase of a run: its name and what it does.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/internal/harness/stack"
 )
 
 // SeedsConfig is a run of several chaos seeds one after the other on one stack (fsctl gameday

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fsctl/fsctl/durations"
-	"github.com/fsctl/fsctl/table"
+	"github.com/fsctl/fsctl/internal/platform/durations"
+	"github.com/fsctl/fsctl/internal/platform/table"
 )
 
 // SeedRun is one seed of a run of several (RunSeeds).

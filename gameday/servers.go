@@ -8,12 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/kafkaconn"
-	"github.com/fsctl/fsctl/netfault"
-	"github.com/fsctl/fsctl/payment/fake"
+	"github.com/fsctl/fsctl/internal/checkout/payment/fake"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/harness/netfault"
+	"github.com/fsctl/fsctl/internal/harness/stack"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
 	"github.com/fsctl/fsctl/preflight"
-	"github.com/fsctl/fsctl/stack"
 )
 
 func (r *run) startServers(ctx context.Context) (string, error) {

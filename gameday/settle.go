@@ -10,19 +10,19 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/kafkaconn"
+	"github.com/fsctl/fsctl/internal/checkout/orders"
+	"github.com/fsctl/fsctl/internal/checkout/provision"
+	"github.com/fsctl/fsctl/internal/checkout/room"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/harness/stack"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
+	"github.com/fsctl/fsctl/internal/platform/redisconn"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/orders"
-	"github.com/fsctl/fsctl/outcome"
 	"github.com/fsctl/fsctl/pipeline"
-	"github.com/fsctl/fsctl/provision"
 	"github.com/fsctl/fsctl/reconcile"
-	"github.com/fsctl/fsctl/redisconn"
-	"github.com/fsctl/fsctl/room"
-	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/stack"
-	"github.com/fsctl/fsctl/stock"
 )
 
 // saleOf is the scenario's sale definition, open from a second ago.

@@ -14,9 +14,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fsctl/fsctl/durations"
-	"github.com/fsctl/fsctl/redisconn"
-	"github.com/fsctl/fsctl/table"
+	"github.com/fsctl/fsctl/internal/platform/durations"
+	"github.com/fsctl/fsctl/internal/platform/redisconn"
+	"github.com/fsctl/fsctl/internal/platform/table"
 )
 
 // SoakSample is one look, during a soak, at the checkout instances and at Redis. The instance

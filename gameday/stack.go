@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/internal/harness/stack"
 )
 
 func (r *run) stackUp(ctx context.Context) (string, error) {

@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/kafkaconn"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/harness/netfault"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
+	"github.com/fsctl/fsctl/internal/target/profile"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/netfault"
 	"github.com/fsctl/fsctl/pipeline"
-	"github.com/fsctl/fsctl/profile"
 )
 
 // Target is a running checkout of a team's own that a scenario is played against (fsctl gameday

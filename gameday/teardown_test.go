@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/internal/harness/stack"
 )
 
 // Ctrl-C in the middle of the burst: Run returns, every server process it started is gone and,

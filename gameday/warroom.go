@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fsctl/fsctl/kafkaconn"
-	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/internal/harness/stack"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
 	"github.com/fsctl/fsctl/warroom"
 )
 
@@ -171,7 +171,7 @@ func (w *WarRoom) Stop() ([]Event, error) {
 	<-w.done
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	evs := append(w.events, Event{At: 0, Source: "warroom", What: fmt.Sprintf("%d snapshots recorded to %s", w.Snapshots, w.RecordPath)})
+	evs := append(slices.Clip(w.events), Event{At: 0, Source: "warroom", What: fmt.Sprintf("%d snapshots recorded to %s", w.Snapshots, w.RecordPath)})
 	evs[len(evs)-1].At = lastAt(evs)
 	return evs, w.err
 }

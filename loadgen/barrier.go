@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
 )
 
 // Result is what a burst produced.

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/auth"
+	"github.com/fsctl/fsctl/internal/checkout/auth"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/outcome"
 )
 
 // TestRunSendsEveryBuyerOnce checks, on both engines, that every buyer is a distinct user with

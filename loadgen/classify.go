@@ -11,9 +11,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/profile"
-	"github.com/fsctl/fsctl/yamlfield"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/platform/yamlfield"
+	"github.com/fsctl/fsctl/internal/target/profile"
 )
 
 // Outcomes a buyer can end with besides the server's own codes: the rules' fallbacks for an

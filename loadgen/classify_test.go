@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/platform/yamlfield"
+	"github.com/fsctl/fsctl/internal/target/profile"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/profile"
-	"github.com/fsctl/fsctl/yamlfield"
 )
 
 // bundledRules is the bundled server's classification: the classify section of its profile,

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/target/profile"
 )
 
 // Action is what a buyer does with a reservation.

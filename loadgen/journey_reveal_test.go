@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsctl/fsctl/internal/contract/outcome"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/outcome"
 )
 
 // revealSeller is a checkout that reveals purchase paths: every GET .../purchase-path hands out a
@@ -60,7 +60,7 @@ func revealPlan(base string) loadgen.Plan {
 // TestRevealRefetchesAfter403: a purchase through a path the server no longer takes (403) gets a
 // new path once and buys through it; a 403 through the path fetched just before is the answer.
 func TestRevealRefetchesAfter403(t *testing.T) {
-	base, seen := revealSeller(t, func(n int) bool { return n == 1 })
+	base, _ := revealSeller(t, func(n int) bool { return n == 1 })
 	j := &loadgen.Reveal{}
 	p := revealPlan(base)
 	p.Journey = j
@@ -77,7 +77,7 @@ func TestRevealRefetchesAfter403(t *testing.T) {
 	}
 
 	// A retried click keeps its path; when that one is refused it fetches a new one and buys.
-	base, seen = revealSeller(t, func(n int) bool { return n == 1 })
+	base, seen := revealSeller(t, func(n int) bool { return n == 1 })
 	j = &loadgen.Reveal{}
 	p = revealPlan(base)
 	p.Journey = j

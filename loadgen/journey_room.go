@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fsctl/fsctl/profile"
-	"github.com/fsctl/fsctl/roomwire"
+	"github.com/fsctl/fsctl/internal/contract/roomwire"
+	"github.com/fsctl/fsctl/internal/target/profile"
 )
 
 // Room is the waiting-room journey: after the release each click fetches the challenge, solves

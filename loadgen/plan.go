@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/internal/target/profile"
 )
 
 // Target is one item buyers are spread over.

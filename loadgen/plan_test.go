@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsctl/fsctl/internal/target/profile"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/profile"
 )
 
 func TestShardsCoverEveryBuyerOnce(t *testing.T) {

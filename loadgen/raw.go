@@ -227,54 +227,11 @@ func (p Plan) exchange(ctx context.Context, conn net.Conn, idx []int, wire [][]b
 	slots := make(chan struct{}, rawWindow)
 	sent := make(chan time.Time, len(idx))
 	wctx, stop := context.WithCancel(ctx)
-	acquire := func() bool {
-		select {
-		case slots <- struct{}{}:
-			return true
-		default:
-			return false
-		}
-	}
 	var werr error
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		defer close(sent)
-		for i := 0; i < len(idx); {
-			// An open-model click waits for its place on the schedule; a burst's are all due.
-			if err := sleepUntil(wctx, recs[idx[i]].Intended, p.now, 0); err != nil {
-				werr = err
-				return
-			}
-			select {
-			case slots <- struct{}{}:
-			case <-wctx.Done():
-				werr = wctx.Err()
-				return
-			}
-			j := i + 1
-			for j < len(idx) && !recs[idx[j]].Intended.After(p.now()) && acquire() {
-				j++
-			}
-			start := p.now()
-			bufs := net.Buffers(append([][]byte(nil), wire[i:j]...))
-			_, err := bufs.WriteTo(conn)
-			written := p.now()
-			for k := i; k < j; k++ {
-				r := &recs[idx[k]]
-				r.Started, r.Conn = start, local
-				if err == nil {
-					r.Written = written
-				}
-			}
-			if err != nil {
-				werr = err
-				return
-			}
-			for range j - i {
-				sent <- written
-			}
-			i = j
-		}
+		werr = p.pipeline(wctx, conn, local, idx, wire, recs, slots, sent)
 	})
 	defer func() {
 		stop()
@@ -309,6 +266,57 @@ func (p Plan) exchange(ctx context.Context, conn net.Conn, idx []int, wire [][]b
 		<-slots
 	}
 	return len(idx), nil
+}
+
+// pipeline is exchange's writer: it writes the requests over conn as they fall due, each batch in
+// one write, taking a slot per request (at most rawWindow unanswered), stamps their records and
+// hands each one's write time to the reader on sent. It returns why it stopped before the end.
+func (p Plan) pipeline(ctx context.Context, conn net.Conn, local string, idx []int, wire [][]byte, recs []Record,
+	slots chan struct{}, sent chan<- time.Time) error {
+	for i := 0; i < len(idx); {
+		// An open-model click waits for its place on the schedule; a burst's are all due.
+		if err := sleepUntil(ctx, recs[idx[i]].Intended, p.now, 0); err != nil {
+			return err
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		j := i + 1
+		for j < len(idx) && !recs[idx[j]].Intended.After(p.now()) && acquire(slots) {
+			j++
+		}
+		start := p.now()
+		bufs := net.Buffers(append([][]byte(nil), wire[i:j]...))
+		_, err := bufs.WriteTo(conn)
+		written := p.now()
+		for k := i; k < j; k++ {
+			r := &recs[idx[k]]
+			r.Started, r.Conn = start, local
+			if err == nil {
+				r.Written = written
+			}
+		}
+		if err != nil {
+			return err
+		}
+		for range j - i {
+			sent <- written
+		}
+		i = j
+	}
+	return nil
+}
+
+// acquire takes a slot of the window if one is free, without waiting.
+func acquire(slots chan struct{}) bool {
+	select {
+	case slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
 }
 
 // readAnswer reads and classifies one answer into r. It reports whether r is settled: an answer,

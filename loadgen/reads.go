@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/internal/target/profile"
 )
 
 // Refresh is the page traffic of a burst: the same prepared buyers reloading the sale page (the

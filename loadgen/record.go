@@ -10,7 +10,7 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
-	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
 )
 
 // Record is one request of the burst: who sent it, when it was meant to go, when it really went,

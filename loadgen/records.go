@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
 )
 
 // RecordsFormat names a records file in its header line, so merge refuses any other JSON lines.

@@ -17,13 +17,13 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/blast"
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/kafkaconn"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
+	"github.com/fsctl/fsctl/internal/target/profile"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/pipeline/steps"
 	"github.com/fsctl/fsctl/reconcile"
-	"github.com/fsctl/fsctl/steps"
 )
 
 // Config says which sale the pipeline judges, on which target, and what settled means.

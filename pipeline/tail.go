@@ -9,10 +9,10 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/fsctl/fsctl/blast"
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/kafkaconn"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
+	"github.com/fsctl/fsctl/internal/proof/verify"
 	"github.com/fsctl/fsctl/reconcile"
-	"github.com/fsctl/fsctl/verify"
 )
 
 // Settle waits, up to the Settle bound, until the consumer has nothing left to write and every

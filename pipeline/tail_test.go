@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/internal/contract/finding"
 	"github.com/fsctl/fsctl/reconcile"
 )
 

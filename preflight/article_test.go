@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/examples/articleshop/articletest"
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/kafkaconn"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
 	"github.com/fsctl/fsctl/preflight"
-	"github.com/fsctl/fsctl/testenv"
 )
 
 // TestArticleShop is preflight against the second target, through its shipped profile: ready,

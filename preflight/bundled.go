@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/orders"
-	"github.com/fsctl/fsctl/profile"
-	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/internal/checkout/orders"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/target/profile"
 )
 
 // bundled is the capability only fsctl serve offers beyond what its profile declares: its sale

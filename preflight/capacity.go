@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/internal/contract/finding"
 )
 
 // headroom is the share of the measured capacity an admission rate may use without a warning.

@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/events"
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/profile"
-	"github.com/fsctl/fsctl/redisconn"
-	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/skew"
-	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/internal/checkout/events"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/platform/redisconn"
+	"github.com/fsctl/fsctl/internal/platform/skew"
+	"github.com/fsctl/fsctl/internal/target/profile"
 )
 
 func testSale() sale.Sale {

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/skew"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/platform/skew"
 )
 
 // clockReading is how far this machine's clock is from another one.

@@ -9,14 +9,14 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/kafkaconn"
-	"github.com/fsctl/fsctl/orders"
-	"github.com/fsctl/fsctl/profile"
-	"github.com/fsctl/fsctl/reach"
-	"github.com/fsctl/fsctl/redisconn"
-	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/internal/checkout/orders"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/harness/stack"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
+	"github.com/fsctl/fsctl/internal/platform/reach"
+	"github.com/fsctl/fsctl/internal/platform/redisconn"
+	"github.com/fsctl/fsctl/internal/target/profile"
 )
 
 // env is what one run connected to. A nil client means the service was unreachable; the checks

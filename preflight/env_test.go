@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/kafkaconn"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
 	"github.com/fsctl/fsctl/preflight"
-	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
+	checkouttest "github.com/fsctl/fsctl/server/servertest"
 )
 
 // target is a running checkout with its sale, and the preflight configuration that points at it.

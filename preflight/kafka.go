@@ -8,9 +8,9 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/fsctl/fsctl/events"
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/kafkaconn"
+	"github.com/fsctl/fsctl/internal/checkout/events"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
 )
 
 // checkKafka: the profile's order topic (and dead-letter topic) exist with leaders, how durable

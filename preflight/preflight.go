@@ -16,11 +16,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fsctl/fsctl/events"
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/kafkaconn"
-	"github.com/fsctl/fsctl/lifecycle"
-	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/internal/checkout/events"
+	"github.com/fsctl/fsctl/internal/checkout/lifecycle"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
+	"github.com/fsctl/fsctl/internal/target/profile"
 )
 
 // Report is the outcome of one preflight.
@@ -184,7 +184,7 @@ func runOnce(ctx context.Context, cfg Config) ([]finding.Finding, *env) {
 		})
 	}
 	wg.Wait()
-	all := append(e.connectResults, slices.Concat(out...)...)
+	all := slices.Concat(e.connectResults, slices.Concat(out...))
 	slices.SortStableFunc(all, func(a, b finding.Finding) int {
 		return slices.Index(groupOrder, a.Group) - slices.Index(groupOrder, b.Group)
 	})

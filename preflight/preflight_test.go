@@ -11,14 +11,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/kafkaconn"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
+	"github.com/fsctl/fsctl/internal/harness/testenv/eventually"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
+	"github.com/fsctl/fsctl/internal/proof/verify"
 	"github.com/fsctl/fsctl/preflight"
-	"github.com/fsctl/fsctl/stock"
-	"github.com/fsctl/fsctl/testenv"
-	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
-	"github.com/fsctl/fsctl/testenv/eventually"
-	"github.com/fsctl/fsctl/verify"
+	checkouttest "github.com/fsctl/fsctl/server/servertest"
 )
 
 func TestHealthyStackIsReady(t *testing.T) {

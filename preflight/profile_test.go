@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
+	"github.com/fsctl/fsctl/internal/target/profile"
 	"github.com/fsctl/fsctl/preflight"
-	"github.com/fsctl/fsctl/profile"
-	"github.com/fsctl/fsctl/stock"
-	"github.com/fsctl/fsctl/testenv"
-	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
+	checkouttest "github.com/fsctl/fsctl/server/servertest"
 )
 
 // foreignCopy is the bundled server's profile with deep off, so preflight reads the bundled

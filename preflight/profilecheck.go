@@ -4,8 +4,8 @@ import (
 	"context"
 	"slices"
 
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/target/profile"
 )
 
 // checkProfile: the target profile fits the live target, asked as `fsctl profile check` asks it

@@ -12,9 +12,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/redisconn"
-	"github.com/fsctl/fsctl/room"
+	"github.com/fsctl/fsctl/internal/checkout/room"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/platform/redisconn"
 )
 
 // pings is how many round trips the latency probe times.

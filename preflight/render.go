@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/internal/contract/finding"
 )
 
 // Render prints the checklist as a table, what --fix did, and a one-line verdict.

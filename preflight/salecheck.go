@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/contract/sale"
 )
 
 // Hold TTLs outside this range are legal but rarely what a flash sale wants.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/internal/checkout/orders"
+	"github.com/fsctl/fsctl/internal/contract/finding"
 )
 
 // checkSchema: the migrations are at this binary's latest version and the constraints that are

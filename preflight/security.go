@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/redisconn"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/platform/redisconn"
 )
 
 // expiresSoon is how close to its end a server certificate must be for preflight to warn: the

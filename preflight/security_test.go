@@ -10,10 +10,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/kafkaconn"
-	"github.com/fsctl/fsctl/stack"
-	"github.com/fsctl/fsctl/testenv"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/harness/stack"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
 )
 
 // TestPostureJudged: plaintext, an unverified certificate, no login and a certificate near its end

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/internal/contract/finding"
 )
 
 // readyBody is the bundled server's GET /readyz.

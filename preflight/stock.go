@@ -11,14 +11,14 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/kafkaconn"
-	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
+	"github.com/fsctl/fsctl/internal/platform/redisconn"
+	"github.com/fsctl/fsctl/internal/proof/verify"
+	"github.com/fsctl/fsctl/internal/target/profile"
 	"github.com/fsctl/fsctl/reconcile"
-	"github.com/fsctl/fsctl/redisconn"
-	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/stock"
-	"github.com/fsctl/fsctl/verify"
 )
 
 // checkStock: through the profile, every item's counters exist on every shard and add up to what

@@ -7,12 +7,12 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/fsctl/fsctl/events"
-	"github.com/fsctl/fsctl/orders"
-	"github.com/fsctl/fsctl/profile"
-	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/stock"
-	"github.com/fsctl/fsctl/verify"
+	"github.com/fsctl/fsctl/internal/checkout/events"
+	"github.com/fsctl/fsctl/internal/checkout/orders"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/proof/verify"
+	"github.com/fsctl/fsctl/internal/target/profile"
 )
 
 // book is what only fsctl serve offers reconcile, on top of what its profile declares: its sale

@@ -9,9 +9,9 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/fsctl/fsctl/ingest"
-	"github.com/fsctl/fsctl/kafkaconn"
-	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/internal/checkout/ingest"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
 )
 
 // catchUp brings PostgreSQL up to the order log for a rebuild, without waiting for the consumer

@@ -7,10 +7,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/fsctl/fsctl/orders"
-	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/stock"
-	"github.com/fsctl/fsctl/verify"
+	"github.com/fsctl/fsctl/internal/checkout/orders"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/proof/verify"
 )
 
 // Stock reads the Redis side; *stock.Store implements it.

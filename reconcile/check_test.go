@@ -4,10 +4,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fsctl/fsctl/orders"
-	"github.com/fsctl/fsctl/profile"
-	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/internal/checkout/orders"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/target/profile"
 )
 
 // TestCheckFindsEveryViolation feeds check one consistent item and one broken copy per invariant.

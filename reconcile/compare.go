@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/fsctl/fsctl/profile"
-	"github.com/fsctl/fsctl/verify"
+	"github.com/fsctl/fsctl/internal/proof/verify"
+	"github.com/fsctl/fsctl/internal/target/profile"
 )
 
 // maxListed bounds how many buyers one finding names.

@@ -9,10 +9,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/stock"
-	"github.com/fsctl/fsctl/verify"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/proof/verify"
 )
 
 // Kinds of finding, each a way Redis and PostgreSQL can disagree about a sale.

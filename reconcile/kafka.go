@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/fsctl/fsctl/kafkaconn"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
 	"github.com/segmentio/kafka-go"
 )
 

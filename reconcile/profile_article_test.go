@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fsctl/fsctl/examples/articleshop/articletest"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
 	"github.com/fsctl/fsctl/reconcile"
-	"github.com/fsctl/fsctl/testenv"
 )
 
 // TestRunProfileArticleShop reconciles the second, foreign target through its shipped profile:

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/kafkaconn"
-	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/internal/harness/stack"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
+	"github.com/fsctl/fsctl/internal/target/profile"
 	"github.com/fsctl/fsctl/reconcile"
-	"github.com/fsctl/fsctl/stack"
-	"github.com/fsctl/fsctl/testenv"
 )
 
 // genericTarget is the bundled checkout read through a NON-deep copy of its profile that declares

@@ -8,8 +8,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/sale"
 )
 
 // rebuild restores a sale's Redis state from PostgreSQL after Redis lost it. The sale is paused

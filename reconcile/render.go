@@ -5,7 +5,7 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/fsctl/fsctl/table"
+	"github.com/fsctl/fsctl/internal/platform/table"
 )
 
 // Render prints one row per item, then every finding with what --fix does about it, the order

@@ -8,11 +8,11 @@ import (
 	"io"
 	"time"
 
-	"github.com/fsctl/fsctl/events"
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/kafkaconn"
-	"github.com/fsctl/fsctl/profile"
-	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/internal/checkout/events"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
+	"github.com/fsctl/fsctl/internal/target/profile"
 )
 
 // Config says which sale to reconcile and where its state lives.

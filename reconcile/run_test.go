@@ -10,16 +10,16 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/fsctl/fsctl/kafkaconn"
-	"github.com/fsctl/fsctl/orders"
+	"github.com/fsctl/fsctl/internal/checkout/orders"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/harness/stack"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
+	"github.com/fsctl/fsctl/internal/platform/redisconn"
+	"github.com/fsctl/fsctl/internal/proof/verify"
 	"github.com/fsctl/fsctl/reconcile"
-	"github.com/fsctl/fsctl/redisconn"
-	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/stack"
-	"github.com/fsctl/fsctl/stock"
-	"github.com/fsctl/fsctl/testenv"
-	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
-	"github.com/fsctl/fsctl/verify"
+	checkouttest "github.com/fsctl/fsctl/server/servertest"
 )
 
 // target is a running checkout (no background jobs, so nothing repairs a planted corruption

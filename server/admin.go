@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fsctl/fsctl/control"
-	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/saleops"
+	"github.com/fsctl/fsctl/internal/checkout/control"
+	"github.com/fsctl/fsctl/internal/checkout/saleops"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/contract/sale"
 )
 
 // adminRoutes registers the operator API: sale pause/resume, the live state of a sale and the

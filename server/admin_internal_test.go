@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/saleops"
-	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/internal/checkout/saleops"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/sale"
 )
 
 // snapshot is a saleops.Counters answering the counters it holds.

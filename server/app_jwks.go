@@ -3,7 +3,7 @@ package server
 import (
 	"context"
 
-	"github.com/fsctl/fsctl/auth"
+	"github.com/fsctl/fsctl/internal/checkout/auth"
 )
 
 // openVerifier builds the check of buyers' tokens: HS256 with the JWT secret, or, with cfg.JWKS

@@ -9,13 +9,13 @@ import (
 	"net"
 	"time"
 
-	"github.com/fsctl/fsctl/control"
-	"github.com/fsctl/fsctl/events"
-	"github.com/fsctl/fsctl/ingest"
-	"github.com/fsctl/fsctl/lifecycle"
-	"github.com/fsctl/fsctl/orders"
-	"github.com/fsctl/fsctl/redisconn"
-	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/internal/checkout/control"
+	"github.com/fsctl/fsctl/internal/checkout/events"
+	"github.com/fsctl/fsctl/internal/checkout/ingest"
+	"github.com/fsctl/fsctl/internal/checkout/lifecycle"
+	"github.com/fsctl/fsctl/internal/checkout/orders"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/platform/redisconn"
 )
 
 // Open connects to the services, migrates, creates the topics, loads the scripts and builds the

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/fsctl/fsctl/payment"
-	"github.com/fsctl/fsctl/payment/fake"
+	"github.com/fsctl/fsctl/internal/checkout/payment"
+	"github.com/fsctl/fsctl/internal/checkout/payment/fake"
 )
 
 // openPayments builds the payment client behind its circuit breaker; with no provider URL it starts

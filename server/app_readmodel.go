@@ -3,9 +3,9 @@ package server
 import (
 	"cmp"
 
-	"github.com/fsctl/fsctl/events"
-	"github.com/fsctl/fsctl/readmodel"
-	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/internal/checkout/events"
+	"github.com/fsctl/fsctl/internal/checkout/readmodel"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
 )
 
 // stockPartitions is the stock topic's partition count: its traffic is one small message per

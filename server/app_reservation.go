@@ -1,7 +1,7 @@
 package server
 
 import (
-	"github.com/fsctl/fsctl/reservation"
+	"github.com/fsctl/fsctl/internal/checkout/reservation"
 )
 
 // openReservations returns what the API reserves through: the in-process store, or with

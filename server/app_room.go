@@ -6,8 +6,8 @@ import (
 	"crypto/sha256"
 	"fmt"
 
-	"github.com/fsctl/fsctl/redisconn"
-	"github.com/fsctl/fsctl/room"
+	"github.com/fsctl/fsctl/internal/checkout/room"
+	"github.com/fsctl/fsctl/internal/platform/redisconn"
 )
 
 // openRoom connects the waiting room's Redis (the stock Redis unless RoomRedisURL says otherwise)

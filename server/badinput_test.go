@@ -9,7 +9,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/fsctl/fsctl/auth"
+	"github.com/fsctl/fsctl/internal/checkout/auth"
 )
 
 // TestBadInputChangesNothing sends every kind of malformed or unauthorized request and checks each

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fsctl/fsctl/lifecycle"
+	"github.com/fsctl/fsctl/internal/checkout/lifecycle"
 )
 
 // The development secrets: docker-compose.yml's and the local stack's when FSCTL_JWT_SECRET and

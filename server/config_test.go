@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/lifecycle"
+	"github.com/fsctl/fsctl/internal/checkout/lifecycle"
 	"github.com/fsctl/fsctl/server"
 )
 

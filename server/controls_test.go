@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/fsctl/fsctl/internal/harness/testenv/eventually"
 	"github.com/fsctl/fsctl/server"
-	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 const opToken = "operator-token-0123456789"

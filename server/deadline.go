@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
 )
 
 // DefaultPurchaseDeadline is how long a buyer waits for a purchase's answer at most by default:

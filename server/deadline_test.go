@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/kafkaconn"
+	"github.com/fsctl/fsctl/internal/harness/stack"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
 	"github.com/fsctl/fsctl/reconcile"
 	"github.com/fsctl/fsctl/server"
-	"github.com/fsctl/fsctl/stack"
-	"github.com/fsctl/fsctl/testenv"
-	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
+	checkouttest "github.com/fsctl/fsctl/server/servertest"
 )
 
 // TestAFrozenBrokerLeavesNoBuyerWaiting holds the checkout's broker frozen (SIGSTOP: connections

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/testenv/eventually"
+	"github.com/fsctl/fsctl/internal/harness/testenv/eventually"
 )
 
 // TestServeDebug: the opt-in profiler answers on its own address, and stops with its context.

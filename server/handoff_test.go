@@ -14,17 +14,17 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/fsctl/fsctl/auth"
-	"github.com/fsctl/fsctl/events"
-	"github.com/fsctl/fsctl/kafkaconn"
-	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/internal/checkout/auth"
+	"github.com/fsctl/fsctl/internal/checkout/events"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
+	"github.com/fsctl/fsctl/internal/proof/verify"
 	"github.com/fsctl/fsctl/reconcile"
-	"github.com/fsctl/fsctl/sale"
 	"github.com/fsctl/fsctl/server"
-	"github.com/fsctl/fsctl/stock"
-	"github.com/fsctl/fsctl/testenv"
-	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
-	"github.com/fsctl/fsctl/verify"
+	checkouttest "github.com/fsctl/fsctl/server/servertest"
 )
 
 // switchPublisher stands in for the Kafka hand-off so a test can make it fail on demand; the

@@ -20,9 +20,9 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/uuid"
 
-	"github.com/fsctl/fsctl/auth"
-	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
-	"github.com/fsctl/fsctl/testenv/eventually"
+	"github.com/fsctl/fsctl/internal/checkout/auth"
+	"github.com/fsctl/fsctl/internal/harness/testenv/eventually"
+	checkouttest "github.com/fsctl/fsctl/server/servertest"
 )
 
 const (

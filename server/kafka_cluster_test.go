@@ -12,11 +12,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/fsctl/fsctl/stack"
-	"github.com/fsctl/fsctl/testenv"
-	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
-	"github.com/fsctl/fsctl/testenv/eventually"
-	"github.com/fsctl/fsctl/verify"
+	"github.com/fsctl/fsctl/internal/harness/stack"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
+	"github.com/fsctl/fsctl/internal/harness/testenv/eventually"
+	"github.com/fsctl/fsctl/internal/proof/verify"
+	checkouttest "github.com/fsctl/fsctl/server/servertest"
 )
 
 // privateKafkaPort is the first broker of this package's own replicated Kafka (controllers 100 up).

@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/fsctl/fsctl/internal/harness/testenv/eventually"
 	"github.com/fsctl/fsctl/reconcile"
-	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // pay pays for an order with a payment token of the fake provider (tok_ok, tok_decline, tok_error).

@@ -11,10 +11,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/fsctl/fsctl/payment"
-	"github.com/fsctl/fsctl/payment/fake"
-	"github.com/fsctl/fsctl/stock"
-	"github.com/fsctl/fsctl/testenv/eventually"
+	"github.com/fsctl/fsctl/internal/checkout/payment"
+	"github.com/fsctl/fsctl/internal/checkout/payment/fake"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/harness/testenv/eventually"
 )
 
 // Every way a reservation can end, each on the real services, each ending with Redis and

@@ -9,9 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/fsctl/fsctl/ingest"
-	"github.com/fsctl/fsctl/lifecycle"
-	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/internal/checkout/ingest"
+	"github.com/fsctl/fsctl/internal/checkout/lifecycle"
+	"github.com/fsctl/fsctl/internal/contract/sale"
 )
 
 // metrics are the server's Prometheus instruments, on a registry of its own so that several

@@ -16,10 +16,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fsctl/fsctl/ingest"
-	"github.com/fsctl/fsctl/kafkaconn"
-	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/internal/checkout/ingest"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
 )
 
 // PurchaseRoute is the route label of the purchase endpoint in fsctl_http_request_duration_seconds:

@@ -16,11 +16,11 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/fsctl/fsctl/events"
-	"github.com/fsctl/fsctl/kafkaconn"
+	"github.com/fsctl/fsctl/internal/checkout/events"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/harness/testenv/eventually"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
 	"github.com/fsctl/fsctl/server"
-	"github.com/fsctl/fsctl/stock"
-	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // TestSaleGaugesShowStockHoldsAndLag sells units of a two-shard item while PostgreSQL keeps the

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
 )
 
 // orderBody is the answer to GET /api/v1/orders/{id}.

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsctl/fsctl/internal/harness/testenv/eventually"
 	"github.com/fsctl/fsctl/server"
-	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // answered is how long a request may take before the test calls it hung. The bounds are

@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/fsctl/fsctl/control"
-	"github.com/fsctl/fsctl/lifecycle"
-	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/internal/checkout/control"
+	"github.com/fsctl/fsctl/internal/checkout/lifecycle"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
 )
 
 // MaxPaymentToken bounds the payment token a buyer may send.

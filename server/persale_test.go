@@ -11,9 +11,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/stock"
-	"github.com/fsctl/fsctl/verify"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/proof/verify"
 )
 
 func newPerSaleEnv(t *testing.T, quantity int64, remote bool) *env {

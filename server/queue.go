@@ -8,9 +8,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/room"
-	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/internal/checkout/room"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/contract/sale"
 )
 
 // AdmissionHeader carries the admission token on a purchase when the sale has a waiting room.

@@ -12,16 +12,16 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/fsctl/fsctl/events"
-	"github.com/fsctl/fsctl/kafkaconn"
-	"github.com/fsctl/fsctl/lifecycle"
-	"github.com/fsctl/fsctl/provision"
-	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/internal/checkout/events"
+	"github.com/fsctl/fsctl/internal/checkout/lifecycle"
+	"github.com/fsctl/fsctl/internal/checkout/provision"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
+	"github.com/fsctl/fsctl/internal/harness/testenv/eventually"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
 	"github.com/fsctl/fsctl/server"
-	"github.com/fsctl/fsctl/stock"
-	"github.com/fsctl/fsctl/testenv"
-	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
-	"github.com/fsctl/fsctl/testenv/eventually"
+	checkouttest "github.com/fsctl/fsctl/server/servertest"
 )
 
 // eventsEnv is an env whose every instance serves the sale page from the stock topic.

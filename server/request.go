@@ -7,8 +7,8 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/contract/sale"
 )
 
 // Limits on what a purchase request may carry.

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/contract/sale"
 )
 
 // FuzzParsePurchase feeds arbitrary path values, keys and bodies to the purchase parser: it must

@@ -14,13 +14,13 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 
-	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/redisconn"
-	"github.com/fsctl/fsctl/reservation"
-	"github.com/fsctl/fsctl/reservation/reservationpb"
+	"github.com/fsctl/fsctl/internal/checkout/reservation"
+	"github.com/fsctl/fsctl/internal/checkout/reservation/reservationpb"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/harness/testenv/eventually"
+	"github.com/fsctl/fsctl/internal/platform/redisconn"
 	"github.com/fsctl/fsctl/server"
-	"github.com/fsctl/fsctl/stock"
-	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // remoteReservations is an env's reservation service: the real store on the env's Redis, served

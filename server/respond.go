@@ -14,7 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
 )
 
 // errorBody is every error answer: a stable machine code plus a human sentence.

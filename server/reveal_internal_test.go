@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/fsctl/fsctl/auth"
+	"github.com/fsctl/fsctl/internal/checkout/auth"
 )
 
 func testRevealer(tb testing.TB) *revealer {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/internal/contract/sale"
 )
 
 // signPath signs a purchase-path token the way server/reveal.go documents it, from the outside:

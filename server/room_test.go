@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/harness/testenv/eventually"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 func roomSettings() sale.Room {

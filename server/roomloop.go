@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/internal/contract/sale"
 )
 
 // RunRoom keeps the waiting rooms of every sale moving: it (re)writes a room's settings to Redis

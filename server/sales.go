@@ -10,9 +10,9 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
-	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/readmodel"
-	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/internal/checkout/readmodel"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/contract/sale"
 )
 
 // maxCachedSales bounds the read model's memory; past it the cache starts over.

@@ -20,15 +20,15 @@ import (
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/fsctl/fsctl/auth"
-	"github.com/fsctl/fsctl/events"
-	"github.com/fsctl/fsctl/ingest"
-	"github.com/fsctl/fsctl/lifecycle"
-	"github.com/fsctl/fsctl/orders"
-	"github.com/fsctl/fsctl/reservation"
-	"github.com/fsctl/fsctl/room"
-	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/tracing"
+	"github.com/fsctl/fsctl/internal/checkout/auth"
+	"github.com/fsctl/fsctl/internal/checkout/events"
+	"github.com/fsctl/fsctl/internal/checkout/ingest"
+	"github.com/fsctl/fsctl/internal/checkout/lifecycle"
+	"github.com/fsctl/fsctl/internal/checkout/orders"
+	"github.com/fsctl/fsctl/internal/checkout/reservation"
+	"github.com/fsctl/fsctl/internal/checkout/room"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/platform/tracing"
 )
 
 // Reserver is the Redis stage of the purchase path: the reservation service's store, which

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
 )
 
 // SoldOutMode is how an instance's local sold-out flag answers purchases of a sold-out item.

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/auth"
-	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/internal/checkout/auth"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
 	"github.com/fsctl/fsctl/server"
-	"github.com/fsctl/fsctl/testenv"
 )
 
 // BenchmarkSoldOutPurchase measures the purchase path of an item that is sold out — the path

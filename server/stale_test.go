@@ -8,13 +8,13 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/fsctl/fsctl/events"
-	"github.com/fsctl/fsctl/kafkaconn"
-	"github.com/fsctl/fsctl/outcome"
+	"github.com/fsctl/fsctl/internal/checkout/events"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/harness/testenv/eventually"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
 	"github.com/fsctl/fsctl/reconcile"
-	"github.com/fsctl/fsctl/stock"
-	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
-	"github.com/fsctl/fsctl/testenv/eventually"
+	checkouttest "github.com/fsctl/fsctl/server/servertest"
 )
 
 // TestStaleHandOffIsNotRecorded replays what a game day's broker kill did: a hand-off the server

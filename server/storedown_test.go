@@ -15,8 +15,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/fsctl/fsctl/orders"
-	"github.com/fsctl/fsctl/testenv"
+	"github.com/fsctl/fsctl/internal/checkout/orders"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
 )
 
 // A pay or cancel while PostgreSQL is stopped failed with a connection error that carried no

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/testenv"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
 )
 
 // TestCertReloaderKeepsTheOldPairOnABrokenOne: files that change into a pair that does not load

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsctl/fsctl/internal/harness/testenv"
+	"github.com/fsctl/fsctl/internal/harness/testenv/eventually"
 	"github.com/fsctl/fsctl/server"
-	"github.com/fsctl/fsctl/testenv"
-	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // serveTLS runs a checkout with only its health routes alive (no stores: nothing here buys)

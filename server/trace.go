@@ -12,9 +12,9 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/stock"
-	"github.com/fsctl/fsctl/tracing"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/platform/tracing"
 )
 
 // Span attributes of the purchase path, beside the HTTP ones of the semantic conventions.

@@ -17,14 +17,14 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/fsctl/fsctl/auth"
-	"github.com/fsctl/fsctl/events"
-	"github.com/fsctl/fsctl/kafkaconn"
-	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/internal/checkout/auth"
+	"github.com/fsctl/fsctl/internal/checkout/events"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
+	"github.com/fsctl/fsctl/internal/platform/tracing"
 	"github.com/fsctl/fsctl/server"
-	"github.com/fsctl/fsctl/stock"
-	"github.com/fsctl/fsctl/testenv"
-	"github.com/fsctl/fsctl/tracing"
 )
 
 // BenchmarkPurchaseTracing measures what tracing costs the purchase path that reserves: the
@@ -53,9 +53,9 @@ func BenchmarkPurchaseTracing(b *testing.B) {
 			name = fmt.Sprintf("trace=%g%%", ratio*100)
 		}
 		b.Run(name, func(b *testing.B) {
-			st, db, sl := stores(b, sale.Sale{ID: testenv.ID(b, "traced"), OpensAt: time.Now().Add(-time.Minute),
+			_, db, sl := stores(b, sale.Sale{ID: testenv.ID(b, "traced"), OpensAt: time.Now().Add(-time.Minute),
 				PerUserLimit: sale.MaxPerUserLimit, HoldTTL: time.Hour, Items: []sale.Item{{ID: "hot", Quantity: 10_000_000}}})
-			st = stock.New(testenv.Redis(b), stock.Batch(stock.DefaultBatchMax, stock.DefaultBatchLanes))
+			st := stock.New(testenv.Redis(b), stock.Batch(stock.DefaultBatchMax, stock.DefaultBatchLanes))
 			var tp trace.TracerProvider
 			if ratio >= 0 {
 				exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(sink.URL+"/v1/traces"))

@@ -15,9 +15,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/fsctl/fsctl/internal/harness/testenv/eventually"
+	"github.com/fsctl/fsctl/internal/platform/tracing"
 	"github.com/fsctl/fsctl/server"
-	"github.com/fsctl/fsctl/testenv/eventually"
-	"github.com/fsctl/fsctl/tracing"
 )
 
 const purchaseRoute = "POST /api/v1/sales/{sale}/items/{item}/purchase"

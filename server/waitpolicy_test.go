@@ -15,14 +15,14 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fsctl/fsctl/kafkaconn"
-	"github.com/fsctl/fsctl/lifecycle"
-	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/internal/checkout/lifecycle"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
+	"github.com/fsctl/fsctl/internal/proof/verify"
 	"github.com/fsctl/fsctl/server"
-	"github.com/fsctl/fsctl/stock"
-	"github.com/fsctl/fsctl/testenv"
-	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
-	"github.com/fsctl/fsctl/verify"
+	checkouttest "github.com/fsctl/fsctl/server/servertest"
 )
 
 // waitSale is a sale of one item "hot" whose reserves wait for one replica under policy.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fsctl/fsctl/yamlfield"
+	"github.com/fsctl/fsctl/internal/platform/yamlfield"
 )
 
 // Alert levels.

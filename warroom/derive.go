@@ -4,7 +4,7 @@ import (
 	"math"
 	"sort"
 
-	"github.com/fsctl/fsctl/verify"
+	"github.com/fsctl/fsctl/internal/proof/verify"
 )
 
 // Outcome groups of the traffic panel; every other purchase answer counts as "other".

@@ -6,7 +6,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/fsctl/fsctl/kafkaconn"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
 )
 
 // KafkaPipeline reads the order consumer group's lag per partition of the orders topic (end offset

@@ -10,10 +10,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fsctl/fsctl/kafkaconn"
-	"github.com/fsctl/fsctl/profile"
-	"github.com/fsctl/fsctl/redisconn"
-	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
+	"github.com/fsctl/fsctl/internal/platform/redisconn"
+	"github.com/fsctl/fsctl/internal/target/profile"
 )
 
 // Endpoints say where the checkout's parts live. An empty endpoint leaves its panels "not

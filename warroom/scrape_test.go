@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/testenv"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
 )
 
 func metricsServer(t *testing.T) (*httptest.Server, *atomic.Int64) {

@@ -7,7 +7,7 @@ package warroom
 import (
 	"time"
 
-	"github.com/fsctl/fsctl/kafkaconn"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
 )
 
 // State says whether a panel's source answered.

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/fsctl/fsctl/orders"
-	"github.com/fsctl/fsctl/profile"
-	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/stock"
+	"github.com/fsctl/fsctl/internal/checkout/orders"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/target/profile"
 )
 
 // The items and orders sources of every target, the bundled server included, read what its

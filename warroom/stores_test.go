@@ -13,14 +13,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fsctl/fsctl/examples/articleshop/articletest"
-	"github.com/fsctl/fsctl/kafkaconn"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/harness/stack"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
+	"github.com/fsctl/fsctl/internal/harness/testenv/eventually"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
+	"github.com/fsctl/fsctl/internal/target/profile"
 	"github.com/fsctl/fsctl/lua"
-	"github.com/fsctl/fsctl/profile"
-	"github.com/fsctl/fsctl/stack"
-	"github.com/fsctl/fsctl/stock"
-	"github.com/fsctl/fsctl/testenv"
-	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
-	"github.com/fsctl/fsctl/testenv/eventually"
+	checkouttest "github.com/fsctl/fsctl/server/servertest"
 )
 
 // genericProfile is the bundled server's profile with deep off, so the war room reads the bundled

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fsctl/fsctl/redisconn"
+	"github.com/fsctl/fsctl/internal/platform/redisconn"
 )
 
 // procCPU is a process's user+system CPU time so far.

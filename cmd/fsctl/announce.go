@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/fsctl/fsctl/reach"
+	"github.com/fsctl/fsctl/internal/platform/reach"
 )
 
 // announceChange is the first line of every command that deletes or rewrites a sale's data: the

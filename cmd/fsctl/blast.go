@@ -13,12 +13,8 @@ import (
 	"github.com/fsctl/fsctl/blast"
 )
 
-func newBlastCmd(sub ...*cobra.Command) *cobra.Command {
-	var o blastOptions
-	cmd := &cobra.Command{
-		Use:   "blast",
-		Short: "Release a synchronized burst of prepared buyers at a sale and check it did not oversell",
-		Long: `Prepare --buyers virtual buyers (a signed token, an Idempotency-Key and a built request each),
+// blastLong is blast's --help.
+const blastLong = `Prepare --buyers virtual buyers (a signed token, an Idempotency-Key and a built request each),
 dial and warm a pool of --conns connections, park every buyer, and release them all at one
 wall-clock instant (--at, or --in from now). Every request is recorded with its intended release
 time, the time it was written and answered; latency counts from the intended instant, so a buyer
@@ -34,8 +30,8 @@ none) and its classification replace the bundled server's. The probe and warm-up
 path (else "/"); the clock skew comes from its sale page, else the Date header. The stock and
 per-user limit come from --stock/--limit, else its sale page, else its SQL through
 --postgres-url; --check-state reads its Redis keys and SQL (every RESERVED buyer has a live
-order, no oversell, Redis stock + live orders == quantity). --room, --pay and --cancel use fsctl
-serve's own endpoints and need its profile (the default).
+order, no oversell, Redis stock + live orders == quantity). --room, --pay and --cancel need the
+endpoints the profile declares (http.room, http.pay, http.order), as fsctl serve's (the default) does.
 
 Buyers share the connection pool (over HTTP/1.1 requests queue per connection): the report says
 how many requests each connection carried. Larger bursts than one process's open files allow are
@@ -93,8 +89,10 @@ counted as they come, on either engine. A failed push is warned about once and c
 report; it never fails the burst.
 
 Exit status: 0 all good, 1 could not run, 2 a bad flag, 3 a threshold missed (--max-p99,
---min-throughput, --expect-sold), 4 an invariant broken.`,
-		Example: `  fsctl sale create -f examples/sale.yaml --reset
+--min-throughput, --expect-sold), 4 an invariant broken.`
+
+// blastExample is what blast's --help shows it doing.
+const blastExample = `  fsctl sale create -f examples/sale.yaml --reset
   fsctl blast --sale black-friday --item console --buyers 5000
     engine: raw (auto); request timeout 12.5s (auto: 10s + 1s per 2000 clicks)
     ┌──────────┬──────────┬─────────┬─────────┬─────────┬────────┐
@@ -116,8 +114,16 @@ Exit status: 0 all good, 1 could not run, 2 a bad flag, 3 a threshold missed (--
   fsctl blast --item black-friday:console --item black-friday:controller --buyers 20000 --clicks 2 --retries 3
   fsctl blast --sale black-friday --item console --buyers 5000 --expect-sold 100 --max-p99 2s --output json
   fsctl blast --target https://shop.example --sale bf --item 1001 --classify examples/classify.yaml --stock 100 --limit 1
-  fsctl blast --profile profiles/spring-article.yaml --target http://127.0.0.1:8090 --sale article --item 1001 --buyers 2000 --check-state`,
-		Args: cobra.NoArgs,
+  fsctl blast --profile profiles/spring-article.yaml --target http://127.0.0.1:8090 --sale article --item 1001 --buyers 2000 --check-state`
+
+func newBlastCmd(sub ...*cobra.Command) *cobra.Command {
+	var o blastOptions
+	cmd := &cobra.Command{
+		Use:     "blast",
+		Short:   "Release a synchronized burst of prepared buyers at a sale and check it did not oversell",
+		Long:    blastLong,
+		Example: blastExample,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("redis-url") || cmd.Flags().Changed("postgres-url") {
 				o.checkState = true

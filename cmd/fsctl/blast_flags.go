@@ -6,8 +6,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fsctl/fsctl/blast"
+	"github.com/fsctl/fsctl/internal/target/profile"
 	"github.com/fsctl/fsctl/loadgen"
-	"github.com/fsctl/fsctl/profile"
 )
 
 type blastOptions struct {

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fsctl/fsctl/blast"
-	"github.com/fsctl/fsctl/finding"
+	"github.com/fsctl/fsctl/internal/contract/finding"
 )
 
 type blastMergeOptions struct {

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/fsctl/fsctl/blast"
-	"github.com/fsctl/fsctl/reach"
+	"github.com/fsctl/fsctl/internal/platform/reach"
 )
 
 // Variables of blast's metrics export. The receiver's address may carry a password and a header

@@ -164,7 +164,8 @@ func TestBlastMalformedProfile(t *testing.T) {
 	if err := os.WriteFile(file, []byte(bad), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	line := strings.Count(bad[:strings.Index(bad, "type: rs512")], "\n") + 1
+	before, _, _ := strings.Cut(bad, "type: rs512")
+	line := strings.Count(before, "\n") + 1
 	_, code, err := runCLI(t, "blast", "--profile", file, "--target", "http://127.0.0.1:1", "--sale", "s", "--item", "1")
 	if code != 2 || err == nil || !strings.Contains(err.Error(), fmt.Sprintf("line %d: token.type", line)) {
 		t.Errorf("exit %d, %v; want 2 naming token.type on line %d", code, err, line)

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/fsctl/fsctl/testenv"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
 )
 
 // seller answers every purchase 202 with a new order id, over whatever protocol it is reached.

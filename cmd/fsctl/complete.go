@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/fsctl/fsctl/saleops"
-	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/internal/checkout/saleops"
+	"github.com/fsctl/fsctl/internal/harness/stack"
 )
 
 // completeTimeout bounds how long a shell completion waits for PostgreSQL: a Tab must not hang
@@ -51,9 +51,7 @@ func completeProfile(*cobra.Command, []string, string) ([]cobra.Completion, cobr
 
 // completeSale offers the sales in the PostgreSQL the command would use, with their names.
 func completeSale(cmd *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return completeNames(cmd, prefix, func(ctx context.Context, pg string) ([]saleops.Name, error) {
-		return saleops.SaleNames(ctx, pg)
-	})
+	return completeNames(cmd, prefix, saleops.SaleNames)
 }
 
 // completeItem offers the items of the --sale already on the command line.

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fsctl/fsctl/demo"
-	"github.com/fsctl/fsctl/sale"
+	"github.com/fsctl/fsctl/internal/contract/sale"
 	"github.com/fsctl/fsctl/server"
 )
 

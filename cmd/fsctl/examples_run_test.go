@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsctl/fsctl/internal/harness/testenv"
+	"github.com/fsctl/fsctl/internal/harness/testenv/eventually"
 	"github.com/fsctl/fsctl/profiles"
-	"github.com/fsctl/fsctl/testenv"
-	"github.com/fsctl/fsctl/testenv/eventually"
 )
 
 // Each example runs at most this long; one still running then (a server, a big burst, a game of

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fsctl/fsctl/yamlfield"
+	"github.com/fsctl/fsctl/internal/platform/yamlfield"
 )
 
 // The exit status of every command, one scheme (README, "Exit status"), so a CI job can branch on it:

@@ -9,11 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fsctl/fsctl/drill"
 	"github.com/fsctl/fsctl/gameday"
-	"github.com/fsctl/fsctl/kafkaconn"
-	"github.com/fsctl/fsctl/netfault"
-	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/gameday/drill"
+	"github.com/fsctl/fsctl/internal/harness/netfault"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
+	"github.com/fsctl/fsctl/internal/target/profile"
 )
 
 type gamedayDrillOptions struct {

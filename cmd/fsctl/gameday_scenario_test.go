@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fsctl/fsctl/netfault"
+	"github.com/fsctl/fsctl/internal/harness/netfault"
 )
 
 // TestScenarioDrillRefusesBeforeAnyLoad: a drill scenario whose steps name a proxy the Toxiproxy

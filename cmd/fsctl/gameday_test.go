@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/finding"
 	"github.com/fsctl/fsctl/gameday"
+	"github.com/fsctl/fsctl/internal/contract/finding"
 )
 
 // The CLI's own decisions, no services needed: the built-in scenario is printable, a malformed

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/testenv"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
 )
 
 // TestHealth: 0 for a 200 on /healthz, 1 for any other status, an unreachable target or one too

@@ -14,8 +14,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/fsctl/fsctl/auth"
-	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/internal/checkout/auth"
+	"github.com/fsctl/fsctl/internal/harness/stack"
 )
 
 // clearIdPEnv unsets the identity provider's variables a shell on a secure stack would have.

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/internal/target/profile"
 )
 
 // jwtSecretFlag is --jwt-secret of the commands that sign buyers' tokens through a --profile. It

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/internal/target/profile"
 )
 
 // TestJWTSecretFlag: the flag's default (the local stack's secret) signs fsctl serve's buyers but

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/events"
-	"github.com/fsctl/fsctl/kafkaconn"
+	"github.com/fsctl/fsctl/internal/checkout/events"
+	"github.com/fsctl/fsctl/internal/harness/stack"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
+	"github.com/fsctl/fsctl/internal/platform/kafkaconn"
 	"github.com/fsctl/fsctl/profiles"
-	"github.com/fsctl/fsctl/stack"
-	"github.com/fsctl/fsctl/testenv"
 )
 
 // TestKafkaConnectionMistakes: a Kafka connection wrong in form is a usage error naming its flag,

@@ -15,8 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fsctl/fsctl/reach"
-	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/internal/harness/stack"
+	"github.com/fsctl/fsctl/internal/platform/reach"
 )
 
 // quietRedis drops go-redis's own log lines ("connection pool: failed to dial ..."): every failure

@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fsctl/fsctl/orders"
-	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/internal/checkout/orders"
+	"github.com/fsctl/fsctl/internal/harness/stack"
 )
 
 // migrateOptions are the flags of migrate and its subcommands.

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/fsctl/fsctl/payment/fake"
+	"github.com/fsctl/fsctl/internal/checkout/payment/fake"
 )
 
 // paymentsServeOptions are the flags of `fsctl payments serve`.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/fsctl/fsctl/payment/fake"
+	"github.com/fsctl/fsctl/internal/checkout/payment/fake"
 )
 
 func TestPaymentsServeRejectsBadFlags(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/fsctl/fsctl/examples/articleshop/articletest"
-	"github.com/fsctl/fsctl/finding"
-	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/internal/contract/finding"
+	"github.com/fsctl/fsctl/internal/target/profile"
 )
 
 func TestProfileCheckCommand(t *testing.T) {

@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fsctl/fsctl/provision"
-	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/saleops"
-	"github.com/fsctl/fsctl/table"
+	"github.com/fsctl/fsctl/internal/checkout/provision"
+	"github.com/fsctl/fsctl/internal/checkout/saleops"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/platform/table"
 )
 
 func newSaleCmd() *cobra.Command {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fsctl/fsctl/saleops"
-	"github.com/fsctl/fsctl/table"
+	"github.com/fsctl/fsctl/internal/checkout/saleops"
+	"github.com/fsctl/fsctl/internal/platform/table"
 )
 
 func newSaleListCmd() *cobra.Command {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fsctl/fsctl/saleops"
+	"github.com/fsctl/fsctl/internal/checkout/saleops"
 )
 
 // newSalePauseCmd is `fsctl sale pause` (pause true) or `fsctl sale resume`.

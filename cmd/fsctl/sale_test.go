@@ -12,12 +12,12 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/fsctl/fsctl/outcome"
-	"github.com/fsctl/fsctl/sale"
-	"github.com/fsctl/fsctl/saleops"
-	"github.com/fsctl/fsctl/stack"
-	"github.com/fsctl/fsctl/stock"
-	"github.com/fsctl/fsctl/testenv"
+	"github.com/fsctl/fsctl/internal/checkout/saleops"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+	"github.com/fsctl/fsctl/internal/harness/stack"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
 )
 
 // testSale is a sale created through `fsctl sale create` in a database of its own: item "hot"

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/fsctl/fsctl/reach"
+	"github.com/fsctl/fsctl/internal/platform/reach"
 )
 
 // A flag that holds a secret, or an address that may carry a password, is marked where it is

@@ -10,15 +10,15 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/fsctl/fsctl/auth"
-	"github.com/fsctl/fsctl/events"
-	"github.com/fsctl/fsctl/ingest"
-	"github.com/fsctl/fsctl/lifecycle"
-	"github.com/fsctl/fsctl/payment"
-	"github.com/fsctl/fsctl/reservation"
+	"github.com/fsctl/fsctl/internal/checkout/auth"
+	"github.com/fsctl/fsctl/internal/checkout/events"
+	"github.com/fsctl/fsctl/internal/checkout/ingest"
+	"github.com/fsctl/fsctl/internal/checkout/lifecycle"
+	"github.com/fsctl/fsctl/internal/checkout/payment"
+	"github.com/fsctl/fsctl/internal/checkout/reservation"
+	"github.com/fsctl/fsctl/internal/checkout/stock"
+	"github.com/fsctl/fsctl/internal/harness/stack"
 	"github.com/fsctl/fsctl/server"
-	"github.com/fsctl/fsctl/stack"
-	"github.com/fsctl/fsctl/stock"
 )
 
 type serveOptions struct {

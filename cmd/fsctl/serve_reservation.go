@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fsctl/fsctl/reservation"
+	"github.com/fsctl/fsctl/internal/checkout/reservation"
 	"github.com/fsctl/fsctl/server"
 )
 

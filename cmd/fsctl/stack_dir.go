@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/internal/harness/stack"
 )
 
 // showStackDir makes --help show --dir's default as the user would give it — ./.stack, or

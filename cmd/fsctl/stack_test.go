@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsctl/fsctl/stack"
+	"github.com/fsctl/fsctl/internal/harness/stack"
 )
 
 // runCLIBoth runs fsctl with args in-process and returns its stdout and stderr apart.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fsctl/fsctl/auth"
+	"github.com/fsctl/fsctl/internal/checkout/auth"
 )
 
 type tokenOptions struct {

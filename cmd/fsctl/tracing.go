@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/fsctl/fsctl/reach"
-	"github.com/fsctl/fsctl/tracing"
+	"github.com/fsctl/fsctl/internal/platform/reach"
+	"github.com/fsctl/fsctl/internal/platform/tracing"
 )
 
 // traceFlags turn on OpenTelemetry tracing; the standard OTEL_* variables do the same without them.

@@ -146,7 +146,7 @@ func runWarroom(cmd *cobra.Command, o warroomOptions) error {
 		if record, closeRecords, err = warroom.OpenRecords(o.record); err != nil {
 			return err
 		}
-		defer closeRecords()
+		defer func() { _ = closeRecords() }() // a write that failed was reported by the recording
 	}
 	out := cmd.OutOrStdout()
 	ctx := cmd.Context()

@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/fsctl/fsctl/examples/articleshop/articletest"
-	"github.com/fsctl/fsctl/stack"
-	"github.com/fsctl/fsctl/testenv"
-	checkouttest "github.com/fsctl/fsctl/testenv/checkout"
+	"github.com/fsctl/fsctl/internal/harness/stack"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
+	checkouttest "github.com/fsctl/fsctl/server/servertest"
 	"github.com/fsctl/fsctl/warroom"
 )
 

@@ -20,10 +20,10 @@ import (
 	"time"
 
 	"github.com/fsctl/fsctl/examples/articleshop"
-	"github.com/fsctl/fsctl/profile"
-	"github.com/fsctl/fsctl/stack"
-	"github.com/fsctl/fsctl/testenv"
-	"github.com/fsctl/fsctl/testenv/eventually"
+	"github.com/fsctl/fsctl/internal/harness/stack"
+	"github.com/fsctl/fsctl/internal/harness/testenv"
+	"github.com/fsctl/fsctl/internal/harness/testenv/eventually"
+	"github.com/fsctl/fsctl/internal/target/profile"
 )
 
 // Sale is the sale id fsctl is given for the shop: the article has no sale table, so it is only

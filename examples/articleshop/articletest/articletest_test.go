@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/fsctl/fsctl/profile"
+	"github.com/fsctl/fsctl/internal/target/profile"
 )
 
 // TestProfileReadsTheShop is the shipped profile against the shop it describes: purchases

@@ -1,0 +1,168 @@
+package orders
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fsctl/fsctl/internal/contract/sale"
+)
+
+// Placement is one reserved order to record: what the Redis reserve granted, as carried by Kafka.
+type Placement struct {
+	OrderID   uuid.UUID
+	SaleID    string
+	ItemID    string
+	UserID    string
+	Slot      int // the buyer's per-user-limit slot, 0..15
+	Shard     int // the stock shard holding the unit (the buyer's home shard), 0..63
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	// Epoch is the generation of the item's Redis state the reservation was made on (sale.Item.Epoch).
+	Epoch int64
+	// SaleSlot is the buyer's per-sale claim slot the order holds, below sale.MaxPerSaleLimit; nil
+	// for a sale without a per-sale limit.
+	SaleSlot *int
+	// IdemKey is the buyer's Idempotency-Key, kept with a placed order so that a rebuild of Redis
+	// can give the key its record back; empty for none.
+	IdemKey string
+}
+
+// Result says what PostgreSQL did with one placement.
+type Result int
+
+// The results of a placement.
+const (
+	// Placed: the order is now PENDING and the item's sold count went up by one.
+	Placed Result = iota + 1
+	// Duplicate: an order with this id already exists (a redelivery); nothing changed.
+	Duplicate
+	// Refused: the database's safety net turned the order away; PlaceResult.Reason says why.
+	Refused
+	// Stale: the reservation was made on a Redis state a rebuild has since replaced, and reached
+	// the log after the rebuild's snapshot; its buyer was not told RESERVED and its unit is on
+	// sale again, so it is dropped, not recorded (migration 00007).
+	Stale
+)
+
+// String returns the result's name.
+func (r Result) String() string {
+	switch r {
+	case Placed:
+		return "placed"
+	case Duplicate:
+		return "duplicate"
+	case Refused:
+		return "refused"
+	case Stale:
+		return "stale"
+	default:
+		return fmt.Sprintf("Result(%d)", int(r))
+	}
+}
+
+// Reasons a placement is refused; each one means the layers above let through something the
+// invariants forbid, so a consumer should release the hold and count it loudly.
+const (
+	ReasonOversold    = "oversold"     // the item had no unit left
+	ReasonLimit       = "limit"        // the user already has a live order in that slot
+	ReasonSaleLimit   = "sale_limit"   // the user already has a live order of the sale in that per-sale slot
+	ReasonUnknownItem = "unknown_item" // no such sale or item
+)
+
+// PlaceResult is the answer for one placement.
+type PlaceResult struct {
+	OrderID uuid.UUID
+	Result  Result
+	Reason  string // set when Result is Refused
+}
+
+// PlaceBatch records placements in one transaction and one round-trip: every place_order call is
+// pipelined in a single pgx batch, which PostgreSQL runs as one implicit transaction. Results come
+// back in the order of ps. An error means nothing was committed (short of the connection dropping
+// between the server's commit and its reply), and the whole batch may be retried either way:
+// placements that did land then answer Duplicate.
+func (s *Store) PlaceBatch(ctx context.Context, ps []Placement) ([]PlaceResult, error) {
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	// Run the calls in item order so concurrent batches take item row locks in the same order and
+	// cannot deadlock; answers are put back in the caller's order.
+	order := make([]int, len(ps))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(ps[a].SaleID, ps[b].SaleID), cmp.Compare(ps[a].ItemID, ps[b].ItemID))
+	})
+	b := &pgx.Batch{}
+	for _, i := range order {
+		p := ps[i]
+		if p.Slot < 0 || p.Slot > 15 {
+			return nil, fmt.Errorf("place order %s: slot %d out of range 0..15", p.OrderID, p.Slot)
+		}
+		if p.Shard < 0 || p.Shard > 63 {
+			return nil, fmt.Errorf("place order %s: shard %d out of range 0..63", p.OrderID, p.Shard)
+		}
+		var saleSlot *int16
+		if p.SaleSlot != nil {
+			if *p.SaleSlot < 0 || *p.SaleSlot >= sale.MaxPerSaleLimit {
+				return nil, fmt.Errorf("place order %s: per-sale slot %d out of range 0..%d", p.OrderID, *p.SaleSlot, sale.MaxPerSaleLimit-1)
+			}
+			v := int16(*p.SaleSlot)
+			saleSlot = &v
+		}
+		b.Queue(`SELECT place_order($1, $2, $3, $4, $5::smallint, $6::smallint, $7, $8, $9, $10::smallint)`,
+			p.OrderID, p.SaleID, p.ItemID, p.UserID, int16(p.Slot), int16(p.Shard), p.CreatedAt, p.ExpiresAt, p.Epoch, saleSlot)
+	}
+	var ids []uuid.UUID
+	var keys []string
+	for _, p := range ps {
+		if p.IdemKey != "" {
+			ids, keys = append(ids, p.OrderID), append(keys, p.IdemKey)
+		}
+	}
+	if len(ids) > 0 { // the placed orders keep their keys; a refused one has no row to update
+		b.Queue(`UPDATE orders o SET idem_key = k.key FROM unnest($1::uuid[], $2::text[]) AS k(id, key)
+			WHERE o.id = k.id AND o.idem_key IS NULL`, ids, keys)
+	}
+	br := s.pool.SendBatch(ctx, b)
+	out := make([]PlaceResult, len(ps))
+	for _, i := range order {
+		var answer string
+		if err := br.QueryRow().Scan(&answer); err != nil {
+			br.Close()
+			return nil, fmt.Errorf("place order %s: %w", ps[i].OrderID, err)
+		}
+		out[i] = resultOf(ps[i].OrderID, answer)
+	}
+	if len(ids) > 0 {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return nil, fmt.Errorf("keep the orders' idempotency keys: %w", err)
+		}
+	}
+	// Close reads the final Sync: only then is the implicit transaction known to be committed.
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("place batch: %w", err)
+	}
+	return out, nil
+}
+
+func resultOf(id uuid.UUID, answer string) PlaceResult {
+	switch answer {
+	case "placed":
+		return PlaceResult{OrderID: id, Result: Placed}
+	case "duplicate":
+		return PlaceResult{OrderID: id, Result: Duplicate}
+	case "stale":
+		return PlaceResult{OrderID: id, Result: Stale}
+	default:
+		return PlaceResult{OrderID: id, Result: Refused, Reason: answer}
+	}
+}
