@@ -25,7 +25,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(BU
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .DEFAULT_GOAL := build
-.PHONY: help deps build vet lint test fuzz bench bench-sale bench-blast demo stack-up stack-down stack-status clean faultdrill
+.PHONY: help deps build vet lint test fuzz bench bench-sale bench-blast demo stack-up stack-down stack-status clean faultdrill docs
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -54,6 +54,11 @@ build: ## build bin/fsctl
 
 vet: ## go vet every package
 	$(GO) vet ./...
+
+# The CLI reference, one page per command, generated from the command tree with no FSCTL_* variable
+# set (so no machine's addresses or secrets); TestCLIReferenceIsCurrent fails when it is stale.
+docs: ## regenerate the CLI reference in docs/cli from the command tree
+	$(GO) run ./cmd/fsctl docs-gen --dir docs/cli
 
 # golangci-lint, pinned: the linters, the length budget (80-line functions, 500-line files) and the
 # import rules between internal/'s wings, all in .golangci.yml (docs/design.md, "The house").

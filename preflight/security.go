@@ -186,7 +186,7 @@ func redisRights(ctx context.Context, e *env) finding.Finding {
 		var rerr redis.Error
 		r.Status, r.Detail = finding.Fail, fmt.Sprintf("%s on %s: %v", p.what, key, err)
 		if errors.As(err, &rerr) && strings.Contains(err.Error(), "NOPERM") {
-			r.Fix = "grant the checkout's ACL user " + p.what + " and the sale's keys: ~fs:* ~{fs:* ~{fs-room:* +@scripting +time (see the README, Running against secured services)"
+			r.Fix = "grant the checkout's ACL user " + p.what + " and the sale's keys: ~fs:* ~{fs:* ~{fs-room:* +@scripting +time (see docs/stack.md, Running against secured services)"
 		} else if strings.Contains(err.Error(), "can't run this command") {
 			r.Fix = "grant the checkout's ACL user the commands its scripts run (+@read +@write +time)"
 		}

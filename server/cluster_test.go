@@ -235,7 +235,7 @@ func TestMasterLostWithoutReplica(t *testing.T) {
 // reconcile must find every one of them as an order Redis does not know, and --fix restores them.
 // Run once without the sale's waitReplicas and once with waitReplicas 1, which notices each
 // reservation no replica acknowledged (fsctl_redis_wait_short_total) but, as the policy stands,
-// still answers 202. The figures are logged for the README.
+// still answers 202. The figures are logged for docs/stack.md ("Redis Cluster").
 func TestFailoverLosesWhatTheReplicaMissed(t *testing.T) {
 	for i, wait := range []int{0, 1} {
 		t.Run(fmt.Sprintf("waitReplicas=%d", wait), func(t *testing.T) {

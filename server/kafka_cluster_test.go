@@ -28,7 +28,7 @@ const privateKafkaPort = 19400
 // coordinator too — is killed with SIGKILL. Every 202 must be an order PostgreSQL ends up with
 // (lost: 0); an answer during the leader election is either a 202 or the retryable 503
 // ORDER_PIPELINE_UNAVAILABLE (nothing reserved), never anything else; and the sale does not
-// oversell. The test logs the figures the README quotes.
+// oversell. The test logs the figures docs/stack.md ("Replicated Kafka") quotes.
 func TestBrokerLostMidBurst(t *testing.T) {
 	cfg, brokers := testenv.PrivateKafkaCluster(t, privateKafkaPort)
 	const quantity, buyers, rate = 2000, 1500, 250 // six seconds of buyers

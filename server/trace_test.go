@@ -35,7 +35,7 @@ func TestOnePurchaseIsOneTrace(t *testing.T) {
 	}
 	byName := waitSpans(t, rec, "process OrderPlaced", "postgres place_order")
 	root := one(t, byName, purchaseRoute)
-	t.Logf("the purchase's trace (README, \"Traces\"):\n%s", tree(rec.Ended(), root))
+	t.Logf("the purchase's trace (docs/deploy.md, \"Traces\"):\n%s", tree(rec.Ended(), root))
 	if root.Parent().IsValid() {
 		t.Errorf("the server span has a parent %v: want the root of the trace", root.Parent())
 	}

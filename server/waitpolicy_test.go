@@ -108,7 +108,7 @@ func TestWaitPolicyReleaseTellsBuyersToRetry(t *testing.T) {
 // buyer told RESERVED while the replica was cut off has lost the reservation in Redis (the order
 // is in PostgreSQL, through Kafka, for reconcile to restore); under release those buyers were told
 // to retry instead, nobody told RESERVED lost anything, and their retries with the same key
-// reserve on the promoted node. The figures are logged for the README.
+// reserve on the promoted node. The figures are logged for docs/serve.md (waitPolicy).
 func TestWaitPolicyFailover(t *testing.T) {
 	for _, policy := range []string{sale.WaitPolicyCount, sale.WaitPolicyRelease} {
 		t.Run(policy, func(t *testing.T) {

@@ -61,7 +61,8 @@ func exampleParseOnly(e example) string {
 // sale), or is still running when its time is up and then stops on the cancel with no usage
 // error. Exit 2 always fails: the example is wrong as written.
 func TestEveryExampleRuns(t *testing.T) {
-	all := examples(t, newRootCmd())
+	root := newRootCmd()
+	all := append(examples(t, root), docSamples(t, root)...)
 	env, target := exampleSandbox(t)
 	for i := 0; i < len(all); i++ {
 		line := []example{all[i]}
@@ -72,6 +73,10 @@ func TestEveryExampleRuns(t *testing.T) {
 		t.Run(exampleName(line[0]), func(t *testing.T) {
 			if why := exampleParseOnly(line[0]); why != "" {
 				t.Skip("parse only: " + why)
+			}
+			if line[0].doc {
+				// A document's sample ran on the sample sale as it was created: so does its check.
+				mustRun(t, "sale", "create", "-f", "examples/sale.yaml", "--reset")
 			}
 			ports := map[string]string{}
 			runs := make([]exampleRun, len(line))
@@ -157,6 +162,11 @@ func (r exampleRun) run(t *testing.T, env map[string]string) {
 		t.Errorf("%s\npiped into jq, but its stdout is not JSON:\n%s", help, out.String())
 	case code == exitCheck:
 		t.Logf("exit 3, a check failed on the sandbox's sale: %v\n%s", err, out.String())
+	}
+	if len(r.shows) > 0 && !stillRunning {
+		if missing := sampleMissing(r.shows, out.String()+errOut.String()); missing != "" {
+			t.Errorf("%s\nshows the line\n  %s\nwhich the command no longer prints (figures aside); it printed:\n%s%s", help, missing, out.String(), errOut.String())
+		}
 	}
 	if r.stdout == nil {
 		return

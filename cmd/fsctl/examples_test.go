@@ -23,6 +23,8 @@ type example struct {
 	background bool             // ended by &: the next command of the line runs beside it
 	pipe       string           // the program its stdout is piped into ("jq"), if any
 	stdout     *syntax.Word     // the file > writes its stdout to, if any
+	shows      []string         // the lines the Example shows it printing (a sample), if any
+	doc        bool             // a document's sample (samples_test.go), not a --help Example
 }
 
 // commandLines is an Example's shell text: its lines at the Example's own indentation and their
@@ -94,8 +96,24 @@ func examplesOf(t *testing.T, c *cobra.Command) []example {
 	})
 	for i := range out {
 		out[i].pipe = pipes[out[i].call]
+		out[i].shows = shownOutput(lines, int(out[i].call.End().Line()))
 	}
 	return out
+}
+
+// shownOutput is the sample an Example shows after the command that ends on line end (1-based):
+// the lines below it indented deeper than the Example's commands, up to the next command.
+func shownOutput(lines []string, end int) []string {
+	indent := func(l string) int { return len(l) - len(strings.TrimLeft(l, " ")) }
+	base := indent(lines[0])
+	var shown []string
+	for _, l := range lines[end:] {
+		if strings.TrimSpace(l) == "" || indent(l) <= base {
+			break
+		}
+		shown = append(shown, strings.TrimSpace(l))
+	}
+	return shown
 }
 
 // shell is how the examples' words expand: env is the environment (an unset variable is an error:

@@ -9,7 +9,7 @@ import (
 	"github.com/fsctl/fsctl/internal/platform/yamlfield"
 )
 
-// The exit status of every command, one scheme (README, "Exit status"), so a CI job can branch on it:
+// The exit status of every command, one scheme (README, "Conventions"), so a CI job can branch on it:
 const (
 	// exitFailed: the command could not do its job (a service unreachable, a file that cannot be
 	// read, an error on the way). Also any error that chose no status.

@@ -78,6 +78,7 @@ func newRootCmd() *cobra.Command {
 		newGamedayCmd(),
 		newProfileCmd(),
 		newVersionCmd(),
+		newDocsGenCmd(),
 	)
 	attachCompleters(root)
 	return root

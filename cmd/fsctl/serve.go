@@ -16,7 +16,7 @@ import (
 
 // defaultGCPercent lets the server's heap grow 4x between collections instead of Go's 2x: a burst
 // allocates per request, and at ~100 MiB of live heap the memory is cheaper than the collector's
-// CPU on a box the server shares with Redis and Kafka (measured in the README).
+// CPU on a box the server shares with Redis and Kafka (measured in docs/benchmarks.md).
 const defaultGCPercent = 400
 
 func newServeCmd() *cobra.Command {
