@@ -95,18 +95,18 @@ Exit status: 0 all good, 1 could not run, 2 a bad flag, 3 a threshold missed (--
 const blastExample = `  fsctl sale create -f examples/sale.yaml --reset
   fsctl blast --sale black-friday --item console --buyers 5000
     engine: raw (auto); request timeout 12.5s (auto: 10s + 1s per 2000 clicks)
-    ┌──────────┬──────────┬─────────┬─────────┬─────────┬────────┐
-    │ OUTCOME  │ REQUESTS │ P 50 MS │ P 90 MS │ P 99 MS │ MAX MS │
-    ├──────────┼──────────┼─────────┼─────────┼─────────┼────────┤
-    │ RESERVED │ 100      │ 255.4   │ 266.8   │ 273.9   │ 274.2  │
-    │ SOLD_OUT │ 4900     │ 650.2   │ 1045.5  │ 1109.0  │ 1111.0 │
-    │ all      │ 5000     │ 638.5   │ 1040.4  │ 1109.0  │ 1111.0 │
-    └──────────┴──────────┴─────────┴─────────┴─────────┴────────┘
-    buyers 5000, requests 5000, sold 100; 4504 req/s over 1110.2ms from the release (latency counts from the intended instant)
-    release: barrier opened 0.002ms late (prepared in 140ms); buyers woke p50 190.5ms p99 234.6ms max 235.5ms after it
-    written - intended (includes the wait for a pooled connection): p50 602.1ms p99 1077.2ms max 1083.4ms
-    sold out: first SOLD_OUT after the last RESERVED at 274.1ms
-    connections: pool of 256 HTTP/1.1 connections, 256 used, 19.5 requests per connection (max 28) - not one socket per buyer
+    ┌──────────┬──────────┬────────┬─────────┬────────┬────────┬────────┬──────────┬───────────┬────────┐
+    │ OUTCOME  │ REQUESTS │ MIN MS │ MEAN MS │ P50 MS │ P90 MS │ P99 MS │ P99.9 MS │ P99.99 MS │ MAX MS │
+    ├──────────┼──────────┼────────┼─────────┼────────┼────────┼────────┼──────────┼───────────┼────────┤
+    │ RESERVED │ 100      │ 32.3   │ 47.8    │ 47.6   │ 53.5   │ 56.4   │ 61.2     │ 61.2      │ 61.2   │
+    │ SOLD_OUT │ 4900     │ 21.1   │ 166.8   │ 172.3  │ 259.7  │ 291.8  │ 292.6    │ 292.6     │ 292.6  │
+    │ all      │ 5000     │ 21.1   │ 164.4   │ 168.8  │ 259.7  │ 291.8  │ 292.6    │ 292.6     │ 292.6  │
+    └──────────┴──────────┴────────┴─────────┴────────┴────────┴────────┴──────────┴───────────┴────────┘
+    buyers 5000, requests 5000, sold 100; 17094 req/s over 292.5ms from the release (latency counts from the intended instant)
+    release: barrier opened 0.001ms late (prepared in 126ms); buyers woke p50 2.2ms p99 7.9ms max 8.2ms after it
+    written - intended (includes the wait for a pooled connection): p50 2.2ms p99 7.9ms max 8.2ms
+    sold out: first SOLD_OUT after the last RESERVED at 61.1ms
+    connections: pool of 256 HTTP/1.1 connections, 256 used, 19.5 requests per connection (max 20) - not one socket per buyer
     invariant OK      no oversell (responses)
     invariant OK      per-user limit (responses)
     invariant OK      same key, same answer

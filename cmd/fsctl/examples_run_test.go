@@ -151,6 +151,10 @@ func (r exampleRun) run(t *testing.T, env map[string]string) {
 		return
 	}
 	help := r.owner.CommandPath() + " --help shows\n  " + r.line
+	if r.doc {
+		where, cmd, _ := strings.Cut(r.line, ": ")
+		help = where + " shows\n  " + cmd
+	}
 	switch {
 	case code == exitUsage:
 		t.Errorf("%s\nwhich exits 2: %v\n%s", help, err, errOut.String())
