@@ -3,6 +3,7 @@ package blast
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -97,8 +98,13 @@ func Prepare(o Options, now time.Time) (Burst, error) {
 		prof = profile.Default()
 	}
 	if o.Tokens != "" {
+		// A file named on the command line is where the user stands, not beside the profile.
+		file, err := filepath.Abs(o.Tokens)
+		if err != nil {
+			return Burst{}, &FlagError{fmt.Errorf("--tokens %s: %w", o.Tokens, err)}
+		}
 		withFile := *prof
-		withFile.Token = profile.Token{Type: profile.TokenFile, File: o.Tokens}
+		withFile.Token = profile.Token{Type: profile.TokenFile, File: file}
 		prof = &withFile
 	}
 	o.Profile = prof

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/fsctl/fsctl/examples/articleshop/articletest"
 	"github.com/fsctl/fsctl/internal/contract/finding"
 	"github.com/fsctl/fsctl/internal/target/profile"
+	"github.com/fsctl/fsctl/profiles"
 )
 
 func TestProfileCheckCommand(t *testing.T) {
@@ -129,5 +131,31 @@ func TestProfileShowAndTokens(t *testing.T) {
 	}
 	if _, code, _ := runCLI(t, "profile", "tokens", "--buyers", "0"); code != 2 {
 		t.Fatalf("--buyers 0: exit %d", code)
+	}
+}
+
+// TestTokensFileIsWhereTheUserStands: --tokens names a file from the working folder, as every
+// path on a command line does, not from the folder of the profile it replaces the token of.
+func TestTokensFileIsWhereTheUserStands(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	t.Setenv("FSCTL_JWT_SECRET", "tokens-from-the-working-folder")
+	prof, err := fs.ReadFile(profiles.Files, profiles.Bundled)
+	if err == nil {
+		err = os.Mkdir("shop", 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join("shop", "profile.yaml"), prof, 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, code, err := runCLI(t, "profile", "tokens", "--profile", "shop/profile.yaml", "--sale", "s", "--buyers", "3", "--out", "tokens.txt"); code != 0 {
+		t.Fatalf("profile tokens: exit %d: %v", code, err)
+	}
+	_, _, err = runCLI(t, "blast", "--profile", "shop/profile.yaml", "--tokens", "tokens.txt", "--target", "http://127.0.0.1:1",
+		"--sale", "s", "--item", "1", "--stock", "5", "--limit", "1")
+	if err == nil || strings.Contains(err.Error(), "tokens.txt") {
+		t.Fatalf("blast --tokens tokens.txt from the working folder: %v; want it read, and the unreachable target the error", err)
 	}
 }
