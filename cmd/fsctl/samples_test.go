@@ -26,6 +26,9 @@ var (
 	figure = regexp.MustCompile(`[-+]?\d[\d,]*(\.\d+)?`)
 	// hexID is an order id, a key or a hash.
 	hexID = regexp.MustCompile(`\b[0-9a-f]{8,}(-[0-9a-f]{4,})*\b`)
+	// duration is a duration as Go prints it (285ms, 2.106s, 1m7.5s, 162µs): its unit goes with the
+	// figure, since the same wait prints as 449ms on one run and 2.106s on a slower one.
+	duration = regexp.MustCompile(`\d[\d.]*(ns|µs|us|ms|s|m|h)(\d[\d.]*(ns|µs|us|ms|s|m))*\b`)
 	// rule is a run of a table's horizontal rule.
 	rule = regexp.MustCompile(`[─━-]{2,}`)
 	// spaces is a run of blanks (a table's padding).
@@ -35,6 +38,7 @@ var (
 // maskSample is line with its figures masked (see above).
 func maskSample(line string) string {
 	line = hexID.ReplaceAllString(line, "#")
+	line = duration.ReplaceAllString(line, "#d")
 	line = figure.ReplaceAllString(line, "#")
 	line = rule.ReplaceAllString(line, "─")
 	return strings.TrimSpace(spaces.ReplaceAllString(line, " "))
@@ -83,6 +87,7 @@ order 3f9a2c41-77aa placed`
 		{[]string{"engine: raw (auto); request timeout 9.5s (auto: 10s + 1s per 4000 clicks)", "│ RESERVED │ 7 │"}, ""},
 		{[]string{"┌───┬───┐", "│ OUTCOME │ REQUESTS │", "...", "buyers 20, requests 20, sold 3; 45 req/s over 2.2ms from the release"}, ""},
 		{[]string{"order deadbeef00-1234 placed"}, ""},
+		{[]string{"buyers 5000, requests 5000, sold 100; 4504 req/s over 2.3s from the release"}, ""}, // 1110.2ms on this run, seconds on a slower one
 		{[]string{"│ RESERVED │ 100 │", "engine: raw (auto); request timeout 12.5s (auto: 10s + 1s per 2000 clicks)"}, "engine: raw (auto); request timeout 12.5s (auto: 10s + 1s per 2000 clicks)"}, // out of order
 		{[]string{"│ OUTCOME │ REQUESTS │ P 50 MS │"}, "│ OUTCOME │ REQUESTS │ P 50 MS │"},                                                                                                           // a column the command no longer prints
 		{[]string{"│ TIMEOUT │ 3 │"}, "│ TIMEOUT │ 3 │"},
