@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -143,15 +144,10 @@ func (st exitStatement) contradiction() (means int, part string) {
 }
 
 func TestDocsExitCodesAgreeWithTheTable(t *testing.T) {
-	readme := markdownFiles(t, "../..", false)
-	checkConventionsTable(t, readme["README.md"])
-	names := make([]string, 0, len(readme))
-	for name := range readme {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		for _, u := range proseUnits(readme[name]) {
+	docs := markdownFiles(t, "../..", false)
+	checkConventionsTable(t, docs["README.md"])
+	for _, name := range slices.Sorted(maps.Keys(docs)) {
+		for _, u := range proseUnits(docs[name]) {
 			for _, st := range exitStatements(u) {
 				if means, part := st.contradiction(); part != "" {
 					t.Errorf("%s:%d: exit %d for %q, which is exit %d (cmd/fsctl/exit.go; README, \"Conventions\"): %q",

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -62,12 +63,7 @@ func hostWord(host string) *regexp.Regexp {
 func TestDocsHoldNoMachinePaths(t *testing.T) {
 	host, _ := os.Hostname()
 	files := markdownFiles(t, "../..", true)
-	names := make([]string, 0, len(files))
-	for name := range files {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		for i, line := range strings.Split(files[name], "\n") {
 			if f := machineFinding(line, host); f != "" {
 				t.Errorf("%s:%d: %s is one machine's, not the reader's", name, i+1, f)

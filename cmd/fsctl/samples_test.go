@@ -2,10 +2,9 @@ package main
 
 import (
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -108,31 +107,14 @@ const sampleMarker = "<!-- sample -->"
 // each one runs.
 func docSamples(t *testing.T, root *cobra.Command) []example {
 	t.Helper()
+	docs := markdownFiles(t, "../..", false) // docs/cli is generated from --help: its Examples are run as such
 	var out []example
-	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && path != "../.." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".md") {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel("../..", path)
-		samples, errs := samplesOf(t, root, rel, string(b))
+	for _, name := range slices.Sorted(maps.Keys(docs)) {
+		samples, errs := samplesOf(t, root, name, docs[name])
 		for _, err := range errs {
 			t.Error(err)
 		}
 		out = append(out, samples...)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	return out
 }
