@@ -34,7 +34,7 @@ import (
 // do, ... (commandPosition), and not in a # comment. The words after it are split as a shell
 // would (quotes and $( … ) kept together) up to a pipe, ;, &, ), a redirection, a comment or the
 // end; {{ … }} templates become one word, [ ] around an optional word are dropped, and an
-// elision (... or …) is no word. "fsctl" followed by a word that is not a command, as in prose
+// elision (... or …) is no word, nor is a usage line's [flags] or [command]. "fsctl" followed by a word that is not a command, as in prose
 // inside a span ("`fsctl instances`"), is a finding: write such prose outside code.
 //
 // What is checked: the subcommand path exists; every --flag and -x it names exists on that
@@ -153,7 +153,11 @@ func shellWords(s string) (words []string, end int) {
 	inWord, quote, depth := false, rune(0), 0 // depth: inside $( … ) within a word
 	flush := func() {
 		if inWord {
-			words = append(words, strings.Trim(w.String(), "[]"))
+			word := strings.Trim(w.String(), "[]")
+			if w.String() == "[flags]" || w.String() == "[command]" {
+				word = "…" // cobra's usage line (fsctl demo [flags]): a placeholder, as an elision is
+			}
+			words = append(words, word)
 		}
 		w.Reset()
 		inWord = false
@@ -354,13 +358,15 @@ func TestDocumentCommandExtraction(t *testing.T) {
 	md := "Run `fsctl sale show\n--sale x` first.\n\n" +
 		"```sh\n$ FSCTL_X=1 bin/fsctl blast --sale 's 1' \\\n    --item i | tee out\nfsctl admin output line\n$ eval \"$(fsctl stack env)\"\n```\n\n" +
 		"```yaml\nrun: fsctl admin   # another language\n```\n\n" +
-		"```\ngo build -o bin/fsctl ./cmd/fsctl\nfsctl gameday --chaos [--seed N] # not fsctl admin\nfsctl blast --at $(date -d +1min) ...\n```\n"
+		"```\ngo build -o bin/fsctl ./cmd/fsctl\nfsctl gameday --chaos [--seed N] # not fsctl admin\nfsctl blast --at $(date -d +1min) ...\n```\n\n" +
+		"```\nfsctl sale create -f SALE.yaml [flags]\nfsctl sale [command]\n```\n"
 	var got []string
 	for _, c := range markdownCommands("x.md", md) {
 		got = append(got, c.where+" "+strings.Join(c.words, " "))
 	}
 	want := []string{"x.md:1 sale show --sale x", "x.md:5 blast --sale s 1 --item i", "x.md:8 stack env",
-		"x.md:17 gameday --chaos --seed N", "x.md:18 blast --at $(date -d +1min)"}
+		"x.md:17 gameday --chaos --seed N", "x.md:18 blast --at $(date -d +1min)",
+		"x.md:22 sale create -f SALE.yaml", "x.md:23 sale"}
 	if !slices.Equal(got, want) {
 		t.Errorf("markdown commands\n got %q\nwant %q", got, want)
 	}

@@ -93,7 +93,7 @@ func cliReference() (map[string][]byte, error) {
 		if e := doc.GenMarkdownCustom(c, &b, func(link string) string { return link }); e != nil && err == nil {
 			err = e
 		}
-		files[docsFile(c)] = synopsisBlock(c, b.Bytes())
+		files[docsFile(c)] = b.Bytes()
 		for _, sub := range availableSubs(c) {
 			walk(sub)
 		}
@@ -118,17 +118,6 @@ func cliIndex(root *cobra.Command) []byte {
 	}
 	walk(root, 0)
 	return b.Bytes()
-}
-
-// synopsisBlock marks the page's usage block (fsctl sale create -f SALE.yaml [flags]) with the info
-// string "synopsis": a usage line with placeholders, not a command line to run as the examples'
-// blocks are, so TestDocumentedCommandsExist, which reads shell and text blocks, passes it by.
-func synopsisBlock(c *cobra.Command, page []byte) []byte {
-	if !c.Runnable() {
-		return page
-	}
-	block := "```\n" + c.UseLine() + "\n```\n"
-	return bytes.Replace(page, []byte(block), []byte("```synopsis\n"+c.UseLine()+"\n```\n"), 1)
 }
 
 // docsFile is a command's page, cobra's name for it: fsctl_sale_create.md.
