@@ -25,25 +25,26 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(BU
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .DEFAULT_GOAL := build
-.PHONY: help deps build vet lint test fuzz bench bench-sale bench-blast demo stack-up stack-down stack-status clean faultdrill docs
+.PHONY: help deps build vet lint test fuzz bench bench-sale bench-blast demo stack-up stack-down stack-status clean faultdrill docs samples
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
 
 # OS packages are installed only when missing, so a second run never touches apt (no `apt-get update`).
-deps: ## install missing OS packages (redis, postgresql, java, maven), fetch Kafka jars, download Go modules
+deps: ## install missing OS packages (redis, postgresql, java, maven, curl, jq), fetch Kafka jars, download Go modules
 	@missing=""; \
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
 	{ command -v initdb || ls /usr/lib/postgresql/*/bin/initdb; } >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	{ command -v runuser >/dev/null 2>&1 || [ -x /usr/sbin/runuser ] || [ -x /sbin/runuser ]; } || missing="$$missing util-linux"; \
 	command -v java >/dev/null 2>&1 || missing="$$missing openjdk-17-jre-headless"; \
 	command -v mvn >/dev/null 2>&1 || missing="$$missing maven"; \
+	for c in curl jq; do command -v $$c >/dev/null 2>&1 || missing="$$missing $$c"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "deps: installing$$missing"; \
 		$(SUDO) apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	else \
-		echo "deps: OS packages present (redis-server, postgresql, java, mvn)"; \
+		echo "deps: OS packages present (redis-server, postgresql, java, mvn, curl, jq)"; \
 	fi
 	$(GO) mod download
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(FSCTL) ./cmd/fsctl
@@ -59,6 +60,12 @@ vet: ## go vet every package
 # set (so no machine's addresses or secrets); TestCLIReferenceIsCurrent fails when it is stale.
 docs: ## regenerate the CLI reference in docs/cli from the command tree
 	$(GO) run ./cmd/fsctl docs-gen --dir docs/cli
+
+# Every document block marked <!-- sample --> run again in the examples' sandbox (on the local stack),
+# its whole output in .samples/<file>_<line>.txt to trim into the document.
+samples: stack-up ## replay the documents' samples, their whole output in .samples/
+	rm -rf .samples && mkdir -p .samples
+	$(STACK_ENV) && SAMPLES_OUT=$(CURDIR)/.samples $(GO) test -count=1 -run 'TestEveryExampleRuns/doc/' ./cmd/fsctl/
 
 # golangci-lint, pinned: the linters, the length budget (80-line functions, 500-line files) and the
 # import rules between internal/'s wings, all in .golangci.yml (docs/design.md, "The house").

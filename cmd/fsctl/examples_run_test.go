@@ -59,10 +59,12 @@ func exampleParseOnly(e example) string {
 //
 // An example passes when it ends 0, or 3 (it ran, and a check it makes failed on the sandbox's
 // sale), or is still running when its time is up and then stops on the cancel with no usage
-// error. Exit 2 always fails: the example is wrong as written.
+// error. Exit 2 always fails: the example is wrong as written. Then it replays the documents'
+// samples (runDocSamples), with this fsctl built for their shell.
 func TestEveryExampleRuns(t *testing.T) {
 	root := newRootCmd()
-	all := append(examples(t, root), docSamples(t, root)...)
+	all, samples := examples(t, root), docSamples(t) // before the sandbox moves into its folder
+	bin := buildFsctl(t)
 	env, target := exampleSandbox(t)
 	for i := 0; i < len(all); i++ {
 		line := []example{all[i]}
@@ -73,10 +75,6 @@ func TestEveryExampleRuns(t *testing.T) {
 		t.Run(exampleName(line[0]), func(t *testing.T) {
 			if why := exampleParseOnly(line[0]); why != "" {
 				t.Skip("parse only: " + why)
-			}
-			if line[0].doc {
-				// A document's sample ran on the sample sale as it was created: so does its check.
-				mustRun(t, "sale", "create", "-f", "examples/sale.yaml", "--reset")
 			}
 			ports := map[string]string{}
 			runs := make([]exampleRun, len(line))
@@ -90,6 +88,7 @@ func TestEveryExampleRuns(t *testing.T) {
 			wg.Wait()
 		})
 	}
+	runDocSamples(t, samples, target, bin)
 }
 
 // exampleRun is an example ready to run: its words expanded, its addresses the sandbox's.
@@ -151,10 +150,6 @@ func (r exampleRun) run(t *testing.T, env map[string]string) {
 		return
 	}
 	help := r.owner.CommandPath() + " --help shows\n  " + r.line
-	if r.doc {
-		where, cmd, _ := strings.Cut(r.line, ": ")
-		help = where + " shows\n  " + cmd
-	}
 	switch {
 	case code == exitUsage:
 		t.Errorf("%s\nwhich exits 2: %v\n%s", help, err, errOut.String())
@@ -223,7 +218,10 @@ func exampleSandbox(t *testing.T) (map[string]string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	redisURL, postgresURL, brokers := testenv.PrivateRedis(t), testenv.Postgres(t), testenv.PrivateKafka(t)
+	// Its Redis persists as the local stack's does (stack/redis.go), so preflight's samples read as a
+	// reader's.
+	redisURL := testenv.PrivateRedisNode(t, "--appendonly", "yes", "--save", "3600 1 300 100 60 10000").URL
+	postgresURL, brokers := testenv.Postgres(t), testenv.PrivateKafka(t)
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "FSCTL_") {
 			t.Setenv(k, "")
@@ -236,7 +234,12 @@ func exampleSandbox(t *testing.T) (map[string]string, string) {
 		}
 	}
 	t.Chdir(dir)
-	target := "127.0.0.1:" + freePort(t)
+	target := sandboxAddress // so a sample shows what a reader sees; another port where 8080 is taken
+	if l, err := net.Listen("tcp", target); err != nil {
+		target = "127.0.0.1:" + freePort(t)
+	} else {
+		l.Close()
+	}
 	env := map[string]string{"FSCTL_ADMIN_TOKEN": "examples-ops-token", "OPS_TOKEN": "examples-ops-token", "HOME": dir}
 	for k, v := range map[string]string{
 		"FSCTL_REDIS_URL": redisURL, "FSCTL_POSTGRES_URL": postgresURL, "FSCTL_KAFKA_BROKERS": strings.Join(brokers, ","),

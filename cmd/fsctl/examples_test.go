@@ -24,7 +24,6 @@ type example struct {
 	pipe       string           // the program its stdout is piped into ("jq"), if any
 	stdout     *syntax.Word     // the file > writes its stdout to, if any
 	shows      []string         // the lines the Example shows it printing (a sample), if any
-	doc        bool             // a document's sample (samples_test.go), not a --help Example
 }
 
 // commandLines is an Example's shell text: its lines at the Example's own indentation and their
