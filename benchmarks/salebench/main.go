@@ -139,24 +139,29 @@ func run(ctx context.Context, o options) error {
 type round struct {
 	ceiling, soldOut float64
 	soldOutCPU       time.Duration // server CPU per sold-out request
+	wrkCPU           time.Duration // wrk's own CPU per sold-out request: the generator's yardstick
 	bursts           []burst
 }
 
 func measure(ctx context.Context, o options, dir, base string, pid int) (round, error) {
 	var r round
 	var err error
-	if r.ceiling, err = wrk(ctx, o, base+"/healthz", ""); err != nil {
+	ceiling, err := wrk(ctx, o, base+"/healthz", "")
+	if err != nil {
 		return r, err
 	}
+	r.ceiling = ceiling.rps
 	fmt.Printf("wrk -t2 -c%d -d%s /healthz: %.0f req/s (the ceiling)\n", o.wrkConns, o.wrkDuration, r.ceiling)
 	cpu0, _ := procCPU(pid)
-	if r.soldOut, err = soldOutPath(ctx, o, dir, base); err != nil {
+	soldOut, err := soldOutPath(ctx, o, dir, base)
+	if err != nil {
 		return r, err
 	}
 	cpu1, _ := procCPU(pid)
+	r.soldOut, r.wrkCPU = soldOut.rps, soldOut.cpuReq
 	r.soldOutCPU = time.Duration(float64(cpu1-cpu0) / (r.soldOut * o.wrkDuration.Seconds()))
-	fmt.Printf("wrk sold-out purchase, fresh key each request: %.0f req/s (%.2fx the ceiling), server CPU %.1f us a request\n",
-		r.soldOut, r.soldOut/r.ceiling, us(r.soldOutCPU))
+	fmt.Printf("wrk sold-out purchase, fresh key each request: %.0f req/s (%.2fx the ceiling), server CPU %.1f us a request, wrk's own CPU %.1f us a request\n",
+		r.soldOut, r.soldOut/r.ceiling, us(r.soldOutCPU), us(r.wrkCPU))
 	for _, u := range o.units {
 		b, err := runBurst(ctx, o, dir, base, pid, u)
 		if err != nil {
@@ -215,26 +220,47 @@ func (s *server) stop() {
 	}
 }
 
-var rpsLine = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+var (
+	rpsLine  = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+	doneLine = regexp.MustCompile(`(\d+) requests in `)
+)
 
-// wrk runs wrk against url with an optional Lua script and returns its requests per second.
-func wrk(ctx context.Context, o options, url, script string) (float64, error) {
+// wrkRun is what one wrk run measured: its requests per second, and its own CPU (user and system)
+// per request, the load generator's cost that blast's is held to.
+type wrkRun struct {
+	rps    float64
+	cpuReq time.Duration
+}
+
+// wrk runs wrk against url with an optional Lua script.
+func wrk(ctx context.Context, o options, url, script string) (wrkRun, error) {
 	args := []string{"-t2", "-c" + strconv.Itoa(o.wrkConns), "-d" + o.wrkDuration.String()}
 	if script != "" {
 		args = append(args, "-s", script)
 	}
-	out, err := exec.CommandContext(ctx, "wrk", append(args, url)...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, "wrk", append(args, url)...)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return 0, fmt.Errorf("wrk %s: %w\n%s", url, err, out)
+		return wrkRun{}, fmt.Errorf("wrk %s: %w\n%s", url, err, out)
 	}
 	if strings.Contains(string(out), "Non-2xx") && script == "" {
-		return 0, fmt.Errorf("wrk %s: error answers\n%s", url, out)
+		return wrkRun{}, fmt.Errorf("wrk %s: error answers\n%s", url, out)
 	}
-	m := rpsLine.FindSubmatch(out)
-	if m == nil {
-		return 0, fmt.Errorf("wrk %s: no Requests/sec in\n%s", url, out)
+	m, n := rpsLine.FindSubmatch(out), doneLine.FindSubmatch(out)
+	if m == nil || n == nil {
+		return wrkRun{}, fmt.Errorf("wrk %s: no Requests/sec or request count in\n%s", url, out)
 	}
-	return strconv.ParseFloat(string(m[1]), 64)
+	var r wrkRun
+	if r.rps, err = strconv.ParseFloat(string(m[1]), 64); err != nil {
+		return r, err
+	}
+	requests, err := strconv.Atoi(string(n[1]))
+	if err != nil || requests == 0 {
+		return r, fmt.Errorf("wrk %s: %d requests (%v)", url, requests, err)
+	}
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	r.cpuReq = cpu / time.Duration(requests)
+	return r, nil
 }
 
 // wrkScript sends purchases with a fresh Idempotency-Key each (thread id and a counter).
@@ -252,36 +278,36 @@ end
 `
 
 // soldOutPath measures purchases of a sold-out item: the path 490,000 of 500,000 buyers take.
-func soldOutPath(ctx context.Context, o options, dir, base string) (float64, error) {
+func soldOutPath(ctx context.Context, o options, dir, base string) (wrkRun, error) {
 	path := "/api/v1/sales/bench-soldout/items/gone/purchase"
 	if err := createSale(ctx, o, dir, "bench-soldout", "gone", 1); err != nil {
-		return 0, err
+		return wrkRun{}, err
 	}
 	// A server that saw this item sold out in an earlier round drops its flag once its poller (every
 	// 100 ms) reads the reloaded counter, and its read model (every 500 ms) the recreated sale.
 	time.Sleep(time.Second)
 	winner, err := token(ctx, o, "bench-winner")
 	if err != nil {
-		return 0, err
+		return wrkRun{}, err
 	}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+path, nil)
 	req.Header.Set("Authorization", "Bearer "+winner)
 	req.Header.Set("Idempotency-Key", "winner")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, err
+		return wrkRun{}, err
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusAccepted {
-		return 0, fmt.Errorf("buying the only unit: %s", resp.Status)
+		return wrkRun{}, fmt.Errorf("buying the only unit: %s", resp.Status)
 	}
 	tok, err := token(ctx, o, "bench-late-buyer")
 	if err != nil {
-		return 0, err
+		return wrkRun{}, err
 	}
 	script := filepath.Join(dir, "soldout.lua")
 	if err := os.WriteFile(script, fmt.Appendf(nil, wrkScript, tok, path), 0o600); err != nil {
-		return 0, err
+		return wrkRun{}, err
 	}
 	return wrk(ctx, o, base+path, script)
 }
