@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -138,7 +137,7 @@ func (p Plan) runHTTP(ctx context.Context, clicks []click, begin time.Time, read
 	res := &Result{At: p.At, Buyers: len(clicks) / p.Clicks, Conns: p.Conns, Prepared: p.now().Sub(begin)}
 	out := make([]bought, len(clicks))
 	run := func(i int) {
-		out[i] = p.buy(ctx, client, readClient, clicks[i])
+		out[i] = p.buy(ctx, client, readClient, &clicks[i])
 		p.settled(1)
 	}
 	var err error
@@ -208,22 +207,32 @@ type bought struct {
 }
 
 // buy fires one click and, when it reserved, polls the order until it is persisted (over the
-// reads' client) and then pays, cancels or abandons, as far as the plan says so.
-func (p Plan) buy(ctx context.Context, client, reads *http.Client, c click) bought {
+// reads' client) and then pays, cancels or abandons, as far as the plan says so. It takes the
+// plan and the click by pointer, as fire does: it runs on every click's goroutine, and a copy of
+// either on its stack would make every one of those stacks grow.
+func (p *Plan) buy(ctx context.Context, client, reads *http.Client, c *click) bought {
 	b := bought{recs: p.fire(ctx, client, c)}
-	i := slices.IndexFunc(b.recs, func(r Record) bool { return r.Outcome == outcome.Reserved && r.OrderID != "" })
-	if i < 0 {
-		return b
+	for i := range b.recs {
+		if r := &b.recs[i]; r.Outcome == outcome.Reserved && r.OrderID != "" {
+			p.followUp(ctx, client, reads, c.token, r, &b)
+			break
+		}
 	}
+	return b
+}
+
+// followUp is what a buyer does with the reservation rec: it polls the order until it is
+// persisted (over the reads' client) and then pays, cancels or abandons, as far as the plan says
+// so, into b.
+func (p *Plan) followUp(ctx context.Context, client, reads *http.Client, token string, rec *Record, b *bought) {
 	if p.Poll != nil {
-		ps := p.Poll.poll(ctx, reads, orderURL(p.Profile, p.BaseURL, b.recs[i]), c.token, b.recs[i], p.now)
+		ps := p.Poll.poll(ctx, reads, orderURL(p.Profile, p.BaseURL, *rec), token, *rec, p.now)
 		b.persisted = &ps
 	}
 	if p.After != nil {
-		f := p.After.followUp(ctx, client, p.Profile, p.BaseURL, c.token, b.recs[i], p.Timeout, p.now)
+		f := p.After.followUp(ctx, client, p.Profile, p.BaseURL, token, *rec, p.Timeout, p.now)
 		b.follow = &f
 	}
-	return b
 }
 
 // prepare mints every buyer's token and builds every click's request before the start. Buyers
@@ -296,25 +305,28 @@ func (p Plan) prepareBuyer(journey Journey, b Buyer, now time.Time, ttl time.Dur
 
 // fire runs one click: its first attempt, retries with the same key while the answer is a
 // failure, then the replays.
-func (p Plan) fire(ctx context.Context, client *http.Client, c click) []Record {
-	var recs []Record
-	try := func() Record {
-		r := c.rec
-		r.Attempt = len(recs) + 1
-		c.attempt(ctx, client, &r)
-		recs = append(recs, r)
-		return r
-	}
-	r := try()
-	for n := 0; n < p.Retries && p.retries(r) && ctx.Err() == nil; n++ {
-		if !p.wait(ctx, r) {
+func (p *Plan) fire(ctx context.Context, client *http.Client, c *click) []Record {
+	recs := c.try(ctx, client, make([]Record, 0, 1))
+	for n := 0; n < p.Retries && p.retries(&recs[len(recs)-1]) && ctx.Err() == nil; n++ {
+		if !p.wait(ctx, &recs[len(recs)-1]) {
 			break
 		}
-		r = try()
+		recs = c.try(ctx, client, recs)
 	}
 	for n := 0; n < p.Replays && ctx.Err() == nil; n++ {
-		try()
+		recs = c.try(ctx, client, recs)
 	}
+	return recs
+}
+
+// try sends the click's next attempt and appends its record to recs. The record is filled in
+// place: it is hundreds of bytes, and a copy of it on the click's stack would make that stack grow.
+func (c *click) try(ctx context.Context, client *http.Client, recs []Record) []Record {
+	recs = append(recs, Record{})
+	r := &recs[len(recs)-1]
+	*r = c.rec
+	r.Attempt = len(recs)
+	c.attempt(ctx, client, r)
 	return recs
 }
 
@@ -383,13 +395,13 @@ func sleepUntil(ctx context.Context, at time.Time, now func() time.Time, spin ti
 
 // retries says whether a try is followed by another with the same key: a failure, or, for a
 // buyer who honours Retry-After, any answer that asked to be retried later.
-func (p Plan) retries(r Record) bool {
+func (p *Plan) retries(r *Record) bool {
 	return Retryable(r.Outcome) || p.RetryAfter > 0 && r.RetryAfter > 0
 }
 
 // wait holds a retry back for what the answer's Retry-After asked, at most p.RetryAfter (not at
 // all when the plan retries at once); false when ctx ended first.
-func (p Plan) wait(ctx context.Context, r Record) bool {
+func (p *Plan) wait(ctx context.Context, r *Record) bool {
 	d := min(r.RetryAfter, p.RetryAfter)
 	if d <= 0 {
 		return true

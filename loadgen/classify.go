@@ -48,6 +48,7 @@ type Rule struct {
 	Match   string       `yaml:"match"`
 	Outcome outcome.Code `yaml:"outcome"`
 	re      *regexp.Regexp
+	path    []string // Field split once, not for every answer
 }
 
 // ClassifyConfig is the YAML form of a classifier.
@@ -115,6 +116,7 @@ func compile(n *yaml.Node, path string) (*Classifier, error) {
 			}
 			r.re = re
 		}
+		r.path = splitPath(r.Field)
 		c.needJSON = c.needJSON || r.Field != ""
 		c.rules = append(c.rules, r)
 	}
@@ -131,8 +133,9 @@ func splitPath(p string) []string {
 // Classify returns the outcome of an answer and the order id it carries, if any.
 func (c *Classifier) Classify(status int, body []byte) (outcome.Code, string) {
 	var doc any
-	if c.needJSON || c.orderField != nil {
-		_ = json.Unmarshal(body, &doc) // not JSON: field rules simply do not match
+	// Not JSON (an empty body is not either): field rules simply do not match.
+	if (c.needJSON || c.orderField != nil) && len(body) > 0 {
+		_ = json.Unmarshal(body, &doc)
 	}
 	orderID := lookup(doc, c.orderField)
 	for _, r := range c.rules {
@@ -140,7 +143,7 @@ func (c *Classifier) Classify(status int, body []byte) (outcome.Code, string) {
 			continue
 		}
 		if r.Field != "" {
-			v := lookup(doc, splitPath(r.Field))
+			v := lookup(doc, r.path)
 			if r.Value == nil && v == "" || r.Value != nil && v != *r.Value {
 				continue
 			}

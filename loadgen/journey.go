@@ -42,8 +42,9 @@ func (Purchase) Prepare(p Plan, b Buyer, key, token string) (Attempt, error) {
 		return nil, err
 	}
 	now := p.now
+	u := req.URL.String() // every try's record names it: rendered once, before the release
 	return func(ctx context.Context, c *http.Client, rec *Record) {
-		rec.Method, rec.URL = req.Method, req.URL.String()
+		rec.Method, rec.URL = req.Method, u
 		send(ctx, c, req, cls, now, rec)
 	}, nil
 }
@@ -60,9 +61,12 @@ func purchaseRequest(p Plan, b Buyer, key, token string) (*http.Request, error) 
 }
 
 // fresh is one try of a prepared request: a copy with its own context and a new reader over the
-// same body, since a sent body is used up.
+// same body, since a sent body is used up. The copy is shallow (WithContext, not Clone): it shares
+// the prepared request's URL and header, which no journey changes once it sends them (a try that
+// timed out may still be read by the transport while the next one goes), and copying the header
+// of every try was a good part of what a request cost the http engine.
 func fresh(ctx context.Context, req *http.Request) (*http.Request, error) {
-	r := req.Clone(ctx)
+	r := req.WithContext(ctx)
 	if req.GetBody != nil {
 		body, err := req.GetBody()
 		if err != nil {
@@ -114,7 +118,7 @@ func exchange(ctx context.Context, c *http.Client, req *http.Request, now func()
 		rec.failed(err)
 		return nil, nil, false
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	body, err := readBody(resp)
 	resp.Body.Close()
 	rec.Done = now()
 	rec.Status, rec.Proto, rec.BytesIn = resp.StatusCode, resp.Proto, len(body)
@@ -124,6 +128,17 @@ func exchange(ctx context.Context, c *http.Client, req *http.Request, now func()
 		return nil, nil, false
 	}
 	return resp, body, true
+}
+
+// readBody reads an answer's body up to maxBody. An HTTP/1.x answer that has none (a 204, a
+// Content-Length of 0: the transport gives it an empty body, http.NoBody under the client's
+// wrapper) reads as io.ReadAll reads that, without ReadAll's 512-byte buffer; closing the body
+// still stops the client's timer. HTTP/2 is read as ever: its length is the server's word.
+func readBody(resp *http.Response) ([]byte, error) {
+	if resp.ProtoMajor == 1 && resp.ContentLength == 0 {
+		return []byte{}, nil
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, maxBody))
 }
 
 // failed records a request that got no whole answer: TIMEOUT when the network gave up waiting,

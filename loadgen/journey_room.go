@@ -52,7 +52,8 @@ type ticket struct {
 	AdmissionToken   string  `json:"admissionToken"`
 }
 
-// Prepare builds the queue URLs and the purchase request; the admission token is added per try.
+// Prepare builds the queue URLs and the purchase request; the admission token is added once the
+// click is admitted.
 func (j *Room) Prepare(p Plan, b Buyer, key, token string) (Attempt, error) {
 	buy, err := purchaseRequest(p, b, key, token)
 	if err != nil {
@@ -86,8 +87,10 @@ func (j *Room) Prepare(p Plan, b Buyer, key, token string) (Attempt, error) {
 				rec.Started = start
 				return
 			}
+			// Set once, before the first purchase goes out: the tries share the header (fresh),
+			// and the transport may still be writing a try that timed out when the next one goes.
+			buy.Header.Set("X-Admission-Token", admission)
 		}
-		buy.Header.Set("X-Admission-Token", admission)
 		if j.Reveal != nil {
 			j.Reveal.buy(ctx, c, p.BaseURL, ask, buy, &path, cls, now, rec)
 		} else {

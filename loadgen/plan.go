@@ -124,7 +124,7 @@ type Plan struct {
 }
 
 // settled counts n settled clicks for the caller's progress display.
-func (p Plan) settled(n int) {
+func (p *Plan) settled(n int) {
 	if p.Answered != nil {
 		p.Answered.Add(int64(n))
 	}
