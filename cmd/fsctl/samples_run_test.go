@@ -61,7 +61,11 @@ func (s docSample) replay(t *testing.T, target, bin string) {
 	ctx, cancel := context.WithTimeout(context.Background(), sampleTime)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", script)
-	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+os.Getenv("FSCTL_STACK_DIR"))
+	home, err := os.Getwd() // the sandbox's folder, as the examples' HOME is
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+home)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its & commands are stopped with it
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 10 * time.Second
