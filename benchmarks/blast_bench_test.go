@@ -232,39 +232,53 @@ func BenchmarkBlastVsVegetaReleaseSkew(b *testing.B) {
 }
 
 // BenchmarkBlastPreparedBuyer measures what preparing a buyer costs (token, key, built request,
-// record): loadgen.Run reports progress once all are prepared, before it dials anything, so the
-// memory is read there and the run is cancelled. Goroutines parked later are not counted.
+// record) on each engine: loadgen.Run reports progress once all are prepared, before it dials
+// anything, so the memory is read there and the run is cancelled. Goroutines parked later (the http
+// engine's, one per click) are not counted. The raw engine keeps only the request's bytes.
 func BenchmarkBlastPreparedBuyer(b *testing.B) {
 	base := trivialEndpoint(b)
-	var allocated, retained, mallocs float64
+	var viaHTTP, viaRaw preparedCost
 	for b.Loop() {
-		ctx, cancel := context.WithCancel(context.Background())
-		p := benchPlan(base, preparedBuyers, 1)
-		p.At = time.Now().Add(time.Hour)
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		seen := false
-		p.Progress = func(done, total int) {
-			if done < total {
-				return
-			}
-			seen = true
-			runtime.ReadMemStats(&after)
-			allocated += float64(after.TotalAlloc - before.TotalAlloc)
-			mallocs += float64(after.Mallocs - before.Mallocs)
-			runtime.GC()
-			runtime.ReadMemStats(&after)
-			retained += float64(after.HeapAlloc) - float64(before.HeapAlloc)
-			cancel()
-		}
-		_, err := loadgen.Run(ctx, p)
-		if !seen || !errors.Is(err, context.Canceled) {
-			b.Fatalf("want a run cancelled once all %d buyers were prepared, got prepared=%v err=%v", preparedBuyers, seen, err)
-		}
+		viaHTTP.add(b, base, loadgen.EngineHTTP)
+		viaRaw.add(b, base, loadgen.EngineRaw)
 	}
 	per := float64(b.N) * preparedBuyers
-	b.ReportMetric(allocated/per, "alloc-B/buyer")
-	b.ReportMetric(retained/per, "heap-B/buyer")
-	b.ReportMetric(mallocs/per, "allocs/buyer")
+	b.ReportMetric(viaHTTP.allocated/per, "alloc-B/buyer")
+	b.ReportMetric(viaHTTP.retained/per, "heap-B/buyer")
+	b.ReportMetric(viaHTTP.mallocs/per, "allocs/buyer")
+	b.ReportMetric(viaRaw.allocated/per, "raw-alloc-B/buyer")
+	b.ReportMetric(viaRaw.retained/per, "raw-heap-B/buyer")
+	b.ReportMetric(viaRaw.mallocs/per, "raw-allocs/buyer")
+}
+
+// preparedCost sums what preparing preparedBuyers buyers allocated and kept.
+type preparedCost struct{ allocated, retained, mallocs float64 }
+
+func (c *preparedCost) add(b *testing.B, base, engine string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := benchPlan(base, preparedBuyers, 1)
+	p.Engine = engine
+	p.At = time.Now().Add(time.Hour)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	seen := false
+	p.Progress = func(done, total int) {
+		if done < total {
+			return
+		}
+		seen = true
+		runtime.ReadMemStats(&after)
+		c.allocated += float64(after.TotalAlloc - before.TotalAlloc)
+		c.mallocs += float64(after.Mallocs - before.Mallocs)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		c.retained += float64(after.HeapAlloc) - float64(before.HeapAlloc)
+		cancel()
+	}
+	_, err := loadgen.Run(ctx, p)
+	if !seen || !errors.Is(err, context.Canceled) {
+		b.Fatalf("%s engine: want a run cancelled once all %d buyers were prepared, got prepared=%v err=%v", engine, preparedBuyers, seen, err)
+	}
 }

@@ -61,6 +61,22 @@ func (p Plan) rawSupported() error {
 	return nil
 }
 
+// serialize writes click c's purchase as the raw engine sends it (HTTP/1.1 bytes) into c.wire, and
+// its first attempt's method and URL into its record.
+func (p *Plan) serialize(c *click) error {
+	req, err := purchaseRequest(*p, Buyer{Index: c.rec.Buyer, User: c.rec.User, Target: c.rec.Target}, c.rec.Key, c.token)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := req.Write(&buf); err != nil {
+		return fmt.Errorf("serialize buyer %d: %w", c.rec.Buyer, err)
+	}
+	c.wire = buf.Bytes()
+	c.rec.Attempt, c.rec.Method, c.rec.URL = 1, req.Method, req.URL.String()
+	return nil
+}
+
 // rawAddr is the host:port the raw engine dials.
 func rawAddr(base string) (string, error) {
 	u, err := url.Parse(base)
@@ -93,20 +109,12 @@ func (p Plan) runRaw(ctx context.Context, clicks []click, begin time.Time) (*Res
 		lanes[i] = &lane{}
 	}
 	recs := make([]Record, len(clicks))
-	for i, c := range clicks {
-		req, err := purchaseRequest(p, Buyer{Index: c.rec.Buyer, User: c.rec.User, Target: c.rec.Target}, c.rec.Key, c.token)
-		if err != nil {
-			return nil, err
-		}
-		var buf bytes.Buffer
-		if err := req.Write(&buf); err != nil {
-			return nil, fmt.Errorf("serialize buyer %d: %w", c.rec.Buyer, err)
-		}
-		recs[i] = c.rec
-		recs[i].Attempt, recs[i].Method, recs[i].URL = 1, req.Method, req.URL.String()
+	for i := range clicks {
+		recs[i] = clicks[i].rec
 		l := lanes[i%len(lanes)]
 		l.idx = append(l.idx, i)
-		l.wire = append(l.wire, buf.Bytes())
+		l.wire = append(l.wire, clicks[i].wire)
+		clicks[i].wire = nil // the lane holds the bytes now
 	}
 	defer func() {
 		for _, l := range lanes {

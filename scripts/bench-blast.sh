@@ -88,4 +88,7 @@ END {
 	printf "\n%-44s %12.0f\n", "prepared buyer: bytes allocated", m["alloc-B/buyer"]
 	printf "%-44s %12.0f\n", "prepared buyer: live heap bytes", m["heap-B/buyer"]
 	printf "%-44s %12.1f\n", "prepared buyer: allocations", m["allocs/buyer"]
+	printf "%-44s %12.0f\n", "prepared buyer, raw engine: bytes allocated", m["raw-alloc-B/buyer"]
+	printf "%-44s %12.0f\n", "prepared buyer, raw engine: live heap bytes", m["raw-heap-B/buyer"]
+	printf "%-44s %12.1f\n", "prepared buyer, raw engine: allocations", m["raw-allocs/buyer"]
 }' "$tmp/bench.txt"
