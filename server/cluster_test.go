@@ -282,6 +282,11 @@ func failoverLoss(t *testing.T, waitReplicas, port int) {
 		return ids
 	}
 	before := buy(0, 10)
+	// Everything so far is on the replica before it is cut off (WAIT), as the test means it: without
+	// this, a replica still catching up lost the preloaded stock itself (CI saw it once).
+	if n, err := m.Do(ctx, "wait", 1, 5000).Int(); err != nil || n < 1 {
+		t.Fatalf("the replica of %s never caught up before the cut: %d replicas, %v", master, n, err)
+	}
 	// Frozen, and cut off: what the kernel had buffered for it before the cut it still reads when
 	// thawed, nothing after.
 	if _, err := stack.SignalClusterNode(cfg, replica, syscall.SIGSTOP); err != nil {
