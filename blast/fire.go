@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -130,6 +131,7 @@ func Fire(ctx context.Context, b Burst, progress io.Writer) (Report, error) {
 			return Report{}, err
 		}
 	}
+	defer bigBurstGC(p)() // through the report, which holds the records and builds its own
 	res, err := run(ctx, p, progress, exp)
 	if err != nil {
 		return Report{}, err
@@ -159,6 +161,23 @@ func Fire(ctx context.Context, b Burst, progress io.Writer) (Report, error) {
 	rep.room, _ = p.Journey.(*loadgen.Room)
 	rep.reveal = p.RevealJourney()
 	return rep, nil
+}
+
+// bigBurstClicks is where a burst's prepared clicks outweigh everything else the process holds.
+const bigBurstClicks = 100_000
+
+// bigBurstGC lets a burst of bigBurstClicks or more in this process run with half Go's default
+// heap headroom (GOGC 50 instead of 100), unless GOGC says otherwise, and returns what restores
+// it. The prepared buyers live until the end, and the default grows the heap by as much again:
+// with it 500,000 buyers peaked at 1.03 GB (2.1 KB a buyer), at 50 at 0.83 GB, for about a
+// second more of the collector's CPU (2-core box, raw engine, trivial endpoint).
+func bigBurstGC(p loadgen.Plan) func() {
+	shards := max(1, p.Shard.Count)
+	if os.Getenv("GOGC") != "" || p.Buyers/shards*max(1, p.Clicks) < bigBurstClicks {
+		return func() {}
+	}
+	old := debug.SetGCPercent(50)
+	return func() { debug.SetGCPercent(old) }
 }
 
 // run releases the plan's buyers, showing the preparation and the burst as they go (and

@@ -70,8 +70,10 @@ type Summary struct {
 	// ran after the intended instant (the barrier's own skew); Skew is when its request was
 	// written, which adds the wait for a free connection of the pool.
 	ReleaseLateMs float64 `json:"releaseLateMs"`
-	Wake          Dist    `json:"wakeSkew"`
-	Skew          Dist    `json:"releaseSkew"`
+	// CPU is what this process (the generator) spent; nil for a merged report.
+	CPU  *CPUUse `json:"cpu,omitempty"`
+	Wake Dist    `json:"wakeSkew"`
+	Skew Dist    `json:"releaseSkew"`
 	// SoldOutMs is the first SOLD_OUT answer after the last RESERVED one, from the release.
 	SoldOutMs *float64 `json:"timeToSoldOutMs,omitempty"`
 	// Fairness is, per item, how well the order of release predicts who won.
@@ -109,12 +111,29 @@ func (h hist) dist() Dist {
 		P999: q(99.9), P9999: q(99.99), Max: ms(h.h.Max())}
 }
 
+// CPUUse is the generator's own CPU time, user and system, before the release and from it to
+// the last answer, and the latter per request: what a burst took from a machine it shares.
+type CPUUse struct {
+	PrepareMs     float64 `json:"prepareMs"`
+	BurstMs       float64 `json:"burstMs"`
+	BurstUsPerReq float64 `json:"burstUsPerRequest"`
+}
+
+// cpuUse is res's CPU, nil when unknown (a merge of shards' files).
+func cpuUse(res *loadgen.Result) *CPUUse {
+	if res.BurstCPU <= 0 || len(res.Records) == 0 {
+		return nil
+	}
+	return &CPUUse{PrepareMs: millis(res.PrepareCPU), BurstMs: millis(res.BurstCPU),
+		BurstUsPerReq: float64(res.BurstCPU.Nanoseconds()) / 1000 / float64(len(res.Records))}
+}
+
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // Summarize builds the report of a burst and its verdicts.
 func Summarize(res *loadgen.Result, verdicts []finding.Finding) Summary {
 	s := Summary{At: res.At, Buyers: res.Buyers, Requests: len(res.Records), Conns: res.Conns, Verdicts: verdicts,
-		PreparedMs: millis(res.Prepared), ReleaseLateMs: millis(res.Released.Sub(res.At)),
+		PreparedMs: millis(res.Prepared), ReleaseLateMs: millis(res.Released.Sub(res.At)), CPU: cpuUse(res),
 		Engine: res.Resolved.Engine, EngineAuto: res.Resolved.EngineAuto, EngineFallback: res.Resolved.Fallback,
 		TimeoutMs: millis(res.Resolved.Timeout), TimeoutAuto: res.Resolved.TimeoutAuto, HTTP: res.Resolved.HTTP}
 	t := tallyRecords(res.Records)
@@ -302,6 +321,10 @@ func (s Summary) Render(w io.Writer) error {
 		s.Buyers, s.Requests, s.Sold, s.Throughput, s.DurationMs)
 	fmt.Fprintf(w, "release: barrier opened %.3fms late (prepared in %.0fms); buyers woke p50 %.1fms p99 %.1fms max %.1fms after it\n",
 		s.ReleaseLateMs, s.PreparedMs, s.Wake.P50, s.Wake.P99, s.Wake.Max)
+	if c := s.CPU; c != nil {
+		fmt.Fprintf(w, "generator CPU (this process): %.0fms preparing, %.0fms from the release (%.1fµs a request)\n",
+			c.PrepareMs, c.BurstMs, c.BurstUsPerReq)
+	}
 	fmt.Fprintf(w, "written - intended (includes the wait for a pooled connection): p50 %.1fms p99 %.1fms max %.1fms\n",
 		s.Skew.P50, s.Skew.P99, s.Skew.Max)
 	if s.SoldOutMs != nil {

@@ -21,7 +21,12 @@ type Result struct {
 	At, Released time.Time
 	// Prepared is how long preparing buyers and warming connections took.
 	Prepared time.Duration
-	Buyers   int
+	// PrepareCPU is the CPU time (user and system) this process spent before the release,
+	// BurstCPU from the release to the last answer: what the generator took from a machine it
+	// shares. Zero where the process's usage cannot be read.
+	PrepareCPU, BurstCPU time.Duration
+	cpuStart             time.Duration // processCPU when the preparation began
+	Buyers               int
 	// Conns is the size of the connection pool the buyers shared.
 	Conns int
 	// Resolved is the engine and request timeout the burst ran with.
@@ -52,6 +57,21 @@ func CheckFiles(conns int, limit uint64) error {
 	return nil
 }
 
+// processCPU is the user and system CPU time this process has used so far (0 when unknown).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// released marks the barrier open: the release instant, and the CPU spent up to it.
+func (r *Result) released(now time.Time) {
+	r.Released = now
+	r.PrepareCPU = processCPU() - r.cpuStart
+}
+
 func openFileLimit() (uint64, error) {
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
@@ -62,7 +82,7 @@ func openFileLimit() (uint64, error) {
 
 // click is one prepared click waiting for the barrier.
 type click struct {
-	rec     Record
+	rec     *Record // the prepared first attempt, in the slice prepare returns beside the clicks
 	attempt Attempt // the http engine's
 	token   string
 	wire    []byte // the raw engine's: the request as it goes on the wire
@@ -97,8 +117,8 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 	if p.Classifier, err = p.classifier(); err != nil {
 		return nil, err
 	}
-	begin := p.now()
-	clicks, err := p.prepare()
+	begin, cpuStart := p.now(), processCPU()
+	clicks, recs, err := p.prepare()
 	if err != nil {
 		return nil, err
 	}
@@ -108,15 +128,16 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 	}
 	var res *Result
 	if p.Engine == EngineRaw {
-		res, err = p.runRaw(ctx, clicks, begin)
+		res, err = p.runRaw(ctx, clicks, recs, begin, cpuStart)
 	} else {
-		res, err = p.runHTTP(ctx, clicks, begin, reads)
+		res, err = p.runHTTP(ctx, clicks, begin, cpuStart, reads)
 	}
 	readRecs := reads.finish(err != nil)
 	if err != nil {
 		return nil, err
 	}
 	res.Resolved = settled
+	res.BurstCPU = processCPU() - res.cpuStart - res.PrepareCPU
 	if reads != nil {
 		res.Reads, res.Refresh, res.Poll, res.ReadConns = readRecs, p.Refresh, p.Poll, p.readConns()
 	}
@@ -125,7 +146,7 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 
 // runHTTP is Run on the net/http engine: one goroutine per click, every journey, the follow-ups
 // after a reservation (the order polls over the reads' pool).
-func (p Plan) runHTTP(ctx context.Context, clicks []click, begin time.Time, reads *readSide) (*Result, error) {
+func (p Plan) runHTTP(ctx context.Context, clicks []click, begin time.Time, cpuStart time.Duration, reads *readSide) (*Result, error) {
 	client := p.NewClient(p.Conns, p.Timeout)
 	defer client.CloseIdleConnections()
 	if err := warm(ctx, client, p.BaseURL, p.healthPath(), p.Conns); err != nil {
@@ -135,7 +156,7 @@ func (p Plan) runHTTP(ctx context.Context, clicks []click, begin time.Time, read
 	if reads != nil {
 		readClient = reads.client
 	}
-	res := &Result{At: p.At, Buyers: len(clicks) / p.Clicks, Conns: p.Conns, Prepared: p.now().Sub(begin)}
+	res := &Result{At: p.At, Buyers: len(clicks) / p.Clicks, Conns: p.Conns, Prepared: p.now().Sub(begin), cpuStart: cpuStart}
 	out := make([]bought, len(clicks))
 	run := func(i int) {
 		out[i] = p.buy(ctx, client, readClient, &clicks[i])
@@ -177,7 +198,7 @@ func (p Plan) burst(ctx context.Context, clicks []click, run func(int), res *Res
 	if err := sleepUntil(ctx, p.At, p.now, spin); err != nil {
 		return err
 	}
-	res.Released = p.now()
+	res.released(p.now())
 	return nil
 }
 
@@ -193,7 +214,7 @@ func (p Plan) open(ctx context.Context, clicks []click, run func(int), res *Resu
 			return err
 		}
 		if i == 0 {
-			res.Released = p.now()
+			res.released(p.now())
 		}
 		wg.Go(func() { run(i) })
 	}
@@ -239,7 +260,7 @@ func (p *Plan) followUp(ctx context.Context, client, reads *http.Client, token s
 // prepare mints every buyer's token and builds every click's request before the start. Buyers
 // are prepared on every CPU: an RS256 signature costs milliseconds, and thousands of them one
 // after the other would make the release late.
-func (p Plan) prepare() ([]click, error) {
+func (p Plan) prepare() ([]click, []Record, error) {
 	journey := p.Journey
 	if journey == nil {
 		journey = Purchase{}
@@ -252,8 +273,15 @@ func (p Plan) prepare() ([]click, error) {
 		last = p.Intended(roster[len(roster)-1])
 	}
 	ttl := last.Sub(now) + p.target().TokenTTL()
-	clicks := make([]click, len(roster)*p.Clicks)
+	// The records live apart from the clicks: the raw engine reports them as they are, and lets go
+	// of the clicks (tokens, request bytes) once its lanes hold the bytes.
+	recs := make([]Record, len(roster)*p.Clicks)
+	clicks := make([]click, len(recs))
+	for i := range clicks {
+		clicks[i].rec = &recs[i]
+	}
 	errs := make([]error, len(roster))
+	tmpl := newRawRequest(p.target())
 	step := max(1, len(roster)/10)
 	var next atomic.Int64
 	var failed atomic.Bool
@@ -262,8 +290,12 @@ func (p Plan) prepare() ([]click, error) {
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), max(1, len(roster))) {
 		wg.Go(func() {
+			var w wireScratch
+			if p.Engine == EngineRaw {
+				w.tmpl = &tmpl
+			}
 			for n := int(next.Add(1) - 1); n < len(roster) && !failed.Load(); n = int(next.Add(1) - 1) {
-				if errs[n] = p.prepareBuyer(journey, roster[n], now, ttl, clicks[n*p.Clicks:(n+1)*p.Clicks]); errs[n] != nil {
+				if errs[n] = p.prepareBuyer(journey, roster[n], now, ttl, clicks[n*p.Clicks:(n+1)*p.Clicks], &w); errs[n] != nil {
 					failed.Store(true)
 					return
 				}
@@ -280,30 +312,32 @@ func (p Plan) prepare() ([]click, error) {
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return clicks, nil
+	return clicks, recs, nil
 }
 
-// prepareBuyer mints one buyer's token and prepares its clicks into out.
-func (p Plan) prepareBuyer(journey Journey, b Buyer, now time.Time, ttl time.Duration, out []click) error {
+// prepareBuyer mints one buyer's token and prepares its clicks into out (w is the preparing
+// goroutine's own scratch for the raw engine's bytes).
+func (p Plan) prepareBuyer(journey Journey, b Buyer, now time.Time, ttl time.Duration, out []click, w *wireScratch) error {
 	tok, err := p.Minter.Mint(b.User, b.Target.SaleID, now, ttl)
 	if err != nil {
 		return fmt.Errorf("token for %s: %w", b.User, err)
 	}
 	for c := 1; c <= p.Clicks; c++ {
 		key := p.Key(b, c)
-		out[c-1] = click{token: tok, rec: Record{Buyer: b.Index, User: b.User,
-			Target: b.Target, Key: key, Click: c, Intended: p.Intended(b)}}
+		*out[c-1].rec = Record{Buyer: b.Index, User: b.User, Target: b.Target, Key: key, Click: c, Intended: p.Intended(b)}
 		if p.Engine == EngineRaw {
 			// The raw engine sends these bytes and nothing else: no journey to prepare, and the
 			// request serialized here, on every CPU, instead of in one loop before the release.
-			if err := p.serialize(&out[c-1]); err != nil {
+			// The token is in the bytes: the click need not keep it.
+			if err := p.serialize(&out[c-1], tok, w); err != nil {
 				return err
 			}
 			continue
 		}
+		out[c-1].token = tok
 		a, err := journey.Prepare(p, b, key, tok)
 		if err != nil {
 			return err
@@ -334,7 +368,7 @@ func (p *Plan) fire(ctx context.Context, client *http.Client, c *click) []Record
 func (c *click) try(ctx context.Context, client *http.Client, recs []Record) []Record {
 	recs = append(recs, Record{})
 	r := &recs[len(recs)-1]
-	*r = c.rec
+	*r = *c.rec
 	r.Attempt = len(recs)
 	c.attempt(ctx, client, r)
 	return recs

@@ -63,6 +63,14 @@ func TestRunSendsEveryBuyerOnce(t *testing.T) {
 			if len(users) != 100 || len(res.Records) != 100 || counts[outcome.Reserved] != 10 || counts[outcome.SoldOut] != 90 {
 				t.Fatalf("%d buyers seen, %d records, counts %v", len(users), len(res.Records), counts)
 			}
+			for _, r := range res.Records { // each answer's own order id, however alike the answers
+				if r.Outcome == outcome.Reserved && r.OrderID != r.User || r.Outcome != outcome.Reserved && r.OrderID != "" {
+					t.Errorf("buyer %s: %s with order id %q", r.User, r.Outcome, r.OrderID)
+				}
+			}
+			if res.PrepareCPU <= 0 || res.BurstCPU <= 0 {
+				t.Errorf("the generator's CPU not counted: %s before the release, %s after", res.PrepareCPU, res.BurstCPU)
+			}
 		})
 	}
 }

@@ -184,3 +184,20 @@ func TestJourneysNeedDeclaredEndpoints(t *testing.T) {
 		t.Errorf("abandoning on a profile without pay or order: %v", err)
 	}
 }
+
+func TestRecordProtocolNamesTLSFromTheURL(t *testing.T) {
+	for _, tc := range []struct{ url, proto, want string }{
+		{"http://shop.example/buy", "HTTP/1.1", "HTTP/1.1"},
+		{"https://shop.example/buy", "HTTP/1.1", "HTTP/1.1 over TLS"},
+		{"HTTPS://shop.example/buy", "HTTP/1.1", "HTTP/1.1 over TLS"},
+		{"https://shop.example/buy", "HTTP/2.0", "h2"},
+		{"http://shop.example/buy", "HTTP/2.0", "h2c"},
+		{"/buy", "HTTP/1.1", "HTTP/1.1"},
+		{"https", "HTTP/1.1", "HTTP/1.1"},
+		{"https://shop.example/buy", "", ""},
+	} {
+		if got := (loadgen.Record{URL: tc.url, Proto: tc.proto}).Protocol(); got != tc.want {
+			t.Errorf("Protocol of %s over %q = %q, want %q", tc.url, tc.proto, got, tc.want)
+		}
+	}
+}

@@ -22,6 +22,7 @@ type Minter struct {
 	kind   string
 	claims map[string]any
 	hmac   []byte
+	hs     *hs256 // mints the hmac tokens
 	rsa    *rsa.PrivateKey
 	// key, when set, signs instead of hmac or rsa (token.keyEnv); iss and aud are its claims.
 	key      *auth.SigningKey
@@ -61,6 +62,10 @@ func (p *Profile) Minter(secret string) (*Minter, error) {
 			return nil, fmt.Errorf("token: the hs256 secret from %s is %d bytes: set it to the target's secret (at least %d)", from, len(secret), minSecretLen)
 		}
 		m.hmac = []byte(secret)
+		var err error
+		if m.hs, err = newHS256(m.claims, m.hmac); err != nil {
+			return nil, fmt.Errorf("token.claims: %w", err)
+		}
 	case TokenRS256:
 		pem, err := os.ReadFile(p.Path(p.Token.KeyFile))
 		if err != nil {
@@ -128,6 +133,9 @@ func (m *Minter) Mint(user, sale string, now time.Time, ttl time.Duration) (stri
 			return "", fmt.Errorf("token.file has no token for user %q", user)
 		}
 		return tok, nil
+	}
+	if m.hs != nil {
+		return m.hs.mint(user, sale, now, ttl)
 	}
 	claims := jwt.MapClaims{"iat": now.Unix(), "exp": now.Add(ttl).Unix()}
 	vars := Vars{"user": user, "sale": sale}
