@@ -25,7 +25,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(BU
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .DEFAULT_GOAL := build
-.PHONY: help deps build vet lint test fuzz bench bench-sale bench-blast demo stack-up stack-down stack-status clean faultdrill docs samples
+.PHONY: help deps build vet lint test fuzz bench bench-sale bench-scale bench-blast demo stack-up stack-down stack-status clean faultdrill docs samples
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -125,6 +125,11 @@ bench-sale: stack-up ## the 10,000-unit sale: 50,000 buyers against 10,000 and 1
 	@command -v wrk >/dev/null 2>&1 || { echo "bench-sale: installing wrk"; $(SUDO) apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wrk; }
 	$(GO) run ./benchmarks/salebench -fsctl $(FSCTL) $(SALEBENCH_FLAGS)
+
+# extra flags for the scale benchmark, e.g. SCALEBENCH_FLAGS='-buyers 2000,5000 -shard-check 5000' (a quick check)
+SCALEBENCH_FLAGS ?=
+bench-scale: stack-up ## fsctl blast's cost at 5,000, 50,000 and 500,000 buyers (trivial endpoint and fsctl serve), then 4 shards + merge vs one process (minutes)
+	$(GO) run ./benchmarks/scalebench -fsctl $(FSCTL) $(SCALEBENCH_FLAGS)
 
 bench-blast: ## fsctl blast vs vegeta's attacker vs wrk on a trivial endpoint, one table (no stack needed)
 	GO=$(GO) scripts/bench-blast.sh

@@ -25,7 +25,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/fsctl/fsctl/benchmarks/internal/benchrun"
 )
 
 type options struct {
@@ -38,6 +38,7 @@ type options struct {
 	redisURL              string
 	redisPIDs             []int // empty when Redis is not a local process; every master's on a cluster
 	serveArgs             []string
+	profiles              string // where each burst's generator CPU profile goes; "" for none
 }
 
 func main() {
@@ -55,6 +56,7 @@ func main() {
 	flag.DurationVar(&o.wrkDuration, "wrk-duration", 5*time.Second, "length of each wrk run")
 	flag.IntVar(&o.wrkConns, "wrk-conns", 64, "wrk's connections")
 	flag.IntVar(&o.repeat, "repeat", 1, "rounds of the whole measurement; with more than one each figure is the median")
+	flag.StringVar(&o.profiles, "blast-profile", "", "a folder: each burst's blast writes its CPU profile there (blast-<units>-<unix seconds>.pprof), the server does not")
 	flag.StringVar(&serveArgs, "serve-args", "", "extra flags for fsctl serve (space separated), e.g. '--redis-batch 0'")
 	flag.Parse()
 	for _, u := range strings.Split(units, ",") {
@@ -98,7 +100,8 @@ type burst struct {
 	rps                  float64
 	serverCPU, redisCPU  time.Duration
 	generatorCPU         time.Duration
-	serverRSS, generator int64 // KiB
+	generatorBurstCPU    time.Duration // blast's own CPU from the release to the last answer
+	serverRSS, generator int64         // KiB
 	requests             int
 }
 
@@ -112,20 +115,20 @@ func run(ctx context.Context, o options) error {
 	}
 	defer os.RemoveAll(dir)
 	o.redisPIDs = redisPIDs(ctx, o.redisURL)
-	srv, err := startServer(ctx, o, dir)
+	srv, err := benchrun.StartServer(ctx, o.serverFsctl, o.addr, dir, o.serveArgs...)
 	if err != nil {
 		return err
 	}
-	defer srv.stop()
+	defer srv.Stop()
 	base := "http://" + o.addr
-	fmt.Printf("machine: %d cores, load %s; server pid %d on %s\n", runtime.NumCPU(), loadavg(), srv.cmd.Process.Pid, base)
+	fmt.Printf("machine: %d cores, load %s; server pid %d on %s\n", runtime.NumCPU(), benchrun.Loadavg(), srv.Cmd.Process.Pid, base)
 
 	var rounds []round
 	for i := range o.repeat {
 		if o.repeat > 1 {
 			fmt.Printf("round %d of %d\n", i+1, o.repeat)
 		}
-		r, err := measure(ctx, o, dir, base, srv.cmd.Process.Pid)
+		r, err := measure(ctx, o, dir, base, srv.Cmd.Process.Pid)
 		if err != nil {
 			return err
 		}
@@ -170,54 +173,6 @@ func measure(ctx context.Context, o options, dir, base string, pid int) (round, 
 		r.bursts = append(r.bursts, b)
 	}
 	return r, nil
-}
-
-type server struct {
-	cmd  *exec.Cmd
-	done chan error
-}
-
-func startServer(ctx context.Context, o options, dir string) (*server, error) {
-	logf, err := os.Create(filepath.Join(dir, "serve.log"))
-	if err != nil {
-		return nil, err
-	}
-	args := append([]string{"serve", "--addr", o.addr}, o.serveArgs...)
-	cmd := exec.CommandContext(ctx, o.serverFsctl, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s serve: %w", o.serverFsctl, err)
-	}
-	s := &server{cmd: cmd, done: make(chan error, 1)}
-	go func() { s.done <- cmd.Wait(); logf.Close() }()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-s.done:
-			log, _ := os.ReadFile(filepath.Join(dir, "serve.log"))
-			return nil, fmt.Errorf("fsctl serve exited (%v); is the stack up (make stack-up)?\n%s", err, log)
-		case <-time.After(100 * time.Millisecond):
-		}
-		resp, err := http.Get("http://" + o.addr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return s, nil
-			}
-		}
-	}
-	s.stop()
-	return nil, errors.New("fsctl serve not ready within 60s (see `make stack-up`)")
-}
-
-func (s *server) stop() {
-	_ = s.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-s.done:
-	case <-time.After(15 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	}
 }
 
 var (
@@ -321,16 +276,7 @@ func token(ctx context.Context, o options, user string) (string, error) {
 }
 
 func createSale(ctx context.Context, o options, dir, id, item string, units int) error {
-	file := filepath.Join(dir, id+".yaml")
-	body := fmt.Sprintf("id: %s\nname: %s\nopensAt: 2026-01-01T00:00:00Z\nperUserLimit: 1\nholdTTL: 10m\nitems:\n  - id: %s\n    name: %s\n    quantity: %d\n    priceCents: 100\n    shards: %d\n",
-		id, id, item, item, units, o.shards)
-	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
-		return err
-	}
-	if out, err := exec.CommandContext(ctx, o.fsctl, "sale", "create", "-f", file, "--reset").CombinedOutput(); err != nil {
-		return fmt.Errorf("fsctl sale create: %w\n%s", err, out)
-	}
-	return nil
+	return benchrun.CreateSale(ctx, o.fsctl, dir, id, item, units, o.shards)
 }
 
 // blastReport is the part of `fsctl blast -o json` this benchmark reads.
@@ -340,7 +286,10 @@ type blastReport struct {
 	Sold       int       `json:"sold"`
 	DurationMs float64   `json:"durationMs"`
 	Throughput float64   `json:"throughputRps"`
-	Outcomes   []struct {
+	CPU        struct {
+		BurstMs float64 `json:"burstMs"`
+	} `json:"cpu"`
+	Outcomes []struct {
 		Outcome string `json:"outcome"`
 		Count   int    `json:"count"`
 		Latency struct {
@@ -363,6 +312,9 @@ func runBurst(ctx context.Context, o options, dir, base string, pid, units int) 
 	cmd := exec.CommandContext(ctx, o.fsctl, "blast", "--target", base, "--sale", saleID, "--item", "drop",
 		"--buyers", strconv.Itoa(o.buyers), "--conns", strconv.Itoa(o.conns), "--engine", "raw",
 		"--in", "3s", "--expect-sold", strconv.Itoa(units), "-o", "json")
+	if o.profiles != "" {
+		cmd.Env = append(os.Environ(), fmt.Sprintf("FSCTL_CPUPROFILE=%s", filepath.Join(o.profiles, fmt.Sprintf("blast-%d-%d.pprof", units, time.Now().Unix()))))
+	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -374,7 +326,7 @@ func runBurst(ctx context.Context, o options, dir, base string, pid, units int) 
 		return burst{}, fmt.Errorf("read blast's report: %w", err)
 	}
 	lastAnswer := r.At.Add(time.Duration(r.DurationMs * float64(time.Millisecond)))
-	inPG, err := waitPostgres(ctx, o, saleID, r.Sold)
+	inPG, err := benchrun.WaitPostgres(ctx, o.postgres, saleID, r.Sold)
 	if err != nil {
 		return burst{}, err
 	}
@@ -386,8 +338,9 @@ func runBurst(ctx context.Context, o options, dir, base string, pid, units int) 
 	b := burst{units: units, sold: r.Sold, requests: r.Requests, rps: r.Throughput,
 		answered:   time.Duration(r.DurationMs * float64(time.Millisecond)),
 		inPostgres: max(inPG.Sub(lastAnswer), 0), serverCPU: cpu1 - cpu0, redisCPU: rcpu1 - rcpu0,
-		serverRSS: procRSS(pid, "VmHWM"), generator: maxRSS(cmd.ProcessState),
-		generatorCPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
+		serverRSS: procRSS(pid, "VmHWM"), generator: benchrun.MaxRSS(cmd.ProcessState),
+		generatorCPU:      cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(),
+		generatorBurstCPU: time.Duration(r.CPU.BurstMs * float64(time.Millisecond))}
 	for _, oc := range r.Outcomes {
 		if oc.Outcome == "RESERVED" {
 			b.lastSold = time.Duration(oc.Latency.MaxMs * float64(time.Millisecond))
@@ -397,27 +350,4 @@ func runBurst(ctx context.Context, o options, dir, base string, pid, units int) 
 		return burst{}, fmt.Errorf("fsctl reconcile --sale %s found a broken invariant: %w\n%s", saleID, err, out)
 	}
 	return b, nil
-}
-
-// waitPostgres polls until PostgreSQL has every order of the sale and says when it first did.
-func waitPostgres(ctx context.Context, o options, saleID string, want int) (time.Time, error) {
-	conn, err := pgx.Connect(ctx, o.postgres)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("postgres: %w", err)
-	}
-	defer conn.Close(ctx)
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		var n int
-		if err := conn.QueryRow(ctx, "SELECT count(*) FROM orders WHERE sale_id = $1", saleID).Scan(&n); err != nil {
-			return time.Time{}, fmt.Errorf("count orders: %w", err)
-		}
-		if n >= want {
-			return time.Now(), nil
-		}
-		if time.Now().After(deadline) {
-			return time.Time{}, fmt.Errorf("PostgreSQL has %d of %d orders of %s after 2 minutes", n, want, saleID)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

@@ -44,6 +44,8 @@ func report(o options, rs []round) {
 	row("generator CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perReq(b.generatorCPU, b) })
 	row("wrk CPU per request, sold-out path (us)", "%.1f", func(r round, _ burst) float64 { return us(r.wrkCPU) })
 	row("generator CPU / wrk's", "%.2f", func(r round, b burst) float64 { return perReq(b.generatorCPU, b) / max(us(r.wrkCPU), 0.001) })
+	row("generator CPU per request, from the release (us)", "%.1f", func(_ round, b burst) float64 { return perReq(b.generatorBurstCPU, b) })
+	row("  the same / wrk's", "%.2f", func(r round, b burst) float64 { return perReq(b.generatorBurstCPU, b) / max(us(r.wrkCPU), 0.001) })
 	row("server peak RSS (MiB)", "%.0f", func(_ round, b burst) float64 { return float64(b.serverRSS) / 1024 })
 	row("generator peak RSS (MiB)", "%.0f", func(_ round, b burst) float64 { return float64(b.generator) / 1024 })
 	_ = tw.Flush()

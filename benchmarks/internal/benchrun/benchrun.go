@@ -1,0 +1,127 @@
+// Package benchrun is what the benchmark commands (salebench, scalebench) share: the server under
+// test started and stopped, a sale created on it, its orders awaited in PostgreSQL, and the
+// machine's and a process's figures.
+package benchrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Server is a running `fsctl serve`.
+type Server struct {
+	Cmd  *exec.Cmd
+	done chan error
+}
+
+// StartServer starts `fsctl serve --addr addr args...` (its log in dir/serve.log) and waits until
+// /readyz answers 200.
+func StartServer(ctx context.Context, fsctl, addr, dir string, args ...string) (*Server, error) {
+	logf, err := os.Create(filepath.Join(dir, "serve.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, fsctl, append([]string{"serve", "--addr", addr}, args...)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s serve: %w", fsctl, err)
+	}
+	s := &Server{Cmd: cmd, done: make(chan error, 1)}
+	go func() { s.done <- cmd.Wait(); logf.Close() }()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-s.done:
+			log, _ := os.ReadFile(filepath.Join(dir, "serve.log"))
+			return nil, fmt.Errorf("fsctl serve exited (%v); is the stack up (make stack-up)?\n%s", err, log)
+		case <-time.After(100 * time.Millisecond):
+		}
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s, nil
+			}
+		}
+	}
+	s.Stop()
+	return nil, errors.New("fsctl serve not ready within 60s (see `make stack-up`)")
+}
+
+// Stop interrupts the server and kills it if it has not exited within 15 s.
+func (s *Server) Stop() {
+	_ = s.Cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-s.done:
+	case <-time.After(15 * time.Second):
+		_ = s.Cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+// CreateSale creates (or resets) sale id, open since 2026-01-01, with one item of units units over
+// shards stock shards and a limit of one unit per buyer.
+func CreateSale(ctx context.Context, fsctl, dir, id, item string, units, shards int) error {
+	file := filepath.Join(dir, id+".yaml")
+	body := fmt.Sprintf("id: %s\nname: %s\nopensAt: 2026-01-01T00:00:00Z\nperUserLimit: 1\nholdTTL: 10m\nitems:\n  - id: %s\n    name: %s\n    quantity: %d\n    priceCents: 100\n    shards: %d\n",
+		id, id, item, item, units, shards)
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		return err
+	}
+	if out, err := exec.CommandContext(ctx, fsctl, "sale", "create", "-f", file, "--reset").CombinedOutput(); err != nil {
+		return fmt.Errorf("fsctl sale create: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// WaitPostgres polls until PostgreSQL has want orders of the sale (for at most 2 minutes) and
+// returns when it saw them.
+func WaitPostgres(ctx context.Context, postgresURL, saleID string, want int) (time.Time, error) {
+	conn, err := pgx.Connect(ctx, postgresURL)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("postgres: %w", err)
+	}
+	defer conn.Close(ctx)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var n int
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM orders WHERE sale_id = $1", saleID).Scan(&n); err != nil {
+			return time.Time{}, fmt.Errorf("count orders: %w", err)
+		}
+		if n >= want {
+			return time.Now(), nil
+		}
+		if time.Now().After(deadline) {
+			return time.Time{}, fmt.Errorf("PostgreSQL has %d of %d orders of %s after 2 minutes", n, want, saleID)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// MaxRSS is an exited process's peak resident set, in KiB.
+func MaxRSS(ps *os.ProcessState) int64 {
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		return ru.Maxrss
+	}
+	return 0
+}
+
+// Loadavg is the first three fields of /proc/loadavg.
+func Loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
