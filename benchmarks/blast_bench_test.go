@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -101,10 +102,11 @@ func (n hits) Pace(_ time.Duration, sent uint64) (time.Duration, bool) { return 
 func (hits) Rate(time.Duration) float64 { return 1e12 }
 
 // runVegeta sends n requests with workers workers over at most conns connections, after a
-// warm-up that dials the connections (blast's pool is warmed too), and returns every result.
+// warm-up that dials the connections (blast's pool is warmed too), and returns every result and
+// the CPU this process spent from the attack's start to its last result.
 // An attacker stops for good after one attack, so the warm-up's attacker and the measured one
 // share a client shaped like vegeta's default (its dialer's keep-alive, no proxy).
-func runVegeta(b *testing.B, base string, n, workers, conns int) []vegeta.Result {
+func runVegeta(b *testing.B, base string, n, workers, conns int) ([]vegeta.Result, time.Duration) {
 	b.Helper()
 	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
 		DialContext:         (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext,
@@ -119,16 +121,27 @@ func runVegeta(b *testing.B, base string, n, workers, conns int) []vegeta.Result
 	}
 	atk := attacker(workers)
 	out := make([]vegeta.Result, 0, n)
+	cpu := processCPU()
 	for r := range atk.Attack(tr, hits(n), 0, "bench") {
 		if r.Code != http.StatusNoContent {
 			b.Fatalf("vegeta: hit %d answered %d %s", r.Seq, r.Code, r.Error)
 		}
 		out = append(out, *r)
 	}
+	cpu = processCPU() - cpu
 	if len(out) != n {
 		b.Fatalf("vegeta: %d results for %d hits", len(out), n)
 	}
-	return out
+	return out, cpu
+}
+
+// processCPU is the CPU time (user and system) this process has spent so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // span is the distance between the earliest and the latest of ts.
@@ -147,12 +160,14 @@ func span(ts []time.Time) time.Duration {
 
 // BenchmarkBlastVsVegetaThroughput releases the same number of requests through blast (prepared
 // buyers over a warmed pool, on the http engine and on the raw one) and vegeta's attacker (as many workers as connections, a pacer it
-// cannot keep up with), and reports each one's requests per second and blast's over vegeta's.
+// cannot keep up with), and reports each one's requests per second and blast's over vegeta's, and
+// the CPU the http engine and vegeta spent per request.
 func BenchmarkBlastVsVegetaThroughput(b *testing.B) {
 	base := trivialEndpoint(b)
 	n := envInt(b, "BLAST_BENCH_REQUESTS", defaultRequests)
 	conns := envInt(b, "BLAST_BENCH_CONNS", defaultConns)
 	var blastRate, rawRate, vegetaRate float64
+	var blastCPU, vegetaCPU time.Duration
 	// From the release to the last answer: the burst's whole life, preparation excluded.
 	rate := func(res *loadgen.Result) float64 {
 		done := make([]time.Time, 0, n)
@@ -162,12 +177,15 @@ func BenchmarkBlastVsVegetaThroughput(b *testing.B) {
 		return float64(n) / span(append(done, res.Released)).Seconds()
 	}
 	for b.Loop() {
-		blastRate += rate(runBlast(b, benchPlan(base, n, conns)))
+		res := runBlast(b, benchPlan(base, n, conns))
+		blastRate += rate(res)
+		blastCPU += res.BurstCPU
 		raw := benchPlan(base, n, conns)
 		raw.Engine = loadgen.EngineRaw
 		rawRate += rate(runBlast(b, raw))
 
-		results := runVegeta(b, base, n, conns, conns)
+		results, cpu := runVegeta(b, base, n, conns, conns)
+		vegetaCPU += cpu
 		ends := make([]time.Time, 0, 2*n)
 		for _, r := range results {
 			ends = append(ends, r.Timestamp, r.End())
@@ -182,12 +200,18 @@ func BenchmarkBlastVsVegetaThroughput(b *testing.B) {
 	b.ReportMetric(vegetaRate, "vegeta-req/s")
 	b.ReportMetric(blastRate/vegetaRate, "blast/vegeta")
 	b.ReportMetric(rawRate/vegetaRate, "raw/vegeta")
+	// This process's CPU from the release (blast) or the attack's start (vegeta) to the last
+	// answer, per request: the trivial endpoint runs in its own process.
+	perRequest := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 / float64(n*b.N) }
+	b.ReportMetric(perRequest(blastCPU), "blast-cpu-us/req")
+	b.ReportMetric(perRequest(vegetaCPU), "vegeta-cpu-us/req")
 }
 
 // BenchmarkBlastVsVegetaReleaseSkew releases one large burst both ways. Blast's release spread is
-// from the first buyer to the last calling the client after the barrier opened; its written
-// spread, first to last request on the wire, also counts the wait for one of the pool's
-// connections. The raw engine's spreads run from its first write to its last write's start
+// from the first buyer to the last calling the client after the barrier opened (on the net/http
+// engine a direct purchase over HTTP/1.1 goes through one worker per connection, so the last
+// buyer calls it when a worker reaches it); its written spread, first to last request on the
+// wire, also counts the wait for one of the pool's connections. The raw engine's spreads run from its first write to its last write's start
 // (released) and return (written); a connection's requests beyond its window wait for answers.
 // Vegeta's is the spread of its results' timestamps with one worker per hit: its pacer hands the
 // ticks out one at a time.
@@ -213,7 +237,7 @@ func BenchmarkBlastVsVegetaReleaseSkew(b *testing.B) {
 		rel, wr = spans(runBlast(b, raw))
 		rawReleased, rawWritten = rawReleased+rel, rawWritten+wr
 
-		results := runVegeta(b, base, n, n, conns)
+		results, _ := runVegeta(b, base, n, n, conns)
 		stamps := make([]time.Time, 0, n)
 		for _, r := range results {
 			stamps = append(stamps, r.Timestamp)

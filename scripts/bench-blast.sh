@@ -69,7 +69,7 @@ fi
 
 # A benchmark line is "Name-P N value unit value unit ...": index every metric by its unit.
 awk -v wrk="$wrk_rps" -v conns="$CONNS" '
-/^Benchmark/ { for (i = 3; i < NF; i += 2) m[$(i + 1)] = $i }
+/^Benchmark/ { for (i = 3; i < NF; i += 2) if (!(($(i + 1)) in m)) m[$(i + 1)] = $i } # the first benchmark to report a unit names it
 END {
 	b = m["blast-req/s"]; v = m["vegeta-req/s"]
 	if (b == "" || v == "" || m["blast-release-ms"] == "") { print "bench-blast: benchmark figures missing" > "/dev/stderr"; exit 1 }
@@ -79,9 +79,15 @@ END {
 	printf "%-44s %12.0f %10.2f\n", "vegeta attacker (unreachable rate)", v, v / b
 	if (wrk != "") printf "%-44s %12.0f %10.2f\n", "wrk", wrk, wrk / b
 	else printf "%-44s %12s %10s\n", "wrk", "not installed", "-"
+	c = m["blast-cpu-us/req"]
+	if (c != "") {
+		printf "\n%-44s %12s %10s\n", "CPU per request (this process)", "us", "x blast"
+		printf "%-44s %12.1f %10.2f\n", "fsctl blast (from the release)", c, 1
+		printf "%-44s %12.1f %10.2f\n", "vegeta attacker", m["vegeta-cpu-us/req"], m["vegeta-cpu-us/req"] / c
+	}
 	r = m["blast-release-ms"]
 	printf "\n%-44s %12s %10s\n", "release of " m["buyers"] " buyers", "spread ms", "x blast"
-	printf "%-44s %12.1f %10.2f\n", "blast barrier (first to last sent)", r, 1
+	printf "%-44s %12.1f %10.2f\n", "blast http engine (first to last sent)", r, 1
 	printf "%-44s %12.1f %10.2f\n", "blast on the wire (first to last written)", m["blast-written-ms"], m["blast-written-ms"] / r
 	printf "%-44s %12.1f %10.2f\n", "blast --engine raw (first to last written)", m["raw-written-ms"], m["raw-written-ms"] / r
 	printf "%-44s %12.1f %10.2f\n", "vegeta pacer (result timestamps)", m["vegeta-release-ms"], m["vegeta-release-ms"] / r
