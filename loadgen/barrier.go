@@ -119,7 +119,9 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 		return nil, err
 	}
 	begin, cpuStart := p.now(), processCPU()
+	resume := holdCollector(p.Buyers * max(1, p.Clicks)) // a shard prepares fewer: a budget, not a count
 	clicks, recs, err := p.prepare()
+	resume()
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"bytes"
 	"net/textproto"
 	"net/url"
 	"slices"
@@ -51,23 +52,28 @@ func isToken(s string) bool {
 }
 
 // rawURL is a rendered purchase URL as the request writes it, kept while the next buyer's renders
-// the same.
+// the same, and the buffers append renders a buyer's URL, body and header values into: one per
+// preparing goroutine, so that writing a buyer leaves nothing behind but its bytes.
 type rawURL struct {
 	rendered, requestURI, host, full string
+	url, body, val                   []byte
 }
 
 // append writes buyer v's purchase after dst. It reports false, having written nothing that
 // counts, when net/http must write this one.
 func (t *rawRequest) append(dst []byte, base string, v profile.Vars, last *rawURL) ([]byte, bool) {
-	if !t.ok {
+	if !t.ok || t.url == "" {
 		return dst, false
 	}
-	if u := profile.Route(base, t.url, v); u != last.rendered {
+	// profile.Route's URL, rendered into a reused buffer: a buyer's URL is most often the last one's.
+	last.url = profile.AppendRender(append(last.url[:0], strings.TrimRight(base, "/")...), t.url, v)
+	if string(last.url) != last.rendered {
+		u := string(last.url)
 		pu, err := url.Parse(u)
 		if err != nil || pu.Scheme != "http" || pu.Opaque != "" || pu.User != nil || !plainHost(pu.Host) {
 			return dst, false
 		}
-		*last = rawURL{rendered: u, requestURI: pu.RequestURI(), host: pu.Host, full: pu.String()}
+		last.rendered, last.requestURI, last.host, last.full = u, pu.RequestURI(), pu.Host, pu.String()
 	}
 	dst = append(dst, t.method...)
 	dst = append(dst, ' ')
@@ -75,27 +81,27 @@ func (t *rawRequest) append(dst []byte, base string, v profile.Vars, last *rawUR
 	dst = append(dst, " HTTP/1.1\r\nHost: "...)
 	dst = append(dst, last.host...)
 	dst = append(dst, "\r\nUser-Agent: Go-http-client/1.1\r\n"...)
-	body := profile.Render(t.body, v)
-	if body != "" || t.method == "POST" || t.method == "PUT" || t.method == "PATCH" { // as net/http's transfer writer
+	last.body = profile.AppendRender(last.body[:0], t.body, v)
+	if len(last.body) > 0 || t.method == "POST" || t.method == "PUT" || t.method == "PATCH" { // as net/http's transfer writer
 		dst = append(dst, "Content-Length: "...)
-		dst = strconv.AppendInt(dst, int64(len(body)), 10)
+		dst = strconv.AppendInt(dst, int64(len(last.body)), 10)
 		dst = append(dst, "\r\n"...)
 	}
 	for _, h := range t.headers {
-		val := profile.Render(h.tmpl, v)
-		if val == "" {
+		last.val = profile.AppendRender(last.val[:0], h.tmpl, v)
+		if len(last.val) == 0 {
 			continue // PurchaseRequest sets no header that renders empty
 		}
-		if strings.ContainsAny(val, "\r\n") {
+		if bytes.ContainsAny(last.val, "\r\n") {
 			return dst, false
 		}
 		dst = append(dst, h.name...)
 		dst = append(dst, ": "...)
-		dst = append(dst, strings.Trim(val, " \t")...)
+		dst = append(dst, bytes.Trim(last.val, " \t")...)
 		dst = append(dst, "\r\n"...)
 	}
 	dst = append(dst, "\r\n"...)
-	return append(dst, body...), true
+	return append(dst, last.body...), true
 }
 
 // plainHost is a host[:port] net/http writes as it is: printable ASCII, no zone, no path, no

@@ -205,3 +205,16 @@ func TestRenderAndKeys(t *testing.T) {
 		t.Fatalf("render: %q", got)
 	}
 }
+
+// TestAppendRenderIsRender: appending a rendering writes what Render returns, after what the
+// buffer held, however the template ends.
+func TestAppendRenderIsRender(t *testing.T) {
+	v := Vars{"user": "ann", "sale": "bf", "token": strings.Repeat("t", 300)}
+	for _, tmpl := range []string{"", "plain", "${user}", "a${user}b${sale}c", "Bearer ${token}", "${unknown}x", "x${", "x${user", "${user}${sale}${}", "}${user}}"} {
+		for _, prefix := range []string{"", "GET / HTTP/1.1\r\n"} {
+			if got, want := string(AppendRender([]byte(prefix), tmpl, v)), prefix+Render(tmpl, v); got != want {
+				t.Errorf("AppendRender(%q, %q) = %q, want %q", prefix, tmpl, got, want)
+			}
+		}
+	}
+}

@@ -65,20 +65,24 @@ func Render(tmpl string, v Vars) string {
 	if !strings.Contains(tmpl, "${") {
 		return tmpl
 	}
-	var b strings.Builder
+	var buf [256]byte
+	return string(AppendRender(buf[:0], tmpl, v))
+}
+
+// AppendRender appends tmpl filled with v to dst: Render without a string of its own, for a
+// caller that writes buyers by the hundred thousand into buffers it reuses.
+func AppendRender(dst []byte, tmpl string, v Vars) []byte {
 	for rest := tmpl; ; {
 		i := strings.Index(rest, "${")
 		if i < 0 {
-			b.WriteString(rest)
-			return b.String()
+			return append(dst, rest...)
 		}
 		end := strings.IndexByte(rest[i:], '}')
 		if end < 0 {
-			b.WriteString(rest)
-			return b.String()
+			return append(dst, rest...)
 		}
-		b.WriteString(rest[:i])
-		b.WriteString(v[rest[i+2:i+end]])
+		dst = append(dst, rest[:i]...)
+		dst = append(dst, v[rest[i+2:i+end]]...)
 		rest = rest[i+end+1:]
 	}
 }

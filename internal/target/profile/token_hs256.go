@@ -20,7 +20,17 @@ import (
 type hs256 struct {
 	head   string      // the header's segment and its dot, the same for every token
 	claims []claimPart // in JSON's key order, as encoding/json sorts a map
-	macs   sync.Pool   // hash.Hash keyed with the secret, one per preparing goroutine at a time
+	// scratch holds a *mintScratch per preparing goroutine at a time: the signer keyed with the
+	// secret and the buffers a token is written in, so that minting leaves nothing behind but
+	// the token (buyers are prepared by the hundred thousand, and all they leave is collected).
+	scratch sync.Pool
+}
+
+// mintScratch is one preparing goroutine's signer and buffers.
+type mintScratch struct {
+	mac               hash.Hash
+	payload, tok, val []byte
+	vars              Vars
 }
 
 // claimPart is one claim: its key's JSON (with the separator before it) and its value's, or
@@ -70,14 +80,15 @@ func newHS256(claims map[string]any, secret []byte) (*hs256, error) {
 		p.key = append(append([]byte{sep}, name...), ':')
 		h.claims = append(h.claims, p)
 	}
-	h.macs.New = func() any { return hmac.New(sha256.New, secret) }
+	h.scratch.New = func() any { return &mintScratch{mac: hmac.New(sha256.New, secret), vars: Vars{}} }
 	return h, nil
 }
 
 // mint makes the token of user for sale, valid from now for ttl.
 func (h *hs256) mint(user, sale string, now time.Time, ttl time.Duration) (string, error) {
-	var vars Vars
-	payload := make([]byte, 0, 128)
+	s := h.scratch.Get().(*mintScratch)
+	defer h.scratch.Put(s)
+	payload := s.payload[:0]
 	for _, p := range h.claims {
 		payload = append(payload, p.key...)
 		switch {
@@ -88,29 +99,40 @@ func (h *hs256) mint(user, sale string, now time.Time, ttl time.Duration) (strin
 		case p.fixed != nil:
 			payload = append(payload, p.fixed...)
 		default:
-			if vars == nil {
-				vars = Vars{"user": user, "sale": sale}
-			}
-			// encoding/json, as golang-jwt's: the same escapes (<, > and & too).
-			v, err := json.Marshal(Render(p.tmpl, vars))
-			if err != nil {
+			s.vars["user"], s.vars["sale"] = user, sale
+			s.val = AppendRender(s.val[:0], p.tmpl, s.vars)
+			var err error
+			if payload, err = appendJSONString(payload, s.val); err != nil {
 				return "", err
 			}
-			payload = append(payload, v...)
 		}
 	}
 	payload = append(payload, '}')
+	s.payload = payload
 	enc := base64.RawURLEncoding
-	tok := make([]byte, 0, len(h.head)+enc.EncodedLen(len(payload))+1+enc.EncodedLen(sha256.Size))
-	tok = append(tok, h.head...)
-	tok = enc.AppendEncode(tok, payload)
-	mac := h.macs.Get().(hash.Hash)
-	mac.Reset()
-	mac.Write(tok)
+	s.tok = append(s.tok[:0], h.head...)
+	tok := enc.AppendEncode(s.tok, payload)
+	s.mac.Reset()
+	s.mac.Write(tok)
 	var sum [sha256.Size]byte
-	sig := mac.Sum(sum[:0])
-	h.macs.Put(mac)
+	sig := s.mac.Sum(sum[:0])
 	tok = append(tok, '.')
 	tok = enc.AppendEncode(tok, sig)
+	s.tok = tok
 	return string(tok), nil
+}
+
+// appendJSONString appends b as a JSON string, as encoding/json writes it (as golang-jwt's
+// claims are: <, > and & escaped too): as it is between quotes when nothing in it needs an
+// escape, else through encoding/json.
+func appendJSONString(dst, b []byte) ([]byte, error) {
+	for _, c := range b {
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			v, err := json.Marshal(string(b))
+			return append(dst, v...), err
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, b...)
+	return append(dst, '"'), nil
 }

@@ -23,7 +23,7 @@ func TestHS256MintsWhatGolangJWTMints(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, user := range []string{"ann", "blast-123456", ""} {
+		for _, user := range []string{"ann", "blast-123456", "", "é<&>\x7f\x01\\\"", "\xff"} {
 			got, err := h.mint(user, "bf", now, time.Hour)
 			if err != nil {
 				t.Fatal(err)
