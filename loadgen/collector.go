@@ -43,8 +43,6 @@ func holdCollector(buyers int) (release func()) {
 		}
 		h.limit = debug.SetMemoryLimit(-1)
 		debug.SetMemoryLimit(min(h.limit, saturatingAdd(inUse(), budget)))
-	} else if h.percent < 0 {
-		return func() {}
 	} else if cur := debug.SetMemoryLimit(-1); cur < h.limit {
 		debug.SetMemoryLimit(min(h.limit, saturatingAdd(cur, budget)))
 	}

@@ -64,13 +64,13 @@ func TestPooledBurstRunsOnAGoroutinePerConnection(t *testing.T) {
 	}
 }
 
-// TestPooledTimeoutCountsTheWaitForAWorker: one connection, answers that take 300 ms, and a 1 s
-// timeout. The fifth buyer cannot start before 1.2 s after the release, past its timeout: it
+// TestPooledTimeoutCountsTheWaitForAWorker: one connection, answers that take 600 ms, and a 2 s
+// timeout. The fifth buyer cannot start before 2.4 s after the release, past its timeout: it
 // times out, as it did when it waited for the connection inside the client; the first is
 // answered.
 func TestPooledTimeoutCountsTheWaitForAWorker(t *testing.T) {
-	p := pooledPlan(soldOut(t, 300*time.Millisecond, nil), 5, 1)
-	p.Timeout = time.Second
+	p := pooledPlan(soldOut(t, 600*time.Millisecond, nil), 5, 1)
+	p.Timeout = 2 * time.Second
 	res, err := Run(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
