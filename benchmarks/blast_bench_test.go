@@ -9,7 +9,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -121,27 +120,18 @@ func runVegeta(b *testing.B, base string, n, workers, conns int) ([]vegeta.Resul
 	}
 	atk := attacker(workers)
 	out := make([]vegeta.Result, 0, n)
-	cpu := processCPU()
+	cpu := loadgen.ProcessCPU()
 	for r := range atk.Attack(tr, hits(n), 0, "bench") {
 		if r.Code != http.StatusNoContent {
 			b.Fatalf("vegeta: hit %d answered %d %s", r.Seq, r.Code, r.Error)
 		}
 		out = append(out, *r)
 	}
-	cpu = processCPU() - cpu
+	cpu = loadgen.ProcessCPU() - cpu
 	if len(out) != n {
 		b.Fatalf("vegeta: %d results for %d hits", len(out), n)
 	}
 	return out, cpu
-}
-
-// processCPU is the CPU time (user and system) this process has spent so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // span is the distance between the earliest and the latest of ts.

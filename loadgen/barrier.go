@@ -26,7 +26,7 @@ type Result struct {
 	// BurstCPU from the release to the last answer: what the generator took from a machine it
 	// shares. Zero where the process's usage cannot be read.
 	PrepareCPU, BurstCPU time.Duration
-	cpuStart             time.Duration // processCPU when the preparation began
+	cpuStart             time.Duration // ProcessCPU when the preparation began
 	Buyers               int
 	// Conns is the size of the connection pool the buyers shared.
 	Conns int
@@ -58,8 +58,8 @@ func CheckFiles(conns int, limit uint64) error {
 	return nil
 }
 
-// processCPU is the user and system CPU time this process has used so far (0 when unknown).
-func processCPU() time.Duration {
+// ProcessCPU is the user and system CPU time this process has used so far (0 when unknown).
+func ProcessCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
@@ -70,7 +70,7 @@ func processCPU() time.Duration {
 // released marks the barrier open: the release instant, and the CPU spent up to it.
 func (r *Result) released(now time.Time) {
 	r.Released = now
-	r.PrepareCPU = processCPU() - r.cpuStart
+	r.PrepareCPU = ProcessCPU() - r.cpuStart
 }
 
 func openFileLimit() (uint64, error) {
@@ -118,7 +118,7 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 	if p.Classifier, err = p.classifier(); err != nil {
 		return nil, err
 	}
-	begin, cpuStart := p.now(), processCPU()
+	begin, cpuStart := p.now(), ProcessCPU()
 	resume := holdCollector(p.Buyers * max(1, p.Clicks)) // a shard prepares fewer: a budget, not a count
 	clicks, recs, err := p.prepare()
 	resume()
@@ -140,7 +140,7 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 		return nil, err
 	}
 	res.Resolved = settled
-	res.BurstCPU = processCPU() - res.cpuStart - res.PrepareCPU
+	res.BurstCPU = ProcessCPU() - res.cpuStart - res.PrepareCPU
 	if reads != nil {
 		res.Reads, res.Refresh, res.Poll, res.ReadConns = readRecs, p.Refresh, p.Poll, p.readConns()
 	}
