@@ -47,8 +47,8 @@ func main() {
 	flag.StringVar(&o.fsctl, "fsctl", "bin/fsctl", "the fsctl binary to run")
 	flag.StringVar(&o.serverFsctl, "server-fsctl", "", "the fsctl binary whose serve is measured (default: -fsctl); the generator stays -fsctl, so two servers can be compared under the same load")
 	flag.StringVar(&o.addr, "addr", "127.0.0.1:18080", "listen address of the server under test")
-	flag.StringVar(&o.postgres, "postgres-url", env("FSCTL_POSTGRES_URL", "postgres://fsctl@127.0.0.1:15432/fsctl?sslmode=disable"), "PostgreSQL of the stack")
-	flag.StringVar(&o.redisURL, "redis-url", env("FSCTL_REDIS_URL", "redis://127.0.0.1:16379/0"), "Redis of the stack, one node or redis+cluster:// (its CPU, every master's, is measured when it runs on this machine); give fsctl serve the same with FSCTL_REDIS_URL")
+	postgres := benchrun.URLFlag("postgres-url", "FSCTL_POSTGRES_URL", benchrun.LocalPostgres, "PostgreSQL of the stack")
+	redisURL := benchrun.URLFlag("redis-url", "FSCTL_REDIS_URL", "redis://127.0.0.1:16379/0", "Redis of the stack, one node or redis+cluster:// (its CPU, every master's, is measured when it runs on this machine); give fsctl serve the same with FSCTL_REDIS_URL")
 	flag.IntVar(&o.buyers, "buyers", 50000, "buyers in each burst")
 	flag.IntVar(&o.conns, "conns", 1000, "connections of blast's pool")
 	flag.IntVar(&o.shards, "shards", 4, "stock shards of each item")
@@ -59,6 +59,7 @@ func main() {
 	flag.StringVar(&o.profiles, "blast-profile", "", "a folder: each burst's blast writes its CPU profile there (blast-<units>-<unix seconds>.pprof), the server does not")
 	flag.StringVar(&serveArgs, "serve-args", "", "extra flags for fsctl serve (space separated), e.g. '--redis-batch 0'")
 	flag.Parse()
+	o.postgres, o.redisURL = postgres(), redisURL()
 	for _, u := range strings.Split(units, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(u))
 		if err != nil || n < 1 {
@@ -83,13 +84,6 @@ func main() {
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "salebench:", err)
 	os.Exit(1)
-}
-
-func env(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }
 
 // burst is one measured release of buyers against one stock size.

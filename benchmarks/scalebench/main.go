@@ -50,7 +50,7 @@ func main() {
 	var buyers, targets string
 	flag.StringVar(&o.fsctl, "fsctl", "bin/fsctl", "the fsctl binary to run (blast, serve, sale create, reconcile)")
 	flag.StringVar(&o.addr, "addr", "127.0.0.1:18081", "listen address of fsctl serve")
-	flag.StringVar(&o.postgres, "postgres-url", env("FSCTL_POSTGRES_URL", "postgres://fsctl@127.0.0.1:15432/fsctl?sslmode=disable"), "PostgreSQL of the stack (to wait for the orders before reconcile)")
+	postgres := benchrun.URLFlag("postgres-url", "FSCTL_POSTGRES_URL", benchrun.LocalPostgres, "PostgreSQL of the stack (to wait for the orders before reconcile)")
 	flag.StringVar(&buyers, "buyers", "5000,50000,500000", "buyers of each burst, comma separated")
 	flag.StringVar(&targets, "targets", "trivial,serve", "targets, comma separated: trivial (a 204 endpoint in this process) and serve (fsctl serve)")
 	flag.IntVar(&o.conns, "conns", 1000, "connections of blast's pool (the shard check gives each of its 4 processes a quarter)")
@@ -58,6 +58,7 @@ func main() {
 	flag.DurationVar(&o.lead, "lead", 0, "time from starting blast to the release (--in, --at); 0: 3s up to 50,000 buyers, 12s above")
 	flag.IntVar(&o.shardCheck, "shard-check", 500000, "buyers of the check that 4 shards + blast merge give the single process's verdict and counts (0 skips it)")
 	flag.Parse()
+	o.postgres = postgres()
 	var err error
 	if o.buyers, err = counts(buyers); err != nil {
 		fail(err)
@@ -95,13 +96,6 @@ func counts(s string) ([]int, error) {
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "scalebench:", err)
 	os.Exit(1)
-}
-
-func env(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }
 
 // leadFor is the time between starting blast and the release for a burst of n buyers: enough

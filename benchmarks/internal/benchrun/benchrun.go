@@ -4,8 +4,10 @@
 package benchrun
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -124,4 +126,15 @@ func Loadavg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// LocalPostgres is the PostgreSQL of the local stack (`fsctl stack up`).
+const LocalPostgres = "postgres://fsctl@127.0.0.1:15432/fsctl?sslmode=disable"
+
+// URLFlag defines the flag name for a connection URL and returns its value once the flags are
+// parsed: the flag, else the environment variable env, else def. Its help names the variable
+// rather than showing its value: a URL may carry a password.
+func URLFlag(name, env, def, usage string) func() string {
+	v := flag.String(name, "", fmt.Sprintf("%s (default $%s, else %s)", usage, env, def))
+	return func() string { return cmp.Or(*v, os.Getenv(env), def) }
 }
