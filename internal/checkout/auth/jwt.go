@@ -103,7 +103,7 @@ func (v *Verifier) Verify(token string) (string, error) {
 	if !compact(token) {
 		return "", outcome.Errorf(outcome.Unauthorized, "invalid token: only base64url characters and dots")
 	}
-	var claims jwt.RegisteredClaims
+	var claims buyerClaims
 	_, err := v.parser.ParseWithClaims(token, &claims, v.keyfunc)
 	switch {
 	case errors.Is(err, jwt.ErrTokenExpired):
@@ -146,13 +146,21 @@ func missingClaim(err error) string {
 // and the dots between its parts.
 func compact(token string) bool {
 	for i := 0; i < len(token); i++ {
-		c := token[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+		if !compactByte[token[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// compactByte marks the bytes compact accepts: one lookup a byte instead of five ranges (every
+// buyer's first token is scanned whole).
+var compactByte = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.'
+	}
+	return t
+}()
 
 // Mint signs an HS256 token for user valid for ttl from now.
 func Mint(secret []byte, user string, now time.Time, ttl time.Duration) (string, error) {
