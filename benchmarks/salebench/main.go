@@ -38,6 +38,8 @@ type options struct {
 	redisURL              string
 	redisPIDs             []int // empty when Redis is not a local process; every master's on a cluster
 	serveArgs             []string
+	generatorCores        string // blast's and wrk's cores (taskset list); "" for any
+	serverCores           string // fsctl serve's
 	profiles              string // where each burst's generator CPU profile goes; "" for none
 }
 
@@ -58,7 +60,10 @@ func main() {
 	flag.IntVar(&o.repeat, "repeat", 1, "rounds of the whole measurement; with more than one each figure is the median")
 	flag.StringVar(&o.profiles, "blast-profile", "", "a folder: each burst's blast writes its CPU profile there (blast-<units>-<unix seconds>.pprof), the server does not")
 	flag.StringVar(&serveArgs, "serve-args", "", "extra flags for fsctl serve (space separated), e.g. '--redis-batch 0'")
+	generatorCores := benchrun.CoresFlag("generator-cores", "run blast and wrk")
+	serverCores := benchrun.CoresFlag("server-cores", "run fsctl serve")
 	flag.Parse()
+	o.generatorCores, o.serverCores = *generatorCores, *serverCores
 	o.postgres, o.redisURL = postgres(), redisURL()
 	for _, u := range strings.Split(units, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(u))
@@ -109,13 +114,14 @@ func run(ctx context.Context, o options) error {
 	}
 	defer os.RemoveAll(dir)
 	o.redisPIDs = redisPIDs(ctx, o.redisURL)
-	srv, err := benchrun.StartServer(ctx, o.serverFsctl, o.addr, dir, o.serveArgs...)
+	srv, err := benchrun.StartServer(ctx, o.serverFsctl, o.serverCores, o.addr, dir, o.serveArgs...)
 	if err != nil {
 		return err
 	}
 	defer srv.Stop()
 	base := "http://" + o.addr
-	fmt.Printf("machine: %d cores, load %s; server pid %d on %s\n", runtime.NumCPU(), benchrun.Loadavg(), srv.Cmd.Process.Pid, base)
+	fmt.Printf("machine: %d cores, load %s; server pid %d on %s%s\n", runtime.NumCPU(), benchrun.Loadavg(), srv.Cmd.Process.Pid, base,
+		benchrun.Pinning(map[string]string{"server": o.serverCores, "generator": o.generatorCores}))
 
 	var rounds []round
 	for i := range o.repeat {
@@ -187,7 +193,7 @@ func wrk(ctx context.Context, o options, url, script string) (wrkRun, error) {
 	if script != "" {
 		args = append(args, "-s", script)
 	}
-	cmd := exec.CommandContext(ctx, "wrk", append(args, url)...)
+	cmd := benchrun.Command(ctx, o.generatorCores, "wrk", append(args, url)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return wrkRun{}, fmt.Errorf("wrk %s: %w\n%s", url, err, out)
@@ -303,7 +309,7 @@ func runBurst(ctx context.Context, o options, dir, base string, pid, units int) 
 		return burst{}, err
 	}
 	rcpu0 := procsCPU(o.redisPIDs)
-	cmd := exec.CommandContext(ctx, o.fsctl, "blast", "--target", base, "--sale", saleID, "--item", "drop",
+	cmd := benchrun.Command(ctx, o.generatorCores, o.fsctl, "blast", "--target", base, "--sale", saleID, "--item", "drop",
 		"--buyers", strconv.Itoa(o.buyers), "--conns", strconv.Itoa(o.conns), "--engine", "raw",
 		"--in", "3s", "--expect-sold", strconv.Itoa(units), "-o", "json")
 	if o.profiles != "" {

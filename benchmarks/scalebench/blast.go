@@ -69,7 +69,7 @@ type blastRun struct {
 // missed) and 4 (an invariant broken) come with a report and are returned for the caller to
 // judge; any other status, or no report, is an error.
 func runFsctl(ctx context.Context, o options, args ...string) (blastRun, error) {
-	cmd := exec.CommandContext(ctx, o.fsctl, args...)
+	cmd := benchrun.Command(ctx, o.generatorCores, o.fsctl, args...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

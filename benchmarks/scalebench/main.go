@@ -43,6 +43,8 @@ type options struct {
 	shards     int           // stock shards of each sale's item
 	lead       time.Duration // time from starting blast to the release; 0 picks it by size
 	shardCheck int           // buyers of the shard equivalence check; 0 skips it
+	// generatorCores and serverCores are the taskset lists blast and fsctl serve run on; "" for any.
+	generatorCores, serverCores string
 }
 
 func main() {
@@ -57,7 +59,10 @@ func main() {
 	flag.IntVar(&o.shards, "shards", 4, "stock shards of each sale's item")
 	flag.DurationVar(&o.lead, "lead", 0, "time from starting blast to the release (--in, --at); 0: 3s up to 50,000 buyers, 12s above")
 	flag.IntVar(&o.shardCheck, "shard-check", 500000, "buyers of the check that 4 shards + blast merge give the single process's verdict and counts (0 skips it)")
+	generatorCores := benchrun.CoresFlag("generator-cores", "run blast (every shard and the merge too)")
+	serverCores := benchrun.CoresFlag("server-cores", "run fsctl serve (the trivial endpoint runs in this process: start scalebench under taskset to place it)")
 	flag.Parse()
+	o.generatorCores, o.serverCores = *generatorCores, *serverCores
 	o.postgres = postgres()
 	var err error
 	if o.buyers, err = counts(buyers); err != nil {
@@ -141,7 +146,7 @@ func run(ctx context.Context, o options) error {
 		machine += "; trivial endpoint " + url
 	}
 	if o.wants(targetServe) || o.shardCheck > 0 {
-		srv, err := benchrun.StartServer(ctx, o.fsctl, o.addr, dir)
+		srv, err := benchrun.StartServer(ctx, o.fsctl, o.serverCores, o.addr, dir)
 		if err != nil {
 			return err
 		}
@@ -149,7 +154,7 @@ func run(ctx context.Context, o options) error {
 		b.serveURL = "http://" + o.addr
 		machine += fmt.Sprintf("; fsctl serve pid %d on %s", srv.Cmd.Process.Pid, b.serveURL)
 	}
-	fmt.Println(machine)
+	fmt.Println(machine + benchrun.Pinning(map[string]string{"server": o.serverCores, "generator": o.generatorCores}))
 	var rows []measurement
 	for _, target := range o.targets {
 		for _, n := range o.buyers {

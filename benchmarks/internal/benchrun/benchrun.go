@@ -9,10 +9,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -26,14 +28,14 @@ type Server struct {
 	done chan error
 }
 
-// StartServer starts `fsctl serve --addr addr args...` (its log in dir/serve.log) and waits until
-// /readyz answers 200.
-func StartServer(ctx context.Context, fsctl, addr, dir string, args ...string) (*Server, error) {
+// StartServer starts `fsctl serve --addr addr args...` (its log in dir/serve.log), on cores alone
+// when set (see Command), and waits until /readyz answers 200.
+func StartServer(ctx context.Context, fsctl, cores, addr, dir string, args ...string) (*Server, error) {
 	logf, err := os.Create(filepath.Join(dir, "serve.log"))
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, fsctl, append([]string{"serve", "--addr", addr}, args...)...)
+	cmd := Command(ctx, cores, fsctl, append([]string{"serve", "--addr", addr}, args...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s serve: %w", fsctl, err)
@@ -137,4 +139,30 @@ const LocalPostgres = "postgres://fsctl@127.0.0.1:15432/fsctl?sslmode=disable"
 func URLFlag(name, env, def, usage string) func() string {
 	v := flag.String(name, "", fmt.Sprintf("%s (default $%s, else %s)", usage, env, def))
 	return func() string { return cmp.Or(*v, os.Getenv(env), def) }
+}
+
+// CoresFlag defines the flag that puts one of the benchmark's processes (who) on cores of its own.
+func CoresFlag(name, who string) *string {
+	return flag.String(name, "", who+" on these cores alone, a taskset list such as 8-15 (empty: any core); on a machine with cores to spare, give the generator its own")
+}
+
+// Command is exec.CommandContext(ctx, name, args...), on cores alone when cores is set: through
+// `taskset -c cores`, which execs the program, so its pid and resource usage are the program's.
+func Command(ctx context.Context, cores, name string, args ...string) *exec.Cmd {
+	if cores == "" {
+		return exec.CommandContext(ctx, name, args...)
+	}
+	return exec.CommandContext(ctx, "taskset", append([]string{"-c", cores, name}, args...)...)
+}
+
+// Pinning describes which process runs on which cores (", server on cores 0-7, generator on cores
+// 8-15"), or "" when none is pinned.
+func Pinning(cores map[string]string) string {
+	var b strings.Builder
+	for _, who := range slices.Sorted(maps.Keys(cores)) {
+		if cores[who] != "" {
+			fmt.Fprintf(&b, ", %s on cores %s", who, cores[who])
+		}
+	}
+	return b.String()
 }
