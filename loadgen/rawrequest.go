@@ -65,8 +65,8 @@ func (t *rawRequest) append(dst []byte, base string, v profile.Vars, last *rawUR
 	if !t.ok || t.url == "" {
 		return dst, false
 	}
-	// profile.Route's URL, rendered into a reused buffer: a buyer's URL is most often the last one's.
-	last.url = profile.AppendRender(append(last.url[:0], strings.TrimRight(base, "/")...), t.url, v)
+	// Rendered into a reused buffer: a buyer's URL is most often the last one's.
+	last.url = profile.AppendRoute(last.url[:0], base, t.url, v)
 	if string(last.url) != last.rendered {
 		u := string(last.url)
 		pu, err := url.Parse(u)

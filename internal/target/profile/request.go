@@ -70,5 +70,14 @@ func Route(base, path string, v Vars) string {
 	if path == "" {
 		return ""
 	}
-	return strings.TrimRight(base, "/") + Render(path, v)
+	return string(AppendRoute(nil, base, path, v))
+}
+
+// AppendRoute appends Route(base, path, v) to dst (nothing for an undeclared path): Route without
+// a string of its own, for a caller that renders buyers' URLs into a buffer it reuses.
+func AppendRoute(dst []byte, base, path string, v Vars) []byte {
+	if path == "" {
+		return dst
+	}
+	return AppendRender(append(dst, strings.TrimRight(base, "/")...), path, v)
 }
