@@ -191,3 +191,13 @@ func SignalClusterNode(cfg Config, addr string, sig syscall.Signal) (int, error)
 	}
 	return pid, nil
 }
+
+// ClusterNodeLog is the last n lines of a local cluster node's log, indented, for a test or an
+// error message to show why a node did what it did (a failover that never came).
+func ClusterNodeLog(cfg Config, addr string, n int) string {
+	s, port, err := clusterNode(cfg, addr)
+	if err != nil {
+		return "  (" + err.Error() + ")"
+	}
+	return tail(filepath.Join(s.nodeDir(port), "redis.log"), n)
+}
