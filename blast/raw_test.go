@@ -1,8 +1,11 @@
 package blast_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -183,5 +186,128 @@ func TestRawEngineRefusesWhatItCannotDo(t *testing.T) {
 				t.Fatalf("got %v, want a refusal naming --engine http", err)
 			}
 		})
+	}
+}
+
+func TestRawEngineReadsAnswersInPieces(t *testing.T) {
+	// A server by hand, so an answer can be cut anywhere: some come whole, some in two writes
+	// cut inside their headers, some 40 KB long (more than a read buffer's first size) by length
+	// or in chunks, written a piece at a time. Each must still be read whole and paired with its
+	// own buyer.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var n atomic.Int64
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go servePieces(conn, &n)
+		}
+	}()
+	res, err := loadgen.Run(context.Background(), rawPlan("http://"+ln.Addr().String(), 1000, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := oneEach(t, res, 1000)
+	if counts[outcome.Reserved] != 1000 {
+		t.Fatalf("outcomes %v, want 1000 RESERVED", counts)
+	}
+	for _, r := range res.Records {
+		if r.OrderID != "o-"+r.Key || r.FirstByte.Before(r.Written) || r.Done.Before(r.FirstByte) {
+			t.Fatalf("buyer %d with key %s: order %q, record %+v", r.Buyer, r.Key, r.OrderID, r)
+		}
+	}
+}
+
+// servePieces answers a connection's purchases with 202 and the key's order id, each answer in
+// one of four shapes by its number n.
+func servePieces(conn net.Conn, n *atomic.Int64) {
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	pad := strings.Repeat("x", 40<<10)
+	for {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, req.Body)
+		key := req.Header.Get("Idempotency-Key")
+		if req.URL.Path == "/healthz" {
+			key = "health"
+		}
+		body := fmt.Sprintf(`{"orderId":"o-%s"}`, key)
+		var pieces []string
+		switch i := n.Add(1); i % 4 {
+		case 0: // whole
+			pieces = []string{answer(body, false)}
+		case 1: // cut inside the headers
+			a := answer(body, false)
+			cut := 10 + int(i)%30
+			pieces = []string{a[:cut], a[cut:]}
+		case 2: // long, by length, cut inside the body
+			a := answer(fmt.Sprintf(`{"orderId":"o-%s","pad":"%s"}`, key, pad), false)
+			pieces = []string{a[:len(a)/3], a[len(a)/3 : 2*len(a)/3], a[2*len(a)/3:]}
+		default: // long, in chunks, cut inside the chunks' framing
+			a := answer(fmt.Sprintf(`{"orderId":"o-%s","pad":"%s"}`, key, pad), true)
+			for len(a) > 0 {
+				k := min(len(a), 7001)
+				pieces, a = append(pieces, a[:k]), a[k:]
+			}
+		}
+		for j, p := range pieces {
+			if j > 0 {
+				time.Sleep(200 * time.Microsecond)
+			}
+			if _, err := io.WriteString(conn, p); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// answer is a 202 with body, by length or in chunks of 10,000 bytes.
+func answer(body string, chunked bool) string {
+	if !chunked {
+		return fmt.Sprintf("HTTP/1.1 202 Accepted\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	}
+	var b strings.Builder
+	b.WriteString("HTTP/1.1 202 Accepted\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+	for len(body) > 0 {
+		k := min(len(body), 10000)
+		fmt.Fprintf(&b, "%x\r\n%s\r\n", k, body[:k])
+		body = body[k:]
+	}
+	b.WriteString("0\r\n\r\n")
+	return b.String()
+}
+
+func TestRawEngineStopsWhenCancelled(t *testing.T) {
+	// The server holds every purchase: a cancel mid-burst ends the run at once, each buyer
+	// recorded with the cancel, not left to the 10 s timeout.
+	hold := make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" {
+			<-hold
+		}
+	}))
+	t.Cleanup(hs.Close)
+	t.Cleanup(func() { close(hold) }) // before hs.Close, which waits for the handlers
+	p := rawPlan(hs.URL, 200, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(time.Until(p.At)+200*time.Millisecond, cancel)
+	res, err := loadgen.Run(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := oneEach(t, res, 200)
+	for _, r := range res.Records {
+		if r.Outcome != loadgen.TransportError || !strings.Contains(r.Error, context.Canceled.Error()) {
+			t.Fatalf("outcomes %v; buyer %d: %s %q, want TRANSPORT_ERROR with the cancel", counts, r.Buyer, r.Outcome, r.Error)
+		}
 	}
 }

@@ -164,6 +164,29 @@ func (p Plan) runRaw(ctx context.Context, clicks []click, recs []Record, begin t
 	}
 	res := &Result{At: p.At, Buyers: buyers, Conns: len(lanes), Prepared: p.now().Sub(begin), cpuStart: cpuStart}
 	release := make(chan struct{})
+	wait, err := p.startLanes(ctx, addr, lanes, recs, release)
+	if err != nil {
+		return nil, err
+	}
+	err = sleepUntil(ctx, p.At, p.now, spin)
+	if err == nil {
+		res.released(p.now())
+	}
+	close(release)
+	wait()
+	if err != nil {
+		return nil, err
+	}
+	res.Records = recs
+	return res, nil
+}
+
+// startLanes readies the lanes to go at release: a burst's on event loops where the system has
+// them, a schedule's on a goroutine a lane; wait returns when every click is settled.
+func (p Plan) startLanes(ctx context.Context, addr string, lanes []*lane, recs []Record, release <-chan struct{}) (wait func(), err error) {
+	if eventLoops && p.Schedule == nil {
+		return p.startLoops(ctx, addr, lanes, recs, release)
+	}
 	var wg sync.WaitGroup
 	for _, l := range lanes {
 		wg.Go(func() {
@@ -171,17 +194,7 @@ func (p Plan) runRaw(ctx context.Context, clicks []click, recs []Record, begin t
 			p.drive(ctx, addr, l, recs)
 		})
 	}
-	err = sleepUntil(ctx, p.At, p.now, spin)
-	if err == nil {
-		res.released(p.now())
-	}
-	close(release)
-	wg.Wait()
-	if err != nil {
-		return nil, err
-	}
-	res.Records = recs
-	return res, nil
+	return wg.Wait, nil
 }
 
 // dialLanes opens every lane's connection and warms it with a GET of the health path (any status will do),
@@ -391,6 +404,13 @@ func (m *answerMemo) classify(c *Classifier, status int, body []byte) (outcome.C
 	return m.outcome, m.orderID
 }
 
+// unanswered is true of a connection that ended before its answer began: the request may never
+// have reached the server, so it is sent again on a fresh connection.
+func unanswered(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
+}
+
 // readAnswer reads and classifies one answer into r. It reports whether r is settled: an answer,
 // a timeout or garbage settle it; a connection that ended before the answer does not.
 func (p Plan) readAnswer(ctx context.Context, br *bufio.Reader, r *Record, memo *answerMemo) (bool, error) {
@@ -403,9 +423,7 @@ func (p Plan) readAnswer(ctx context.Context, br *bufio.Reader, r *Record, memo 
 		if r.failed(err); r.Outcome == Timeout {
 			return true, err
 		}
-		unanswered := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-			errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
-		return !unanswered, err
+		return !unanswered(err), err
 	}
 	if _, err := br.Peek(1); err != nil {
 		return fail(err)
