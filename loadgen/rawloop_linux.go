@@ -92,6 +92,8 @@ type eventLoop struct {
 	src      inSource
 	iov      [][]byte
 	events   [256]unix.EpollEvent
+	due      time.Time // the next sweep
+	deadline time.Time // the epoll's read deadline, as last set
 }
 
 // loopConn is one lane on a loop: the cursors over its clicks and the bytes read but not parsed.
@@ -141,9 +143,13 @@ func newEventLoop(p *Plan, ctx context.Context, addr string, recs []Record) (*ev
 	return lp, nil
 }
 
-// wait returns the connections' events, parked until there are some or the sweep is due.
+// wait returns the connections' events, parked until there are some or the sweep is due (the
+// deadline moves once a sweep, not once a wait: a timer's reset each time was a cost of its own).
 func (lp *eventLoop) wait() (int, error) {
-	_ = lp.epoll.SetReadDeadline(time.Now().Add(loopSweep))
+	if !lp.due.Equal(lp.deadline) {
+		lp.deadline = lp.due
+		_ = lp.epoll.SetReadDeadline(lp.due)
+	}
 	var n int
 	var werr error
 	err := lp.waitEp.Read(func(fd uintptr) bool {
@@ -240,7 +246,7 @@ func (lp *eventLoop) run() {
 			lp.flush(c)
 		}
 	}
-	sweep := lp.p.now()
+	lp.due = time.Now().Add(loopSweep)
 	for lp.live > 0 {
 		if err := lp.ctx.Err(); err != nil {
 			lp.cancel(err)
@@ -264,9 +270,9 @@ func (lp *eventLoop) run() {
 			}
 		}
 		lp.takeRedials()
-		if now := lp.p.now(); now.Sub(sweep) >= loopSweep {
-			sweep = now
-			lp.expire(now)
+		if now := time.Now(); !now.Before(lp.due) {
+			lp.due = now.Add(loopSweep)
+			lp.expire(lp.p.now())
 		}
 	}
 }
