@@ -79,7 +79,8 @@ type Config struct {
 	CapacityReport string
 	// MaxSkew bounds the clock difference between this machine and each other clock.
 	MaxSkew time.Duration
-	// MaxRedisRTT is the round trip above which Redis's latency is a warning.
+	// MaxRedisRTT is the round trip above which Redis is too far: a warning when even the fastest
+	// of the pings takes longer.
 	MaxRedisRTT time.Duration
 	// ExpectPaused: the sale (and its room) should be paused, as before a manual opening.
 	ExpectPaused bool

@@ -311,3 +311,15 @@ func TestRoomRedisOfItsOwn(t *testing.T) {
 	expect(t, tg.run(t), "room eviction policy", finding.Fail, "allkeys-random")
 	expect(t, tg.run(t), "eviction policy", finding.Pass, "noeviction")
 }
+
+// TestRedisTooFar: the round trip warns when even the fastest ping is over the bound (the
+// distance to Redis), and only then: a loaded machine's slow median alone is no warning.
+func TestRedisTooFar(t *testing.T) {
+	tg := newTarget(t, checkouttest.Options{Quantity: 1})
+	tg.cfg.MaxRedisRTT = time.Nanosecond
+	if r := expect(t, tg.run(t), "round trip", finding.Warn, "even the fastest"); r.Fix == "" {
+		t.Fatalf("a Redis too far without a fix: %+v", r)
+	}
+	tg.cfg.MaxRedisRTT = time.Minute
+	expect(t, tg.run(t), "round trip", finding.Pass, "5 pings: median ")
+}

@@ -270,11 +270,13 @@ func latency(ctx context.Context, e *env) finding.Finding {
 		rtts = append(rtts, time.Since(start))
 	}
 	slices.Sort(rtts)
-	p50, worst := rtts[len(rtts)/2], rtts[len(rtts)-1]
+	fastest, p50, worst := rtts[0], rtts[len(rtts)/2], rtts[len(rtts)-1]
 	r.Status, r.Detail = finding.Pass, fmt.Sprintf("%d pings: median %s, worst %s", pings, round(p50), round(worst))
-	if p50 > e.cfg.MaxRedisRTT {
+	// The fastest ping is the distance to Redis; the others add what this machine and Redis were
+	// busy with (a CI box under load saw a 5.5 ms median to a Redis on loopback).
+	if fastest > e.cfg.MaxRedisRTT {
 		r.Status = finding.Warn
-		r.Detail += fmt.Sprintf(", above %s", e.cfg.MaxRedisRTT)
+		r.Detail += fmt.Sprintf("; even the fastest %s, above %s", round(fastest), e.cfg.MaxRedisRTT)
 		r.Fix = "every reserve is one round trip: run the servers next to Redis"
 	}
 	return r

@@ -94,7 +94,7 @@ run; 2 a bad flag.`,
 	f.DurationVar(&c.PaymentTimeout, "payment-timeout", 0, "the servers' --payment-timeout (default the server's default)")
 	f.StringVar(&c.CapacityReport, "capacity-report", "", "fsctl blast --output json report whose throughput the admission rate must stay below")
 	f.DurationVar(&c.MaxSkew, "max-skew", defaultMaxSkew, "largest clock difference allowed between the instances and this machine")
-	f.DurationVar(&c.MaxRedisRTT, "max-redis-rtt", 5*time.Millisecond, "Redis round trip above which it warns")
+	f.DurationVar(&c.MaxRedisRTT, "max-redis-rtt", 5*time.Millisecond, "Redis round trip above which it warns (the fastest of 5 pings: the distance, not the load)")
 	f.BoolVar(&c.ExpectPaused, "expect-paused", false, "the sale (and its room) should be paused, to be opened by hand")
 	f.BoolVar(&c.Fix, "fix", false, "apply the safe fixes, then check again")
 	f.DurationVar(&c.Timeout, "timeout", 1500*time.Millisecond, "bound on each probe (the probes of one group run together, within it)")
