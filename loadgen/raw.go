@@ -209,8 +209,13 @@ func (p Plan) dialLanes(ctx context.Context, addr string, lanes []*lane) error {
 	return unreachable(p.BaseURL, "connections", errs)
 }
 
+// dialer is how the raw engine dials: the plan's timeout, kept alive.
+func (p Plan) dialer() net.Dialer {
+	return net.Dialer{Timeout: p.Timeout, KeepAlive: 30 * time.Second}
+}
+
 func (p Plan) dialWarm(ctx context.Context, addr string) (net.Conn, error) {
-	d := net.Dialer{Timeout: p.Timeout, KeepAlive: 30 * time.Second}
+	d := p.dialer()
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
@@ -252,7 +257,7 @@ func (p Plan) drive(ctx context.Context, addr string, l *lane, recs []Record) {
 		if redials == 0 && ctx.Err() == nil {
 			l.conn.Close()
 			var derr error
-			d := net.Dialer{Timeout: p.Timeout, KeepAlive: 30 * time.Second}
+			d := p.dialer()
 			if l.conn, derr = d.DialContext(ctx, "tcp", addr); derr == nil {
 				continue
 			}
@@ -411,6 +416,14 @@ func unanswered(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
 }
 
+// record fills r from its answer a, read whole at now, and classifies it.
+func (p Plan) record(r *Record, a rawAnswer, memo *answerMemo, now time.Time) {
+	r.Status, r.Proto, r.BytesIn = a.status, a.proto, len(a.body)
+	r.RetryAfter = retryAfter(a.retryAfter, now)
+	r.Done = now
+	r.Outcome, r.OrderID = memo.classify(p.Classifier, a.status, a.body)
+}
+
 // readAnswer reads and classifies one answer into r. It reports whether r is settled: an answer,
 // a timeout or garbage settle it; a connection that ended before the answer does not.
 func (p Plan) readAnswer(ctx context.Context, br *bufio.Reader, r *Record, memo *answerMemo) (bool, error) {
@@ -437,10 +450,7 @@ func (p Plan) readAnswer(ctx context.Context, br *bufio.Reader, r *Record, memo 
 		_, err := fail(err)
 		return true, err // the answer began: the server has the request
 	}
-	r.Status, r.Proto, r.BytesIn = a.status, a.proto, len(a.body)
-	r.RetryAfter = retryAfter(a.retryAfter, p.now())
-	r.Done = p.now()
-	r.Outcome, r.OrderID = memo.classify(p.Classifier, a.status, a.body)
+	p.record(r, a, memo, p.now())
 	if a.close {
 		return true, errServerClosed
 	}

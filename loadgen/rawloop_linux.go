@@ -399,10 +399,7 @@ func (lp *eventLoop) parse(c *loopConn) bool {
 			lp.broken(c, err)
 			return false
 		}
-		r.Status, r.Proto, r.BytesIn = a.status, a.proto, len(a.body)
-		r.RetryAfter = retryAfter(a.retryAfter, now)
-		r.Done = now
-		r.Outcome, r.OrderID = c.memo.classify(lp.p.Classifier, a.status, a.body)
+		lp.p.record(r, a, &c.memo, now)
 		lp.settle(c)
 		if a.close {
 			lp.broken(c, errServerClosed)
@@ -450,7 +447,7 @@ func (lp *eventLoop) broken(c *loopConn, err error) {
 	c.redialed = true
 	lp.dialing++
 	go func() {
-		d := net.Dialer{Timeout: lp.p.Timeout, KeepAlive: 30 * time.Second}
+		d := lp.p.dialer()
 		r := redial{c: c, cause: err}
 		conn, derr := d.DialContext(lp.ctx, "tcp", lp.addr)
 		if r.err = derr; derr == nil {
