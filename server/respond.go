@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"io"
@@ -62,9 +63,12 @@ func storeDown(err error) bool {
 		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57")
 	}
 	// A pooled connection PostgreSQL closed as it shut down is "conn closed" on its next use, before
-	// anything is sent (chaos seed 15: a cancel during a stop answered 500).
+	// anything is sent (chaos seed 15: a cancel during a stop answered 500). database/sql (the
+	// migrations' ping) says "bad connection" for one that broke during its handshake (a CI game
+	// day's instance added while PostgreSQL was cut off gave up its start on it).
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) || errors.Is(err, pgconn.ErrConnClosed)
+		errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) || errors.Is(err, pgconn.ErrConnClosed) ||
+		errors.Is(err, driver.ErrBadConn)
 }
 
 func (s *Server) writeCode(w http.ResponseWriter, code outcome.Code, msg string) {

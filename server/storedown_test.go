@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/fsctl/fsctl/internal/checkout/orders"
 	"github.com/fsctl/fsctl/internal/harness/testenv"
+	"github.com/fsctl/fsctl/internal/platform/reach"
 )
 
 // A pay or cancel while PostgreSQL is stopped failed with a connection error that carried no
@@ -57,6 +59,7 @@ func TestStoreDownIsUnavailableNotInternal(t *testing.T) {
 		fmt.Errorf("cancel order x: %w", dialErr),
 		fmt.Errorf("cancel: %w", &pgconn.PgError{Code: "57P03", Message: "the database system is shutting down"}),
 		fmt.Errorf("read: %w", io.ErrUnexpectedEOF),
+		reach.Unreachable("postgres", addr+"/fsctl", driver.ErrBadConn), // the migrations' ping
 	}
 	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, err := range down {
