@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -22,6 +24,15 @@ const DefaultPurchaseDeadline = 6 * time.Second
 // hand-off runs on its own clock (purchase.go), and a yes that comes later is kept under the
 // Idempotency-Key, so the buyer's retry with the same key gets it; what it writes is dropped.
 // Until the reserve, the purchase's context ends at the deadline, so it stops waiting too.
+//
+// A purchase without a body (almost all) runs on the request's own goroutine, and the late answer
+// is written by the deadline's timer while that goroutine is still inside the purchase: it is the
+// only writer of the response then (the purchase writes into its held answer), and the answer
+// closes the connection, so the buyer's retry comes on a new one instead of waiting behind the
+// purchase. Handing every purchase to another goroutine, to be free to answer at the deadline, cost
+// two more goroutine switches a purchase: 3-4 us of the sold-out path's 30 (docs/benchmarks.md). A purchase with a
+// body runs on a worker as before: its goroutine may still be reading the body at the deadline,
+// and net/http's reading and answering of one request must not overlap.
 func (s *Server) answerWithin(h http.HandlerFunc) http.HandlerFunc {
 	d := s.cfg.PurchaseDeadline
 	if d <= 0 {
@@ -31,35 +42,81 @@ func (s *Server) answerWithin(h http.HandlerFunc) http.HandlerFunc {
 		ctx, cancel := context.WithTimeout(r.Context(), d)
 		defer cancel()
 		bw := heldAnswers.Get().(*heldAnswer)
-		purchaseWorkers.run(func() {
-			defer func() { bw.done <- recover() }()
-			h(bw, r.WithContext(ctx))
+		if r.Body != nil && r.Body != http.NoBody {
+			s.answerFromWorker(ctx, w, r, h, bw)
+			return
+		}
+		bw.to = w
+		stop := context.AfterFunc(ctx, func() {
+			if ctx.Err() == context.DeadlineExceeded && bw.answerLate(s.lateAnswer()) {
+				s.metrics.pastDeadline.Inc()
+				s.log.Warn("purchase not answered within the deadline; told to retry", "path", r.URL.Path, "deadline", d)
+			}
 		})
+		answered := false
+		defer func() {
+			if !answered { // h panicked: the timer must leave w alone before net/http recovers
+				stop()
+				bw.abandon()
+			}
+		}()
+		h(bw, r.WithContext(ctx))
+		answered = true
+		if stop() { // the deadline's timer will not touch bw
+			bw.sendTo(w)
+			bw.release()
+			return
+		}
+		// The timer fired (or the buyer hung up): it answered, or it finds the answer sent and leaves.
+		// It may still hold bw, which is therefore never reused.
+		bw.sendTo(w)
+	}
+}
+
+// answerFromWorker runs a purchase that has a body on a worker, and answers at the deadline if
+// the purchase has not by then.
+func (s *Server) answerFromWorker(ctx context.Context, w http.ResponseWriter, r *http.Request, h http.HandlerFunc, bw *heldAnswer) {
+	purchaseWorkers.run(func() {
+		defer func() { bw.done <- recover() }()
+		h(bw, r.WithContext(ctx))
+	})
+	select {
+	case p := <-bw.done:
+		if p != nil {
+			panic(p) // net/http's own recovery, as if h had run here
+		}
+		bw.sendTo(w)
+		bw.release()
+	case <-ctx.Done():
 		select {
-		case p := <-bw.done:
+		case p := <-bw.done: // answered as the deadline passed
 			if p != nil {
-				panic(p) // net/http's own recovery, as if h had run here
+				panic(p)
 			}
 			bw.sendTo(w)
 			bw.release()
-		case <-ctx.Done():
-			select {
-			case p := <-bw.done: // answered as the deadline passed
-				if p != nil {
-					panic(p)
-				}
-				bw.sendTo(w)
-				bw.release()
-				return
-			default:
-			}
-			// The purchase goes on with bw: it is never released to be reused.
-			bw.expire()
-			s.metrics.pastDeadline.Inc()
-			s.log.Warn("purchase not answered within the deadline; told to retry", "path", r.URL.Path, "deadline", d)
-			s.writeCode(w, outcome.Unavailable, fmt.Sprintf("no answer within the purchase deadline (%s); it may still go through: retry with the same Idempotency-Key to learn how it ended", d))
+			return
+		default:
 		}
+		// The purchase goes on with bw: it is never released to be reused.
+		bw.expire()
+		if ctx.Err() != context.DeadlineExceeded {
+			return // the buyer hung up: nobody to answer
+		}
+		s.metrics.pastDeadline.Inc()
+		s.log.Warn("purchase not answered within the deadline; told to retry", "path", r.URL.Path, "deadline", s.cfg.PurchaseDeadline)
+		s.writeCode(w, outcome.Unavailable, s.pastDeadlineMessage())
 	}
+}
+
+func (s *Server) pastDeadlineMessage() string {
+	return fmt.Sprintf("no answer within the purchase deadline (%s); it may still go through: retry with the same Idempotency-Key to learn how it ended", s.cfg.PurchaseDeadline)
+}
+
+// lateAnswer renders the deadline's 503, whole, for answerLate.
+func (s *Server) lateAnswer() []byte {
+	b, _ := json.Marshal(errorBody{Error: outcome.Unavailable, Message: s.pastDeadlineMessage()})
+	return append(b, '\n')
 }
 
 // heldAnswer holds a purchase's answer until it is sent whole (sendTo) or the deadline passed
@@ -72,7 +129,12 @@ type heldAnswer struct {
 	status  int
 	body    []byte
 	expired bool
-	done    chan any // the purchase's end: nil, or what it panicked with
+	sent    bool
+	done    chan any // the purchase's end, on a worker: nil, or what it panicked with
+
+	// to is the request's own writer, for a purchase on the request's goroutine: the deadline's
+	// timer answers there, under mu, unless sendTo has.
+	to http.ResponseWriter
 }
 
 var heldAnswers = sync.Pool{New: func() any {
@@ -83,7 +145,7 @@ var heldAnswers = sync.Pool{New: func() any {
 // once the purchase has ended (done received), so nothing else holds a.
 func (a *heldAnswer) release() {
 	clear(a.header)
-	a.status, a.body, a.expired = http.StatusOK, a.body[:0], false
+	a.status, a.body, a.expired, a.sent, a.to = http.StatusOK, a.body[:0], false, false, nil
 	heldAnswers.Put(a)
 }
 
@@ -111,10 +173,43 @@ func (a *heldAnswer) expire() {
 	a.expired = true
 }
 
-// sendTo writes the held answer to w.
+// answerLate sends body as the 503 of a purchase past its deadline, with Retry-After and
+// Connection: close, and drops what the purchase writes from now on; it reports false when the
+// purchase's own answer was sent first. The answer is flushed whole (its length given), so the
+// buyer has it now, while the purchase goes on.
+func (a *heldAnswer) answerLate(body []byte) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.sent || a.expired {
+		return false
+	}
+	a.expired, a.sent = true, true
+	h := a.to.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Retry-After", "1")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Connection", "close")
+	a.to.WriteHeader(outcome.HTTPStatus(outcome.Unavailable))
+	_, _ = a.to.Write(body)
+	_ = http.NewResponseController(a.to).Flush()
+	return true
+}
+
+// abandon marks the answer sent without sending it: nothing may write to the request's writer.
+func (a *heldAnswer) abandon() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.sent = true
+}
+
+// sendTo writes the held answer to w, unless the late answer was sent.
 func (a *heldAnswer) sendTo(w http.ResponseWriter) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.sent {
+		return
+	}
+	a.sent = true
 	for k, v := range a.header {
 		w.Header()[k] = v
 	}

@@ -1,11 +1,18 @@
 package server
 
 import (
+	"context"
+	"io"
+	"log"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // A held answer is reused once sent (heldAnswers): nothing of one purchase's answer, a header, its
@@ -41,4 +48,120 @@ func TestHeldAnswersDoNotLeakIntoTheNext(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// A purchase past its deadline: the buyer hears the 503 at the deadline, whole, with Retry-After
+// and Connection: close (so a retry does not queue behind the purchase on the same connection),
+// while the purchase goes on and what it writes later is dropped. Both ways a purchase runs: on the
+// request's own goroutine (no body) and on a worker (a body). A purchase answered in time is sent
+// as it wrote it, and a buyer who hangs up is not counted past the deadline.
+func TestALatePurchaseIsAnsweredAtItsDeadline(t *testing.T) {
+	const deadline = 300 * time.Millisecond
+	s := &Server{cfg: Config{PurchaseDeadline: deadline}, metrics: newMetrics(), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	ended := make(chan string, 4)
+	srv := httptest.NewServer(s.answerWithin(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("late") == "" {
+			w.WriteHeader(http.StatusAccepted)
+			_, _ = w.Write([]byte(`{"status":"PENDING"}`))
+			return
+		}
+		time.Sleep(3 * deadline) // a frozen store: the purchase goes on past its deadline
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = w.Write([]byte(`{"status":"PENDING"}`))
+		ended <- r.URL.RawQuery
+	}))
+	defer srv.Close()
+	client := &http.Client{Timeout: 10 * deadline}
+	for _, body := range []string{"", "{}"} {
+		start := time.Now()
+		resp, err := client.Post(srv.URL+"/purchase?late=1&body="+body, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatalf("body %q: %v", body, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		took := time.Since(start)
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" ||
+			!strings.Contains(string(b), `"error":"UNAVAILABLE"`) || !strings.Contains(string(b), "purchase deadline (300ms)") {
+			t.Errorf("body %q: answer %d %v %s, want 503 UNAVAILABLE, Retry-After 1, the deadline named", body, resp.StatusCode, resp.Header, b)
+		}
+		if body == "" && !resp.Close {
+			t.Errorf("late answer without Connection: close: %v", resp.Header)
+		}
+		if took >= 2*deadline {
+			t.Errorf("body %q: answered after %s, want at the %s deadline", body, took, deadline)
+		}
+		select {
+		case q := <-ended:
+			t.Errorf("the purchase (%s) ended before its late answer came: it did not outlive the deadline", q)
+		default:
+		}
+		select {
+		case <-ended: // the purchase went on to its end
+		case <-time.After(10 * deadline):
+			t.Errorf("body %q: the purchase never ended", body)
+		}
+	}
+	if got := pastDeadline(t, s); got != 2 {
+		t.Errorf("past deadline counted %v times, want 2", got)
+	}
+	// In time, on the same server: as written, the connection kept.
+	resp, err := client.Post(srv.URL+"/purchase", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted || string(b) != `{"status":"PENDING"}` || resp.Close {
+		t.Errorf("in time: %d %q close=%v, want 202 as written", resp.StatusCode, b, resp.Close)
+	}
+	// A buyer who hangs up before the deadline: nothing counted past it.
+	ctx, cancel := context.WithTimeout(context.Background(), deadline/3)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/purchase?late=1", nil)
+	if resp, err := client.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the hung-up buyer got an answer: %d", resp.StatusCode)
+	}
+	<-ended
+	if got := pastDeadline(t, s); got != 2 {
+		t.Errorf("a buyer who hung up was counted past the deadline: %v, want 2", got)
+	}
+}
+
+func pastDeadline(t *testing.T, s *Server) float64 {
+	var m dto.Metric
+	if err := s.metrics.pastDeadline.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// A purchase that panics runs into net/http's own recovery, past its deadline (the late answer
+// went out first) and in time (the connection is dropped, no answer sent), with the race detector
+// watching the deadline's timer and the request's goroutine.
+func TestALatePurchaseThatPanics(t *testing.T) {
+	const deadline = 100 * time.Millisecond
+	s := &Server{cfg: Config{PurchaseDeadline: deadline}, metrics: newMetrics(), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	srv := httptest.NewUnstartedServer(s.answerWithin(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("late") != "" {
+			time.Sleep(2 * deadline)
+		}
+		panic("purchase broke")
+	}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.Start()
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/purchase?late=1", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("late, then a panic: %d, want the deadline's 503", resp.StatusCode)
+	}
+	if resp, err := http.Post(srv.URL+"/purchase", "application/json", nil); err == nil {
+		resp.Body.Close()
+		t.Errorf("a purchase that panicked in time answered %d, want net/http's dropped connection", resp.StatusCode)
+	}
 }

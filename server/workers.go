@@ -2,10 +2,11 @@ package server
 
 import "sync/atomic"
 
-// purchaseWorkers runs each purchase's handler (answerWithin) on a goroutine that outlives it. A
-// goroutine started per purchase begins with a small stack and grows it, copy by copy, to the
-// depth of the purchase path (handler, reserve, group commit, go-redis); on the sold-out path that
-// growth was a tenth of the server's CPU. A worker keeps its grown stack for the next purchase.
+// purchaseWorkers runs the handler of each purchase that carries a body (answerWithin; one without
+// runs on its request's goroutine) on a goroutine that outlives it. A goroutine started per
+// purchase begins with a small stack and grows it, copy by copy, to the depth of the purchase
+// path (handler, reserve, group commit, go-redis); on the sold-out path that growth was a tenth
+// of the server's CPU. A worker keeps its grown stack for the next purchase.
 //
 // A purchase never waits for a worker: it is handed to one idle worker, or to a new goroutine when
 // none is idle. At most maxIdleWorkers wait for work between purchases (a few MiB of stacks); one
