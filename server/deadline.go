@@ -47,8 +47,8 @@ func (s *Server) answerWithin(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		bw.to = w
-		stop := context.AfterFunc(ctx, func() {
-			if ctx.Err() == context.DeadlineExceeded && bw.answerLate(s.lateAnswer()) {
+		late := time.AfterFunc(d, func() {
+			if r.Context().Err() == nil && bw.answerLate(s.lateAnswer()) { // nobody to answer once the buyer hung up
 				s.metrics.pastDeadline.Inc()
 				s.log.Warn("purchase not answered within the deadline; told to retry", "path", r.URL.Path, "deadline", d)
 			}
@@ -56,18 +56,18 @@ func (s *Server) answerWithin(h http.HandlerFunc) http.HandlerFunc {
 		answered := false
 		defer func() {
 			if !answered { // h panicked: the timer must leave w alone before net/http recovers
-				stop()
+				late.Stop()
 				bw.abandon()
 			}
 		}()
 		h(bw, r.WithContext(ctx))
 		answered = true
-		if stop() { // the deadline's timer will not touch bw
+		if late.Stop() { // the deadline's timer will not touch bw
 			bw.sendTo(w)
 			bw.release()
 			return
 		}
-		// The timer fired (or the buyer hung up): it answered, or it finds the answer sent and leaves.
+		// The timer fired: it answered, or it finds the buyer gone or the answer sent and leaves.
 		// It may still hold bw, which is therefore never reused.
 		bw.sendTo(w)
 	}
