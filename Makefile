@@ -25,7 +25,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(BU
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .DEFAULT_GOAL := build
-.PHONY: help deps build vet lint test fuzz bench bench-sale bench-scale bench-blast demo stack-up stack-down stack-status clean faultdrill docs samples
+.PHONY: help deps build vet lint test fuzz bench bench-sale bench-floor wrk bench-scale bench-blast demo stack-up stack-down stack-status clean faultdrill docs samples
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -121,10 +121,17 @@ bench: stack-up ## benchmarks in ./benchmarks
 
 # extra flags for the sale benchmark, e.g. SALEBENCH_FLAGS='-units 10000 -serve-args "--redis-batch 0"'
 SALEBENCH_FLAGS ?=
-bench-sale: stack-up ## the 10,000-unit sale: 50,000 buyers against 10,000 and 100 units, beside wrk -> /healthz in the same run (~1 min; installs wrk)
-	@command -v wrk >/dev/null 2>&1 || { echo "bench-sale: installing wrk"; $(SUDO) apt-get update -qq && \
-		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wrk; }
+bench-sale: stack-up wrk ## the 10,000-unit sale: 50,000 buyers against 10,000 and 100 units, beside wrk -> /healthz in the same run (~1 min; installs wrk)
 	$(GO) run ./benchmarks/salebench -fsctl $(FSCTL) $(SALEBENCH_FLAGS)
+
+# extra flags for the floors benchmark, e.g. FLOORBENCH_FLAGS='-rounds 5 -modes http,reserve'
+FLOORBENCH_FLAGS ?=
+bench-floor: stack-up wrk ## the floors under the sold-out purchase's server CPU: net/http alone, plus one Redis script call (pooled, batched), plus fsctl's reserve (~1.5 min; installs wrk)
+	$(GO) run ./benchmarks/floorbench $(FLOORBENCH_FLAGS)
+
+wrk:
+	@command -v wrk >/dev/null 2>&1 || { echo "installing wrk"; $(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wrk; }
 
 # extra flags for the scale benchmark, e.g. SCALEBENCH_FLAGS='-buyers 2000,5000 -shard-check 5000' (a quick check)
 SCALEBENCH_FLAGS ?=

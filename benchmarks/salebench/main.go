@@ -218,20 +218,6 @@ func wrk(ctx context.Context, o options, url, script string) (wrkRun, error) {
 	return r, nil
 }
 
-// wrkScript sends purchases with a fresh Idempotency-Key each (thread id and a counter).
-const wrkScript = `
-local n = 0
-local id = 0
-function setup(thread) id = id + 1; thread:set("tid", id) end
-function init(args) tid = tid or 0 end
-function request()
-  n = n + 1
-  wrk.headers["Idempotency-Key"] = "wrk-" .. tid .. "-" .. n
-  wrk.headers["Authorization"] = "Bearer %s"
-  return wrk.format("POST", "%s")
-end
-`
-
 // soldOutPath measures purchases of a sold-out item: the path 490,000 of 500,000 buyers take.
 func soldOutPath(ctx context.Context, o options, dir, base string) (wrkRun, error) {
 	path := "/api/v1/sales/bench-soldout/items/gone/purchase"
@@ -261,7 +247,7 @@ func soldOutPath(ctx context.Context, o options, dir, base string) (wrkRun, erro
 		return wrkRun{}, err
 	}
 	script := filepath.Join(dir, "soldout.lua")
-	if err := os.WriteFile(script, fmt.Appendf(nil, wrkScript, tok, path), 0o600); err != nil {
+	if err := os.WriteFile(script, []byte(benchrun.WrkPurchaseScript(tok, path)), 0o600); err != nil {
 		return wrkRun{}, err
 	}
 	return wrk(ctx, o, base+path, script)

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -165,4 +166,27 @@ func Pinning(cores map[string]string) string {
 		}
 	}
 	return b.String()
+}
+
+// WrkPurchaseScript is a wrk script that POSTs purchases to path ("" for the URL wrk is given) as
+// the buyer of token, a fresh Idempotency-Key each (the thread's id and a counter): the sold-out
+// path of `make bench-sale` and `make bench-floor`.
+func WrkPurchaseScript(token, path string) string {
+	if path == "" {
+		path = "nil"
+	} else {
+		path = strconv.Quote(path)
+	}
+	return `
+local n = 0
+local id = 0
+function setup(thread) id = id + 1; thread:set("tid", id) end
+function init(args) tid = tid or 0 end
+function request()
+  n = n + 1
+  wrk.headers["Idempotency-Key"] = "wrk-" .. tid .. "-" .. n
+  wrk.headers["Authorization"] = "Bearer ` + token + `"
+  return wrk.format("POST", ` + path + `)
+end
+`
 }

@@ -49,3 +49,15 @@ func TestCommandRunsOnTheCoresGiven(t *testing.T) {
 		t.Errorf("Pinning = %q, want %q", got, want)
 	}
 }
+
+func TestWrkPurchaseScript(t *testing.T) {
+	s := WrkPurchaseScript("tok.en", "/api/v1/sales/s/items/i/purchase")
+	for _, want := range []string{`"Bearer tok.en"`, `wrk.format("POST", "/api/v1/sales/s/items/i/purchase")`, `"wrk-" .. tid .. "-" .. n`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("script lacks %s:\n%s", want, s)
+		}
+	}
+	if s := WrkPurchaseScript("t", ""); !strings.Contains(s, `wrk.format("POST", nil)`) {
+		t.Errorf("no path: want wrk's own URL (nil):\n%s", s)
+	}
+}
