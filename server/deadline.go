@@ -32,7 +32,8 @@ const DefaultPurchaseDeadline = 6 * time.Second
 // purchase. Handing every purchase to another goroutine, to be free to answer at the deadline, cost
 // two more goroutine switches a purchase: 3-4 us of the sold-out path's 30 (docs/benchmarks.md). A purchase with a
 // body runs on a worker as before: its goroutine may still be reading the body at the deadline,
-// and net/http's reading and answering of one request must not overlap.
+// and net/http's reading and answering of one request must not overlap. So does one over HTTP/2,
+// whose answer ends (END_STREAM) only when its handler returns.
 func (s *Server) answerWithin(h http.HandlerFunc) http.HandlerFunc {
 	d := s.cfg.PurchaseDeadline
 	if d <= 0 {
@@ -42,7 +43,7 @@ func (s *Server) answerWithin(h http.HandlerFunc) http.HandlerFunc {
 		ctx, cancel := context.WithTimeout(r.Context(), d)
 		defer cancel()
 		bw := heldAnswers.Get().(*heldAnswer)
-		if r.Body != nil && r.Body != http.NoBody {
+		if r.ProtoMajor != 1 || r.Body != nil && r.Body != http.NoBody {
 			s.answerFromWorker(ctx, w, r, h, bw)
 			return
 		}

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +15,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
 // A held answer is reused once sent (heldAnswers): nothing of one purchase's answer, a header, its
@@ -164,4 +168,75 @@ func TestALatePurchaseThatPanics(t *testing.T) {
 		resp.Body.Close()
 		t.Errorf("a purchase that panicked in time answered %d, want net/http's dropped connection", resp.StatusCode)
 	}
+}
+
+// Over HTTP/2 a late purchase runs on a worker: an HTTP/2 answer ends (END_STREAM) only when its
+// handler returns, so one written by the deadline's timer would leave the buyer waiting for its end
+// until the purchase's. The test speaks h2c frames itself, to see when the stream ends.
+func TestALatePurchaseOverHTTP2(t *testing.T) {
+	const deadline = 300 * time.Millisecond
+	s := &Server{cfg: Config{PurchaseDeadline: deadline}, metrics: newMetrics(), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	ended := make(chan struct{}, 1)
+	srv := httptest.NewUnstartedServer(s.answerWithin(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(3 * deadline)
+		w.WriteHeader(http.StatusAccepted)
+		ended <- struct{}{}
+	}))
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetHTTP1(true)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Start()
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fr := http2.NewFramer(conn, conn)
+	var block bytes.Buffer
+	enc := hpack.NewEncoder(&block)
+	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":authority", "checkout"}, {":path", "/purchase"}} {
+		_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	start := time.Now()
+	if _, err := conn.Write([]byte(http2.ClientPreface)); err != nil {
+		t.Fatal(err)
+	}
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block.Bytes(), EndStream: true, EndHeaders: true}); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * deadline))
+	status := ""
+	for done := false; !done; {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("reading the answer: %v", err)
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				_ = fr.WriteSettingsAck()
+			}
+		case *http2.HeadersFrame:
+			fields, err := hpack.NewDecoder(4096, nil).DecodeFull(f.HeaderBlockFragment())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, hf := range fields {
+				if hf.Name == ":status" {
+					status = hf.Value
+				}
+			}
+			done = f.StreamEnded()
+		case *http2.DataFrame:
+			done = f.StreamEnded()
+		}
+	}
+	if took := time.Since(start); status != "503" || took >= 2*deadline {
+		t.Errorf("late purchase over HTTP/2: status %s, its stream ended after %s; want the deadline's 503, ended by about %s", status, took, deadline)
+	}
+	<-ended
 }
