@@ -29,11 +29,12 @@ const DefaultPurchaseDeadline = 6 * time.Second
 // is written by the deadline's timer while that goroutine is still inside the purchase: it is the
 // only writer of the response then (the purchase writes into its held answer), and the answer
 // closes the connection, so the buyer's retry comes on a new one instead of waiting behind the
-// purchase. Handing every purchase to another goroutine, to be free to answer at the deadline, cost
-// two more goroutine switches a purchase: 3-4 us of the sold-out path's 30 (docs/benchmarks.md). A purchase with a
-// body runs on a worker as before: its goroutine may still be reading the body at the deadline,
-// and net/http's reading and answering of one request must not overlap. So does one over HTTP/2,
-// whose answer ends (END_STREAM) only when its handler returns.
+// purchase. Handing every purchase to another goroutine, to be free to answer at the deadline,
+// cost two more goroutine switches a purchase: a tenth of the server's CPU in make bench-sale's
+// bursts (docs/benchmarks.md). A purchase with a body runs on a worker as before: its goroutine
+// may still be reading the body at the deadline, and net/http's reading and answering of one
+// request must not overlap. So does one over HTTP/2, whose answer ends (END_STREAM) only when its
+// handler returns.
 func (s *Server) answerWithin(h http.HandlerFunc) http.HandlerFunc {
 	d := s.cfg.PurchaseDeadline
 	if d <= 0 {
@@ -101,11 +102,10 @@ func (s *Server) answerFromWorker(ctx context.Context, w http.ResponseWriter, r 
 		}
 		// The purchase goes on with bw: it is never released to be reused.
 		bw.expire()
-		if ctx.Err() != context.DeadlineExceeded {
-			return // the buyer hung up: nobody to answer
+		if ctx.Err() == context.DeadlineExceeded { // not a buyer who hung up
+			s.metrics.pastDeadline.Inc()
+			s.log.Warn("purchase not answered within the deadline; told to retry", "path", r.URL.Path, "deadline", s.cfg.PurchaseDeadline)
 		}
-		s.metrics.pastDeadline.Inc()
-		s.log.Warn("purchase not answered within the deadline; told to retry", "path", r.URL.Path, "deadline", s.cfg.PurchaseDeadline)
 		s.writeCode(w, outcome.Unavailable, s.pastDeadlineMessage())
 	}
 }
