@@ -21,10 +21,9 @@ import (
 // A burst's lanes are driven by event loops, one a core, each over its share of the connections
 // with epoll, as wrk drives its own: a loop parks and wakes for whatever its connections have
 // ready, not a goroutine per answer, and a socket is read when epoll says it has bytes, not once
-// more to learn that it has none. In a 50,000-buyer
-// burst the goroutine-per-lane engine spent 13% of its CPU in the scheduler and made 1.7 reads an
-// answer, half of them EAGAIN (docs/benchmarks.md). A schedule's clicks fall due one by one and
-// keep the goroutine lanes.
+// more to learn that it has none. In a 50,000-buyer burst the goroutine-per-lane engine spent 13%
+// of its CPU in the scheduler and made 1.7 reads an answer, half of them EAGAIN
+// (docs/benchmarks.md). A schedule's clicks fall due one by one and keep the goroutine lanes.
 
 // eventLoops is true where the raw engine drives a burst on event loops.
 const eventLoops = true

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -114,10 +113,11 @@ func (s *Server) pastDeadlineMessage() string {
 	return fmt.Sprintf("no answer within the purchase deadline (%s); it may still go through: retry with the same Idempotency-Key to learn how it ended", s.cfg.PurchaseDeadline)
 }
 
-// lateAnswer renders the deadline's 503, whole, for answerLate.
-func (s *Server) lateAnswer() []byte {
-	b, _ := json.Marshal(errorBody{Error: outcome.Unavailable, Message: s.pastDeadlineMessage()})
-	return append(b, '\n')
+// lateAnswer renders the deadline's 503 as writeCode writes it, for answerLate to send whole.
+func (s *Server) lateAnswer() *heldAnswer {
+	late := &heldAnswer{header: http.Header{}}
+	s.writeCode(late, outcome.Unavailable, s.pastDeadlineMessage())
+	return late
 }
 
 // heldAnswer holds a purchase's answer until it is sent whole (sendTo) or the deadline passed
@@ -143,7 +143,7 @@ var heldAnswers = sync.Pool{New: func() any {
 }}
 
 // release makes a sent answer ready for the next purchase. Only the request's goroutine calls it,
-// once the purchase has ended (done received), so nothing else holds a.
+// once the purchase has ended and the deadline's timer cannot fire, so nothing else holds a.
 func (a *heldAnswer) release() {
 	clear(a.header)
 	a.status, a.body, a.expired, a.sent, a.to = http.StatusOK, a.body[:0], false, false, nil
@@ -174,24 +174,20 @@ func (a *heldAnswer) expire() {
 	a.expired = true
 }
 
-// answerLate sends body as the 503 of a purchase past its deadline, with Retry-After and
-// Connection: close, and drops what the purchase writes from now on; it reports false when the
-// purchase's own answer was sent first. The answer is flushed whole (its length given), so the
+// answerLate sends late (lateAnswer) to the request's writer in place of the purchase's answer,
+// with Connection: close, and drops what the purchase writes from now on; it reports false when
+// the purchase's own answer was sent first. The answer is flushed whole (its length given), so the
 // buyer has it now, while the purchase goes on.
-func (a *heldAnswer) answerLate(body []byte) bool {
+func (a *heldAnswer) answerLate(late *heldAnswer) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.sent || a.expired {
+	if a.sent {
 		return false
 	}
 	a.expired, a.sent = true, true
-	h := a.to.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Retry-After", "1")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("Connection", "close")
-	a.to.WriteHeader(outcome.HTTPStatus(outcome.Unavailable))
-	_, _ = a.to.Write(body)
+	late.header.Set("Content-Length", strconv.Itoa(len(late.body)))
+	late.header.Set("Connection", "close")
+	late.sendTo(a.to)
 	_ = http.NewResponseController(a.to).Flush()
 	return true
 }

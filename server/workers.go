@@ -2,8 +2,8 @@ package server
 
 import "sync/atomic"
 
-// purchaseWorkers runs the handler of each purchase that carries a body (answerWithin; one without
-// runs on its request's goroutine) on a goroutine that outlives it. A goroutine started per
+// purchaseWorkers runs the handler of each purchase that carries a body or comes over HTTP/2
+// (answerWithin; the others run on their request's goroutine) on a goroutine that outlives it. A goroutine started per
 // purchase begins with a small stack and grows it, copy by copy, to the depth of the purchase
 // path (handler, reserve, group commit, go-redis); on the sold-out path that growth was a tenth
 // of the server's CPU. A worker keeps its grown stack for the next purchase.
