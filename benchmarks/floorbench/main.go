@@ -27,7 +27,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -164,22 +163,12 @@ func measure(ctx context.Context, o options, url, script string) (us, rps float6
 	if err != nil {
 		return 0, 0, fmt.Errorf("wrk: %w\n%s", err, out)
 	}
-	m, n := rpsLine.FindSubmatch(out), doneLine.FindSubmatch(out)
-	if m == nil || n == nil {
-		return 0, 0, fmt.Errorf("no Requests/sec or request count in wrk's output:\n%s", out)
-	}
-	requests, _ := strconv.Atoi(string(n[1]))
-	rps, _ = strconv.ParseFloat(string(m[1]), 64)
-	if requests == 0 {
-		return 0, 0, fmt.Errorf("wrk made no request:\n%s", out)
+	rps, requests, err := benchrun.WrkCounts(out)
+	if err != nil {
+		return 0, 0, err
 	}
 	return float64(cpu.Nanoseconds()) / 1e3 / float64(requests), rps, nil
 }
-
-var (
-	rpsLine  = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
-	doneLine = regexp.MustCompile(`(\d+) requests in`)
-)
 
 func selfCPU() time.Duration {
 	var ru syscall.Rusage

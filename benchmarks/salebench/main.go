@@ -18,7 +18,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -175,11 +174,6 @@ func measure(ctx context.Context, o options, dir, base string, pid int) (round, 
 	return r, nil
 }
 
-var (
-	rpsLine  = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
-	doneLine = regexp.MustCompile(`(\d+) requests in `)
-)
-
 // wrkRun is what one wrk run measured: its requests per second, and its own CPU (user and system)
 // per request, the load generator's cost that blast's is held to.
 type wrkRun struct {
@@ -201,18 +195,12 @@ func wrk(ctx context.Context, o options, url, script string) (wrkRun, error) {
 	if strings.Contains(string(out), "Non-2xx") && script == "" {
 		return wrkRun{}, fmt.Errorf("wrk %s: error answers\n%s", url, out)
 	}
-	m, n := rpsLine.FindSubmatch(out), doneLine.FindSubmatch(out)
-	if m == nil || n == nil {
-		return wrkRun{}, fmt.Errorf("wrk %s: no Requests/sec or request count in\n%s", url, out)
-	}
 	var r wrkRun
-	if r.rps, err = strconv.ParseFloat(string(m[1]), 64); err != nil {
-		return r, err
+	rps, requests, err := benchrun.WrkCounts(out)
+	if err != nil {
+		return r, fmt.Errorf("wrk %s: %w", url, err)
 	}
-	requests, err := strconv.Atoi(string(n[1]))
-	if err != nil || requests == 0 {
-		return r, fmt.Errorf("wrk %s: %d requests (%v)", url, requests, err)
-	}
+	r.rps = rps
 	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	r.cpuReq = cpu / time.Duration(requests)
 	return r, nil

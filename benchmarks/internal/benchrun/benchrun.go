@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -189,4 +190,25 @@ function request()
   return wrk.format("POST", ` + path + `)
 end
 `
+}
+
+var (
+	wrkRPS  = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+	wrkDone = regexp.MustCompile(`(\d+) requests in `)
+)
+
+// WrkCounts reads the requests per second and the request count out of wrk's report; a report
+// without them, or with no request made, is an error.
+func WrkCounts(out []byte) (rps float64, requests int, err error) {
+	m, n := wrkRPS.FindSubmatch(out), wrkDone.FindSubmatch(out)
+	if m == nil || n == nil {
+		return 0, 0, fmt.Errorf("no Requests/sec or request count in wrk's report:\n%s", out)
+	}
+	if rps, err = strconv.ParseFloat(string(m[1]), 64); err != nil {
+		return 0, 0, err
+	}
+	if requests, err = strconv.Atoi(string(n[1])); err != nil || requests == 0 {
+		return 0, 0, fmt.Errorf("wrk made %d requests (%v):\n%s", requests, err, out)
+	}
+	return rps, requests, nil
 }

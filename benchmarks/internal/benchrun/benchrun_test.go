@@ -61,3 +61,16 @@ func TestWrkPurchaseScript(t *testing.T) {
 		t.Errorf("no path: want wrk's own URL (nil):\n%s", s)
 	}
 }
+
+func TestWrkCounts(t *testing.T) {
+	report := []byte("Running 5s test @ http://127.0.0.1:1/\n  163456 requests in 5.00s, 30.1MB read\nRequests/sec:  32690.12\n")
+	rps, n, err := WrkCounts(report)
+	if err != nil || rps != 32690.12 || n != 163456 {
+		t.Fatalf("got %v %d %v, want 32690.12 163456", rps, n, err)
+	}
+	for _, bad := range []string{"wrk: connection refused\n", "  0 requests in 5.00s, 0B read\nRequests/sec:      0.00\n"} {
+		if _, _, err := WrkCounts([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
