@@ -73,9 +73,9 @@ var claimSeeds = []string{
 	`{"sub":"u","exp":1896040000,"exp":"x"}`,
 }
 
-// claimParsers are the verifier's parser rules: HS256 alone, and with an issuer and audience
+// claimVerifiers are the verifier's parser rules: HS256 alone, and with an issuer and audience
 // required as a JWKS verifier configures them.
-func claimParsers(t testing.TB) []*jwt.Parser {
+func claimVerifiers(t testing.TB) []*Verifier {
 	now := func() time.Time { return time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC) }
 	plain, err := newVerifier(secret, now, []string{"HS256"})
 	if err != nil {
@@ -85,7 +85,16 @@ func claimParsers(t testing.TB) []*jwt.Parser {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return []*jwt.Parser{plain.parser, idp.parser}
+	return []*Verifier{plain, idp}
+}
+
+// claimParsers are claimVerifiers's parsers.
+func claimParsers(t testing.TB) []*jwt.Parser {
+	var ps []*jwt.Parser
+	for _, v := range claimVerifiers(t) {
+		ps = append(ps, v.parser)
+	}
+	return ps
 }
 
 // TestBuyerClaimsAgree: buyerClaims gives every seed payload jwt.RegisteredClaims's verdict.

@@ -25,11 +25,15 @@ const Leeway = 5 * time.Second
 // provider's, against the keys of its JWKS (NewJWKSVerifier). Either way the secret keys the
 // server's own signatures (DeriveKey).
 type Verifier struct {
-	secret  []byte
-	parser  *jwt.Parser
-	keyfunc jwt.Keyfunc
-	now     func() time.Time
-	cache   *verifiedCache
+	secret []byte
+	parser *jwt.Parser
+	// validator is parser's, for the claims of a token checked without it (known).
+	validator *jwt.Validator
+	keyfunc   jwt.Keyfunc
+	now       func() time.Time
+	cache     *verifiedCache
+	// known checks HS256 tokens whose header verified before without jwt's parser; nil for JWKS.
+	known *knownHeaders
 	// jwks is the identity provider's key set; nil for HS256.
 	jwks *jwksKeys
 }
@@ -41,6 +45,7 @@ func NewVerifier(secret []byte, now func() time.Time) (*Verifier, error) {
 		return nil, err
 	}
 	v.keyfunc = func(*jwt.Token) (any, error) { return v.secret, nil }
+	v.known = newKnownHeaders(v.secret, v.validator)
 	return v, nil
 }
 
@@ -66,7 +71,7 @@ func newVerifier(secret []byte, now func() time.Time, methods []string, extra ..
 		now = time.Now
 	}
 	opts = append(opts, extra...)
-	return &Verifier{secret: secret, parser: jwt.NewParser(opts...), now: now, cache: newVerifiedCache(now)}, nil
+	return &Verifier{secret: secret, parser: jwt.NewParser(opts...), validator: jwt.NewValidator(opts...), now: now, cache: newVerifiedCache(now)}, nil
 }
 
 // maxTokenLen bounds the work a client can make the verifier do.
@@ -103,6 +108,11 @@ func (v *Verifier) Verify(token string) (string, error) {
 	if !compact(token) {
 		return "", outcome.Errorf(outcome.Unauthorized, "invalid token: only base64url characters and dots")
 	}
+	if v.known != nil {
+		if claims, ok := v.known.verify(token); ok {
+			return v.accept(token, claims)
+		}
+	}
 	var claims buyerClaims
 	_, err := v.parser.ParseWithClaims(token, &claims, v.keyfunc)
 	switch {
@@ -123,10 +133,19 @@ func (v *Verifier) Verify(token string) (string, error) {
 	case err != nil:
 		return "", outcome.Errorf(outcome.Unauthorized, "invalid token")
 	}
+	if v.known != nil {
+		v.known.learn(token)
+	}
+	return v.accept(token, claims)
+}
+
+// accept finishes the check of a token whose signature and claims verified: its subject must be a
+// user id. Only a token that passed every check is remembered.
+func (v *Verifier) accept(token string, claims buyerClaims) (string, error) {
 	if !sale.ValidUserID(claims.Subject) {
 		return "", outcome.Errorf(outcome.Unauthorized, "token sub must be 1-128 printable characters")
 	}
-	// Only a token that passed every check is remembered; exp is required, so it is set.
+	// exp is required, so it is set.
 	v.cache.put(token, verified{sub: claims.Subject, exp: claims.ExpiresAt.Time})
 	return claims.Subject, nil
 }
