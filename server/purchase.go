@@ -99,7 +99,9 @@ func (s *Server) answerReservation(ctx context.Context, w http.ResponseWriter, r
 // saleItem finds the sale and item of a purchase in the read model; the sale's schedule, shard
 // counts and replica waits come from there, never from a per-request database query.
 func (s *Server) saleItem(ctx context.Context, saleID, itemID string) (sale.Sale, sale.Item, error) {
-	e, err := s.catalog.get(ctx, saleID)
+	// The definition alone: a purchase reads no stock numbers, so not catalog.get, which lays the
+	// read model's over the entry (a map a request).
+	e, err := s.catalog.load(ctx, saleID)
 	if err != nil {
 		if outcome.CodeOf(err) == outcome.NotFound {
 			return sale.Sale{}, sale.Item{}, outcome.Errorf(outcome.NotFound, "no sale %s", saleID)
