@@ -4,9 +4,13 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 )
@@ -128,5 +132,43 @@ func TestKnownHeaderIsLearnedFromVerifiedTokensOnly(t *testing.T) {
 	}
 	if n := len(*v.known.headers.Load()); n != maxKnownHeaders {
 		t.Fatalf("%d header spellings remembered, want at most %d", n, maxKnownHeaders)
+	}
+}
+
+// TestKnownHeaderConcurrently: buyers verified at once, each new to the cache, all get their own
+// subject, whether jwt's parser or the fast path checks them (run with -race in CI).
+func TestKnownHeaderConcurrently(t *testing.T) {
+	v, err := NewVerifier(secret, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				user := "buyer-" + strconv.Itoa(g) + "-" + strconv.Itoa(i)
+				tok, err := Mint(secret, user, now, time.Hour)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if got, err := v.Verify(tok); err != nil || got != user {
+					errs <- fmt.Errorf("%s: got (%q, %v)", user, got, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if hs := v.known.headers.Load(); hs == nil || len(*hs) != 1 {
+		t.Fatalf("known headers %v, want Mint's one", hs)
 	}
 }
