@@ -83,7 +83,10 @@ Re-running it updates the sale's settings and items. An item whose Redis stock c
 exists keeps it (overwriting a live counter would invent or lose units) and moves it by exactly
 the change in quantity ("adjusted"); a missing counter is loaded with quantity minus what
 PostgreSQL counts as sold. --reset wipes the sale's orders and
-Redis state first: for rehearsals only, never during a real sale.`,
+Redis state first: for rehearsals only, never during a real sale, and only once every order of
+the last rehearsal is in PostgreSQL (fsctl reconcile --sale ID reports the group's lag 0): an order
+still on its way through Kafka would land in the reset sale, holding a unit and its buyer's slot
+there, and PostgreSQL would refuse the new orders it collides with.`,
 		Example: `  fsctl sale create -f examples/sale.yaml
   fsctl sale create -f examples/sale.yaml --reset   # start the rehearsal over
   fsctl sale create -f examples/sale.yaml -o json | jq '.items[].stock'`,
