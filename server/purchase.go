@@ -100,7 +100,7 @@ func (s *Server) answerReservation(ctx context.Context, w http.ResponseWriter, r
 // counts and replica waits come from there, never from a per-request database query.
 func (s *Server) saleItem(ctx context.Context, saleID, itemID string) (sale.Sale, sale.Item, error) {
 	// The definition alone: a purchase reads no stock numbers, so not catalog.get, which lays the
-	// read model's over the entry (a map a request).
+	// read model's numbers over the entry (a new map on every call).
 	e, err := s.catalog.load(ctx, saleID)
 	if err != nil {
 		if outcome.CodeOf(err) == outcome.NotFound {
