@@ -14,9 +14,14 @@ import (
 
 // signPayload signs claims (any bytes) as an HS256 token with the test secret.
 func signPayload(claims []byte) string {
+	return signToken(`{"alg":"HS256","typ":"JWT"}`, claims, secret)
+}
+
+// signToken signs header and claims (any bytes) with HMAC-SHA256 under key, as a compact token.
+func signToken(header string, claims, key []byte) string {
 	enc := base64.RawURLEncoding
-	s := enc.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + enc.EncodeToString(claims)
-	mac := hmac.New(sha256.New, secret)
+	s := enc.EncodeToString([]byte(header)) + "." + enc.EncodeToString(claims)
+	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte(s))
 	return s + "." + enc.EncodeToString(mac.Sum(nil))
 }

@@ -29,7 +29,6 @@ const maxKnownHeaders = 8
 // reason, is jwt's. A header is remembered only after a token with it verified, so nobody without
 // the secret can add one.
 type knownHeaders struct {
-	secret    []byte
 	validator *jwt.Validator
 	headers   atomic.Pointer[[]string]
 	mu        sync.Mutex // adders
@@ -48,8 +47,8 @@ type tokenMAC struct {
 var segment = base64.RawURLEncoding.Strict()
 
 func newKnownHeaders(secret []byte, validator *jwt.Validator) *knownHeaders {
-	k := &knownHeaders{secret: secret, validator: validator}
-	k.macs.New = func() any { return &tokenMAC{mac: hmac.New(sha256.New, k.secret)} }
+	k := &knownHeaders{validator: validator}
+	k.macs.New = func() any { return &tokenMAC{mac: hmac.New(sha256.New, secret)} }
 	return k
 }
 
