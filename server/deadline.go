@@ -22,7 +22,10 @@ const DefaultPurchaseDeadline = 6 * time.Second
 // deadline instead of at its client's timeout. The purchase goes on behind the answer: its
 // hand-off runs on its own clock (purchase.go), and a yes that comes later is kept under the
 // Idempotency-Key, so the buyer's retry with the same key gets it; what it writes is dropped.
-// Until the reserve, the purchase's context ends at the deadline, so it stops waiting too.
+// Until the reserve, the purchase's context ends at the deadline, so it stops waiting too. For a
+// purchase without a body that context is a coarseClock's (clock.go), shared by the purchases that
+// start within the same 10 ms: it ends up to 10 ms after the deadline's answer, and a buyer who
+// hangs up does not end it (from the reserve on nothing did before either).
 //
 // A purchase without a body (almost all) runs on the request's own goroutine, and the late answer
 // is written by the deadline's timer while that goroutine is still inside the purchase: it is the
@@ -39,14 +42,16 @@ func (s *Server) answerWithin(h http.HandlerFunc) http.HandlerFunc {
 	if d <= 0 {
 		return h
 	}
+	clock := newCoarseClock(d)
 	return func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), d)
-		defer cancel()
 		bw := heldAnswers.Get().(*heldAnswer)
 		if r.ProtoMajor != 1 || r.Body != nil && r.Body != http.NoBody {
+			ctx, cancel := context.WithTimeout(r.Context(), d)
+			defer cancel()
 			s.answerFromWorker(ctx, w, r, h, bw)
 			return
 		}
+		ctx := clock.on(r.Context()) // no timer of its own: the late answer's is the one
 		bw.to = w
 		late := time.AfterFunc(d, func() {
 			if r.Context().Err() == nil && bw.answerLate(s.lateAnswer()) { // nobody to answer once the buyer hung up

@@ -71,6 +71,9 @@ func TestALatePurchaseIsAnsweredAtItsDeadline(t *testing.T) {
 		}
 		_, _ = io.ReadAll(r.Body) // as the purchase does, first
 		time.Sleep(3 * deadline)  // a frozen store: the purchase goes on past its deadline
+		if r.Context().Err() == nil {
+			t.Errorf("%s: the purchase's context had not ended at 3x its deadline", r.URL.RawQuery)
+		}
 		w.WriteHeader(http.StatusAccepted)
 		_, _ = w.Write([]byte(`{"status":"PENDING"}`))
 		ended <- r.URL.RawQuery

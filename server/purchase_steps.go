@@ -175,9 +175,11 @@ func (p *purchaseAttempt) reserve() bool {
 		return p.fail(err)
 	}
 	// A buyer who hangs up must not cut the path between the reserve and the hand-off: that
-	// would leave a hold with no order. From here on the request runs to its end on its own clock.
-	p.ctx, p.cancel = context.WithTimeout(context.WithoutCancel(p.r.Context()), s.cfg.PublishTimeout+reserveBudget)
+	// would leave a hold with no order. From here on the request runs to its end on its own clock:
+	// the reserve call on the shared one (no timer of its own: most purchases of a burst end with
+	// it), a reservation's hand-off on a deadline of its own from the same start.
 	start := time.Now()
+	p.ctx = s.reserveClock.on(p.r.Context())
 	rctx, span := tracing.Child(p.ctx, s.tracer, "reserve", trace.SpanKindClient)
 	rv, err := s.stock.Reserve(rctx, stock.Request{
 		SaleID: req.SaleID, ItemID: req.ItemID, UserID: p.user, IdemKey: req.IdemKey, OrderID: orderID,
@@ -193,6 +195,9 @@ func (p *purchaseAttempt) reserve() bool {
 		return p.fail(s.reserveFailed(p.req, err))
 	}
 	p.rv = rv
+	if rv.Outcome == outcome.Reserved { // handed off (again) before it is answered
+		p.ctx, p.cancel = context.WithDeadline(context.WithoutCancel(p.r.Context()), start.Add(s.reserveClock.d))
+	}
 	return true
 }
 

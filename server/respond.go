@@ -105,15 +105,12 @@ func (s *Server) instrument(route string, h http.HandlerFunc) http.Handler {
 	})
 }
 
-// jsonFallback lets the mux decide between 404 and 405 (with its Allow header) for requests no
-// route takes, and answers them with the same JSON error bodies as everything else.
-func (s *Server) jsonFallback(mux *http.ServeMux) http.Handler {
+// jsonFallback answers the requests no route takes: routes (the API's routes without a catch-all)
+// decides between 404 and 405 (with its Allow header), answered with the same JSON error bodies as
+// everything else.
+func (s *Server) jsonFallback(routes *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h, pattern := mux.Handler(r)
-		if pattern != "" {
-			mux.ServeHTTP(w, r)
-			return
-		}
+		h, _ := routes.Handler(r)
 		probe := &statusProbe{header: http.Header{}}
 		h.ServeHTTP(probe, r)
 		if allow := probe.header.Get("Allow"); allow != "" {

@@ -159,6 +159,8 @@ type Server struct {
 	now     func() time.Time
 	newID   func() (uuid.UUID, error)
 	catalog *catalog
+	// reserveClock bounds a purchase from its reserve on: the publish timeout and reserveBudget.
+	reserveClock *coarseClock
 	// reveal signs and checks the purchase paths of sales with reveal on (reveal.go).
 	reveal *revealer
 }
@@ -216,15 +218,20 @@ func New(cfg Config, d Deps) *Server {
 	s.watchRoom()
 	s.catalog = newCatalog(d.Orders, d.Stock, cfg.ReadModelTTL, s.now, s.log)
 	s.soldOut = newSoldOutFlags(d.Stock, s.log)
+	s.reserveClock = newCoarseClock(cfg.PublishTimeout + reserveBudget)
 	return s
 }
 
 // Handler returns the HTTP routes.
 func (s *Server) Handler() http.Handler {
-	mux := http.NewServeMux()
-	route := func(pattern string, h http.HandlerFunc) {
-		mux.Handle(pattern, s.instrument(pattern, h))
+	// Every route is in both muxes: mux serves, with a catch-all that asks routes (which has none)
+	// what it would answer a request no route takes (jsonFallback), so a request is routed once.
+	mux, routes := http.NewServeMux(), http.NewServeMux()
+	handle := func(pattern string, h http.Handler) {
+		mux.Handle(pattern, h)
+		routes.Handle(pattern, h)
 	}
+	route := func(pattern string, h http.HandlerFunc) { handle(pattern, s.instrument(pattern, h)) }
 	route("POST /api/v1/sales/{sale}/items/{item}/purchase", s.answerWithin(s.handlePurchase))
 	route("GET /api/v1/sales/{sale}/items/{item}/purchase-path", s.handlePurchasePath)
 	route("POST /api/v1/sales/{sale}/items/{item}/purchase/{token}", s.answerWithin(s.handleRevealedPurchase))
@@ -241,9 +248,10 @@ func (s *Server) Handler() http.Handler {
 	})
 	route("GET /readyz", s.handleReady)
 	if s.cfg.MetricsAddr == "" {
-		mux.Handle("GET /metrics", s.metrics.handler())
+		handle("GET /metrics", s.metrics.handler())
 	}
-	return s.jsonFallback(mux)
+	mux.Handle("/", s.jsonFallback(routes))
+	return mux
 }
 
 // ConsumerMetrics returns callbacks that feed the order consumer's numbers into /metrics.
