@@ -307,3 +307,20 @@ func TestBatchLoadsScriptOnNoScript(t *testing.T) {
 		t.Errorf("pipeline sizes %v and %d SCRIPT LOADs, want [1 %d %d] and 1", sizes, loads, n, n)
 	}
 }
+
+// TestScriptCallSplitsBack: a call line's keys and arguments come back apart as they went in, for
+// the ways of running a script (WAIT on one connection, Script.Run) that take them apart.
+func TestScriptCallSplitsBack(t *testing.T) {
+	keys, args := []string{"{fs:s:i}:meta", "{fs:s:i}:stock"}, []any{"user", int64(3), ""}
+	c := newScriptCall("sha", len(keys), len(args))
+	for _, k := range keys {
+		c = append(c, k)
+	}
+	c = append(c, args...)
+	if c[0] != "evalsha" || c[1] != "sha" || c[2] != 2 {
+		t.Fatalf("call line %v, want evalsha, the hash, the key count first", c)
+	}
+	if !slices.Equal(c.keys(), keys) || !slices.Equal(c.args(), args) {
+		t.Errorf("split into %v and %v, want %v and %v", c.keys(), c.args(), keys, args)
+	}
+}

@@ -87,8 +87,7 @@ func (s *Store) Reserve(ctx context.Context, r Request) (Reservation, error) {
 		return Reservation{}, outcome.Errorf(outcome.InvalidRequest, "per-sale limit %d: must be between 0 (none) and %d", r.SaleLimit, sale.MaxPerSaleLimit)
 	}
 	home := HomeShard(r.UserID, r.Shards)
-	k := ShardKeys(r.SaleID, r.ItemID, home, r.Shards)
-	call, done, err := s.homeCaller(ctx, r, k)
+	call, done, err := s.homeCaller(ctx, r, home)
 	if err != nil {
 		return Reservation{}, fmt.Errorf("reserve %s/%s: %w", r.SaleID, r.ItemID, err)
 	}
@@ -156,21 +155,25 @@ func (s *Store) reserveSharded(ctx context.Context, call homeCall, r Request, ho
 // reserveOnce runs the reserve script on the home shard, applying an incoming transfer when id is set.
 func (s *Store) reserveOnce(ctx context.Context, call homeCall, r Request, home int, sharded bool, id string, units int64) (Reservation, error) {
 	rk := s.reserveKeysOf(r.SaleID, r.ItemID, home, r.Shards)
-	keys := make([]string, 7, 8)
-	copy(keys, rk.static[:])
-	keys[5] = rk.k.Idem(r.UserID, r.IdemKey)
 	flag := "0"
 	if sharded {
 		flag = "1"
 	}
 	orderID := r.OrderID.String()
-	args := make([]any, 8, 10)
-	args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7] = r.UserID, orderID, s.idemTTLms, flag, r.IdemKey, id, units, r.saleSlot
+	nkeys, nargs := 7, 8
 	if s.refInScript {
-		keys = append(keys, orderRefPrefix+orderID)
-		args = append(args, orderRef(r.SaleID, r.ItemID, r.UserID, home, max(r.Shards, 1)), s.markerTTLms)
+		nkeys, nargs = 8, 10
 	}
-	res, replicas, err := call(ctx, keys, args...)
+	c := append(newScriptCall(s.reserveSHA, nkeys, nargs), rk.keys[:5]...)
+	c = append(c, rk.k.Idem(r.UserID, r.IdemKey), rk.keys[6])
+	if s.refInScript {
+		c = append(c, orderRefPrefix+orderID)
+	}
+	c = append(c, r.UserID, orderID, s.idemTTLArg, flag, r.IdemKey, id, units, r.saleSlot)
+	if s.refInScript {
+		c = append(c, orderRef(r.SaleID, r.ItemID, r.UserID, home, max(r.Shards, 1)), s.markerTTLArg)
+	}
+	res, replicas, err := call(ctx, c)
 	if err != nil {
 		return Reservation{}, resharding(err, home)
 	}
@@ -206,7 +209,9 @@ func (s *Store) moveOut(ctx context.Context, saleID, itemID string, from, to, sh
 
 // homeCall runs the reserve script on the buyer's home shard and says how many replicas
 // acknowledged a fresh reservation (-1 when it did not wait).
-type homeCall func(ctx context.Context, keys []string, args ...any) ([]string, int, error)
+type homeCall func(ctx context.Context, c scriptCall) ([]string, int, error)
+
+func noCleanUp() {}
 
 // homeCaller picks how the home shard's reserve calls run. Without replica waits they go through
 // the store's client. With them, WAIT must follow the script on the same connection, since it
@@ -214,13 +219,11 @@ type homeCall func(ctx context.Context, keys []string, args ...any) ([]string, i
 // home shard's slot on a *redis.ClusterClient) lends one connection for the whole request. Any other
 // UniversalClient gets EVALSHA and WAIT in one pipeline, which only keeps them on one connection
 // where the client does (a Ring routes the keyless WAIT by its own rules).
-func (s *Store) homeCaller(ctx context.Context, r Request, k Keys) (homeCall, func(), error) {
+func (s *Store) homeCaller(ctx context.Context, r Request, home int) (homeCall, func(), error) {
 	if r.WaitReplicas <= 0 {
-		return func(ctx context.Context, keys []string, args ...any) ([]string, int, error) {
-			res, err := s.eval(ctx, s.reserve, keys, args...).StringSlice()
-			return res, -1, err
-		}, func() {}, nil
+		return s.plainHome, noCleanUp, nil
 	}
+	k := s.reserveKeysOf(r.SaleID, r.ItemID, home, r.Shards).k
 	timeout := r.WaitTimeout
 	if timeout <= 0 {
 		timeout = sale.DefaultWaitTimeout // WAIT 0 would block forever
@@ -237,13 +240,13 @@ func (s *Store) homeCaller(ctx context.Context, r Request, k Keys) (homeCall, fu
 		node = m
 	}
 	if node == nil {
-		return func(ctx context.Context, keys []string, args ...any) ([]string, int, error) {
-			return s.reservePipelinedWait(ctx, keys, args, r.WaitReplicas, timeout)
-		}, func() {}, nil
+		return func(ctx context.Context, c scriptCall) ([]string, int, error) {
+			return s.reservePipelinedWait(ctx, c, r.WaitReplicas, timeout)
+		}, noCleanUp, nil
 	}
 	conn := node.Conn()
-	return func(ctx context.Context, keys []string, args ...any) ([]string, int, error) {
-		res, err := s.reserve.Run(ctx, conn, keys, args...).StringSlice()
+	return func(ctx context.Context, c scriptCall) ([]string, int, error) {
+		res, err := s.reserve.Run(ctx, conn, c.keys(), c.args()...).StringSlice()
 		if err != nil || !freshReserved(res) {
 			return res, -1, err
 		}
@@ -256,10 +259,10 @@ func (s *Store) homeCaller(ctx context.Context, r Request, k Keys) (homeCall, fu
 	}, func() { _ = conn.Close() }, nil
 }
 
-func (s *Store) reservePipelinedWait(ctx context.Context, keys []string, args []any, replicas int, timeout time.Duration) ([]string, int, error) {
+func (s *Store) reservePipelinedWait(ctx context.Context, c scriptCall, replicas int, timeout time.Duration) ([]string, int, error) {
 	for attempt := 0; ; attempt++ {
 		pipe := s.rdb.Pipeline()
-		ev := pipe.EvalSha(ctx, s.reserve.Hash(), keys, args...)
+		ev := pipe.EvalSha(ctx, s.reserve.Hash(), c.keys(), c.args()...)
 		// Pipeliner has no Wait; as a plain command WAIT gets the client's read timeout, not its own.
 		wait := pipe.Do(ctx, "wait", replicas, timeout.Milliseconds())
 		_, _ = pipe.Exec(ctx)
@@ -321,8 +324,9 @@ func parseReservation(res []string) (Reservation, error) {
 // reserveKeys are the keys of one shard that every reserve touches, built once per shard (KEYS[5],
 // the idempotency record, is the buyer's and is filled in per call).
 type reserveKeys struct {
-	k      Keys
-	static [7]string
+	k Keys
+	// keys are KEYS[1..7] of the reserve script as its call line takes them (KEYS[6] empty).
+	keys [7]any
 }
 
 type shardID struct {
@@ -342,7 +346,7 @@ func (s *Store) reserveKeysOf(saleID, itemID string, shard, shards int) *reserve
 		return rk
 	}
 	k := ShardKeys(saleID, itemID, shard, shards)
-	rk = &reserveKeys{k: k, static: [7]string{k.Meta(), k.Stock(), k.Buyers(), k.Holds(), k.Orders(), "", k.Applied()}}
+	rk = &reserveKeys{k: k, keys: [7]any{k.Meta(), k.Stock(), k.Buyers(), k.Holds(), k.Orders(), nil, k.Applied()}}
 	s.keysMu.Lock()
 	if len(s.keys) >= maxCachedShards {
 		clear(s.keys)

@@ -46,8 +46,12 @@ type Store struct {
 	// Redis every key is on the same node. On a cluster the reference (keyed by order id, not by
 	// the item's hash tag) lives elsewhere and Reserve writes it right after the script.
 	refInScript bool
-	// idemTTLms and markerTTLms are the TTLs as the scripts take them, formatted once.
-	idemTTLms, markerTTLms string
+	// idemTTLms and markerTTLms are the TTLs as the scripts take them, formatted once; the
+	// reserve's call line takes them (and the script's hash) as the any values built here.
+	idemTTLms, markerTTLms               string
+	idemTTLArg, markerTTLArg, reserveSHA any
+	// plainHome runs a reserve through the store's client (homeCaller), built once.
+	plainHome homeCall
 
 	keysMu sync.RWMutex
 	keys   map[shardID]*reserveKeys
@@ -103,26 +107,59 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 	}
 	s.idemTTLms = strconv.FormatInt(s.idemTTL.Milliseconds(), 10)
 	s.markerTTLms = strconv.FormatInt(s.markerTTL.Milliseconds(), 10)
+	s.idemTTLArg, s.markerTTLArg, s.reserveSHA = s.idemTTLms, s.markerTTLms, s.reserve.Hash()
 	s.keys = make(map[shardID]*reserveKeys)
+	s.plainHome = func(ctx context.Context, c scriptCall) ([]string, int, error) {
+		res, err := s.evalCall(ctx, s.reserve, c).StringSlice()
+		return res, -1, err
+	}
 	return s
 }
+
+// scriptCall is a script's call as Redis takes it: "evalsha", the script's hash, the number of
+// keys, the keys, then the arguments. go-redis takes a command as one []any; the reserve builds
+// its call line once, with a shard's keys boxed once (reserveKeys), instead of a slice of keys and
+// one of arguments that eval copies into a third, boxing every key again: a dozen allocations a
+// purchase.
+type scriptCall []any
+
+func newScriptCall(sha any, keys, args int) scriptCall {
+	return append(make(scriptCall, 0, 3+keys+args), "evalsha", sha, keys)
+}
+
+// keys and args split the call again, for the ways of running a script that take them apart.
+func (c scriptCall) keys() []string {
+	keys := make([]string, c[2].(int))
+	for i := range keys {
+		keys[i] = c[3+i].(string)
+	}
+	return keys
+}
+
+func (c scriptCall) args() []any { return c[3+c[2].(int):] }
 
 // eval runs a script, batched with other concurrent commands unless batching is off.
 func (s *Store) eval(ctx context.Context, sc *redis.Script, keys []string, args ...any) *redis.Cmd {
 	if s.batch == nil {
 		return sc.Run(ctx, s.rdb, keys, args...)
 	}
-	a := make([]any, 0, 3+len(keys)+len(args))
-	a = append(a, "evalsha", sc.Hash(), len(keys))
+	c := newScriptCall(sc.Hash(), len(keys), len(args))
 	for _, k := range keys {
-		a = append(a, k)
+		c = append(c, k)
 	}
-	a = append(a, args...)
-	cmd := redis.NewCmd(ctx, a...)
+	return s.evalCall(ctx, sc, append(c, args...))
+}
+
+// evalCall runs a script's call line as eval does.
+func (s *Store) evalCall(ctx context.Context, sc *redis.Script, c scriptCall) *redis.Cmd {
+	if s.batch == nil {
+		return sc.Run(ctx, s.rdb, c.keys(), c.args()...)
+	}
+	cmd := redis.NewCmd(ctx, c...)
 	if err := s.batch.do(ctx, cmd, sc); err != nil && ctx.Err() != nil {
 		// The caller's deadline ended the wait, but the pipeline still owns cmd and may write
 		// its answer into it at any moment: the caller gets a command of its own instead.
-		cut := redis.NewCmd(ctx, a...)
+		cut := redis.NewCmd(ctx, c...)
 		cut.SetErr(err)
 		return cut
 	}
