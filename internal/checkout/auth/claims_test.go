@@ -4,7 +4,9 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -151,3 +153,45 @@ func BenchmarkVerifyNewToken(b *testing.B) {
 }
 
 var verifier *Verifier
+
+// decodeSeeds are claims simpleClaims reads itself and claims it must leave to json.Unmarshal.
+var decodeSeeds = []string{
+	`{"sub":"u1","exp":1796444246,"iat":1796440646}`,
+	`{"iss":"https://idp","sub":"u","aud":"fsctl","jti":"j","exp":1,"nbf":0,"iat":999999999999999}`,
+	`{}`, `{"exp":1234567890123456}`, `{"exp":01}`, `{"exp":-1}`, `{"exp":1.5}`, `{"exp":1e3}`,
+	`{"sub":"a\"b"}`, `{"sub":"caf\u00e9"}`, "{\"sub\":\"caf\xc3\xa9\"}", `{ "sub":"u"}`, `{"sub":"u",}`,
+	`{"sub":"u"}}`, `{"sub":"u"}x`, `{"aud":"a","aud":"b"}`, `{"aud":["a"]}`, `{"Sub":"u"}`,
+	`{"sub":null}`, `{"name":"x","sub":"u"}`, `{"sub":"u","exp":1796444246`, `{"sub"}`, `{"":""}`,
+}
+
+// TestSimpleClaimsReadsTheUsualTokens: the claims fsctl token writes, and an issuer's usual ones,
+// are read without json.Unmarshal; anything unusual is not.
+func TestSimpleClaimsReadsTheUsualTokens(t *testing.T) {
+	for _, s := range decodeSeeds[:3] {
+		if !simpleClaims([]byte(s), &buyerClaims{}) {
+			t.Errorf("%s: left to json.Unmarshal", s)
+		}
+	}
+	for _, s := range decodeSeeds[3:] {
+		if simpleClaims([]byte(s), &buyerClaims{}) {
+			t.Errorf("%s: read without json.Unmarshal", s)
+		}
+	}
+}
+
+// FuzzDecodeClaims: decodeClaims accepts and refuses what json.Unmarshal does, with the same claims.
+func FuzzDecodeClaims(f *testing.F) {
+	for _, s := range append(decodeSeeds, claimSeeds...) {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var got, want buyerClaims
+		gotErr, wantErr := decodeClaims(b, &got), json.Unmarshal(b, &want)
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("%q: decodeClaims said %v, json.Unmarshal %v", b, gotErr, wantErr)
+		}
+		if gotErr == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: decodeClaims read %+v, json.Unmarshal %+v", b, got, want)
+		}
+	})
+}

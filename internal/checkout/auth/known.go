@@ -4,7 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"hash"
 	"strings"
 	"sync"
@@ -22,8 +21,8 @@ const maxKnownHeaders = 8
 // a Token, joins the signed parts into a new string, boxes the key and allocates an HMAC; for an
 // HS256 token whose header is byte for byte one that an earlier token verified with in full, none
 // of that can change the verdict: the algorithm and the key come from the header alone. So the
-// fast path checks such a token with jwt's own pieces (the same strict base64, the same JSON
-// decoding of the claims, the same Validator) and an HMAC kept from one token to the next, and
+// fast path checks such a token with jwt's own pieces (the same strict base64, the claims decoded
+// as json.Unmarshal decodes them (decodeClaims), the same Validator) and an HMAC kept from one token to the next, and
 // leaves every other token, and every token it cannot accept, to jwt's parser: it can only accept
 // what jwt accepts, with the same claims (FuzzKnownHeaderAgrees), and every refusal, with its
 // reason, is jwt's. A header is remembered only after a token with it verified, so nobody without
@@ -103,7 +102,7 @@ func (k *knownHeaders) verify(token string) (claims buyerClaims, ok bool) {
 		t.claims = make([]byte, n)
 	}
 	n, err := segment.Decode(t.claims[:cap(t.claims)], signed[len(header)+1:])
-	if err != nil || json.Unmarshal(t.claims[:n], &claims) != nil {
+	if err != nil || decodeClaims(t.claims[:n], &claims) != nil {
 		return buyerClaims{}, false
 	}
 	t.mac.Reset()
