@@ -148,20 +148,17 @@ type round struct {
 func measure(ctx context.Context, o options, dir, base string, pid int) (round, error) {
 	var r round
 	var err error
-	ceiling, err := wrk(ctx, o, base+"/healthz", "")
+	ceiling, err := wrk(ctx, o, base+"/healthz", "", pid)
 	if err != nil {
 		return r, err
 	}
 	r.ceiling = ceiling.rps
 	fmt.Printf("wrk -t2 -c%d -d%s /healthz: %.0f req/s (the ceiling)\n", o.wrkConns, o.wrkDuration, r.ceiling)
-	cpu0, _ := procCPU(pid)
-	soldOut, err := soldOutPath(ctx, o, dir, base)
+	soldOut, err := soldOutPath(ctx, o, dir, base, pid)
 	if err != nil {
 		return r, err
 	}
-	cpu1, _ := procCPU(pid)
-	r.soldOut, r.wrkCPU = soldOut.rps, soldOut.cpuReq
-	r.soldOutCPU = time.Duration(float64(cpu1-cpu0) / (r.soldOut * o.wrkDuration.Seconds()))
+	r.soldOut, r.wrkCPU, r.soldOutCPU = soldOut.rps, soldOut.cpuReq, soldOut.serverCPUReq
 	fmt.Printf("wrk sold-out purchase, fresh key each request: %.0f req/s (%.2fx the ceiling), server CPU %.1f us a request, wrk's own CPU %.1f us a request\n",
 		r.soldOut, r.soldOut/r.ceiling, us(r.soldOutCPU), us(r.wrkCPU))
 	for _, u := range o.units {
@@ -174,21 +171,25 @@ func measure(ctx context.Context, o options, dir, base string, pid int) (round, 
 	return r, nil
 }
 
-// wrkRun is what one wrk run measured: its requests per second, and its own CPU (user and system)
-// per request, the load generator's cost that blast's is held to.
+// wrkRun is what one wrk run measured: its requests per second, its own CPU (user and system) per
+// request, the load generator's cost that blast's is held to, and the server's CPU per request
+// while wrk ran (what the server did to set the run up, such as the sold-out path's sale and its
+// winner, is not in it).
 type wrkRun struct {
-	rps    float64
-	cpuReq time.Duration
+	rps                  float64
+	cpuReq, serverCPUReq time.Duration
 }
 
-// wrk runs wrk against url with an optional Lua script.
-func wrk(ctx context.Context, o options, url, script string) (wrkRun, error) {
+// wrk runs wrk against url with an optional Lua script; pid is the server's.
+func wrk(ctx context.Context, o options, url, script string, pid int) (wrkRun, error) {
 	args := []string{"-t2", "-c" + strconv.Itoa(o.wrkConns), "-d" + o.wrkDuration.String()}
 	if script != "" {
 		args = append(args, "-s", script)
 	}
 	cmd := benchrun.Command(ctx, o.generatorCores, "wrk", append(args, url)...)
+	server0, _ := procCPU(pid)
 	out, err := cmd.CombinedOutput()
+	server1, _ := procCPU(pid)
 	if err != nil {
 		return wrkRun{}, fmt.Errorf("wrk %s: %w\n%s", url, err, out)
 	}
@@ -203,11 +204,12 @@ func wrk(ctx context.Context, o options, url, script string) (wrkRun, error) {
 	r.rps = rps
 	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	r.cpuReq = cpu / time.Duration(requests)
+	r.serverCPUReq = (server1 - server0) / time.Duration(requests)
 	return r, nil
 }
 
 // soldOutPath measures purchases of a sold-out item: the path 490,000 of 500,000 buyers take.
-func soldOutPath(ctx context.Context, o options, dir, base string) (wrkRun, error) {
+func soldOutPath(ctx context.Context, o options, dir, base string, pid int) (wrkRun, error) {
 	path := "/api/v1/sales/bench-soldout/items/gone/purchase"
 	if err := createSale(ctx, o, dir, "bench-soldout", "gone", 1); err != nil {
 		return wrkRun{}, err
@@ -238,7 +240,7 @@ func soldOutPath(ctx context.Context, o options, dir, base string) (wrkRun, erro
 	if err := os.WriteFile(script, []byte(benchrun.WrkPurchaseScript(tok, path)), 0o600); err != nil {
 		return wrkRun{}, err
 	}
-	return wrk(ctx, o, base+path, script)
+	return wrk(ctx, o, base+path, script, pid)
 }
 
 func token(ctx context.Context, o options, user string) (string, error) {
