@@ -89,6 +89,9 @@ func (rt *requestTrace) end(r *http.Request, tr trace.Tracer, status int) {
 
 // traceOutcome notes a request's outcome code (and, for a failure, its error) on its span.
 func (s *Server) traceOutcome(r *http.Request, code outcome.Code, err error) {
+	if s.tracer == nil { // no request trace (traceRequest); not a walk up the request's contexts to learn that
+		return
+	}
 	rt, _ := r.Context().Value(requestTraceKey{}).(*requestTrace)
 	if rt == nil {
 		return
@@ -105,6 +108,9 @@ func (s *Server) traceOutcome(r *http.Request, code outcome.Code, err error) {
 
 // traceItem names the sale and item on a purchase's server span.
 func (s *Server) traceItem(r *http.Request, saleID, itemID string) {
+	if s.tracer == nil {
+		return
+	}
 	if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
 		span.SetAttributes(attrSale.String(saleID), attrItem.String(itemID))
 	}
