@@ -49,10 +49,12 @@ func (c *coarseClock) ending(now time.Time) context.Context {
 // on returns parent's values on c's clock: the context ends d (give or take the window) from now,
 // whether or not parent ends first, as context.WithoutCancel and a timeout would make it.
 func (c *coarseClock) on(parent context.Context) context.Context {
-	return &clocked{Context: parent, clock: c.ending(time.Now())}
+	return &clocked{Context: context.WithoutCancel(parent), clock: c.ending(time.Now())}
 }
 
-// clocked is a context with the values of its parent and the end of its clock.
+// clocked is a context with the values of its parent and the end of its clock. Its parent is
+// seen through context.WithoutCancel, which hides the parent's cancellation from the context
+// package too: context.Cause of a clocked context is its own end, not its parent's.
 type clocked struct {
 	context.Context // the values
 	clock           context.Context

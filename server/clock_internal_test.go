@@ -11,7 +11,7 @@ import (
 type clockKey struct{}
 
 // TestCoarseClock: a clocked context keeps its parent's values, ends on its clock (never before
-// d, at most a window after, with DeadlineExceeded) and not when its parent does; the requests of
+// d, at most a window after, with DeadlineExceeded, its cause too) and not when its parent does; the requests of
 // one window share one context; a child context of it ends with it without a goroutine of its own.
 func TestCoarseClock(t *testing.T) {
 	const d = 200 * time.Millisecond
@@ -42,10 +42,13 @@ func TestCoarseClock(t *testing.T) {
 	}
 
 	cancelParent()
-	if err := ctx.Err(); err != nil {
-		t.Fatalf("ended with its parent: %v", err)
+	if err, cause := ctx.Err(), context.Cause(ctx); err != nil || cause != nil {
+		t.Fatalf("ended with its parent: %v (cause %v)", err, cause)
 	}
 	<-ctx.Done()
+	if cause := context.Cause(ctx); !errors.Is(cause, context.DeadlineExceeded) {
+		t.Errorf("its cause is %v, want its own end, context.DeadlineExceeded", cause)
+	}
 	if took := time.Since(start); took < d {
 		t.Errorf("ended %s after the start, before its %s", took, d)
 	}
