@@ -52,13 +52,17 @@ type numericDate jwt.NumericDate
 func (d *numericDate) UnmarshalJSON(b []byte) error {
 	if len(b) > 0 && (b[0] == '-' || '0' <= b[0] && b[0] <= '9') {
 		if f, err := strconv.ParseFloat(string(b), 64); err == nil {
-			// jwt's newNumericDateFromSeconds, step for step.
-			round, frac := math.Modf(f)
-			*d = numericDate(*jwt.NewNumericDate(time.Unix(int64(round), int64(frac*1e9))))
+			*d = dateOf(f)
 			return nil
 		}
 	}
 	return (*jwt.NumericDate)(d).UnmarshalJSON(b)
+}
+
+// dateOf is jwt's newNumericDateFromSeconds, step for step.
+func dateOf(f float64) numericDate {
+	round, frac := math.Modf(f)
+	return numericDate(*jwt.NewNumericDate(time.Unix(int64(round), int64(frac*1e9))))
 }
 
 // decodeClaims decodes a token's claims as json.Unmarshal does. Most tokens' claims are one flat
@@ -116,8 +120,7 @@ func simpleClaims(b []byte, c *buyerClaims) bool {
 			if !ok {
 				return false
 			}
-			// numericDate.UnmarshalJSON's date for a whole number of seconds (no fraction).
-			d := numericDate(*jwt.NewNumericDate(time.Unix(sec, 0)))
+			d := dateOf(float64(sec)) // exact: at most 15 digits
 			switch string(name) {
 			case "exp":
 				bit, c.ExpiresAt = 16, &d
