@@ -8,12 +8,14 @@ import (
 	"time"
 )
 
-// report prints one table; with several rounds each cell is the median of the rounds (a ratio is
-// taken within its round, against that round's ceiling, before the median).
+// report prints one table; with several rounds each cell is the median of the rounds and, in
+// brackets, their range (a ratio is taken within its round, against that round's ceiling, before
+// the median): on a shared box rounds minutes apart differ by a quarter or more, and only the
+// range says whether two builds' medians differ by more than that.
 func report(o options, rs []round) {
 	fmt.Println()
 	if len(rs) > 1 {
-		fmt.Printf("median of %d rounds\n", len(rs))
+		fmt.Printf("median of %d rounds (lowest-highest)\n", len(rs))
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "measure\t"
@@ -28,7 +30,7 @@ func report(o options, rs []round) {
 			for j, r := range rs {
 				vals[j] = f(r, r.bursts[i])
 			}
-			line += fmt.Sprintf(format, median(vals)) + "\t"
+			line += cell(format, vals) + "\t"
 		}
 		fmt.Fprintln(tw, line)
 	}
@@ -49,17 +51,26 @@ func report(o options, rs []round) {
 	row("server peak RSS (MiB)", "%.0f", func(_ round, b burst) float64 { return float64(b.serverRSS) / 1024 })
 	row("generator peak RSS (MiB)", "%.0f", func(_ round, b burst) float64 { return float64(b.generator) / 1024 })
 	_ = tw.Flush()
-	pick := func(f func(r round) float64) float64 {
+	pick := func(format string, f func(r round) float64) string {
 		vals := make([]float64, len(rs))
 		for i, r := range rs {
 			vals[i] = f(r)
 		}
-		return median(vals)
+		return cell(format, vals)
 	}
-	fmt.Printf("\nceiling: wrk -t2 -c%d -> /healthz %.0f req/s; sold-out purchase (fresh keys) %.0f req/s = %.2fx, server CPU %.1f us a request\n",
-		o.wrkConns, pick(func(r round) float64 { return r.ceiling }), pick(func(r round) float64 { return r.soldOut }),
-		pick(func(r round) float64 { return r.soldOut / r.ceiling }), pick(func(r round) float64 { return us(r.soldOutCPU) }))
+	fmt.Printf("\nceiling: wrk -t2 -c%d -> /healthz %s req/s; sold-out purchase (fresh keys) %s req/s = %sx, server CPU %s us a request\n",
+		o.wrkConns, pick("%.0f", func(r round) float64 { return r.ceiling }), pick("%.0f", func(r round) float64 { return r.soldOut }),
+		pick("%.2f", func(r round) float64 { return r.soldOut / r.ceiling }), pick("%.1f", func(r round) float64 { return us(r.soldOutCPU) }))
 	fmt.Println("every burst: reconcile OK (Redis, Kafka and PostgreSQL agree)")
+}
+
+// cell is the median of vals in format and, when there are several, their range: "36.1 (30.0-54.2)".
+func cell(format string, vals []float64) string {
+	s := fmt.Sprintf(format, median(slices.Clone(vals)))
+	if len(vals) < 2 {
+		return s
+	}
+	return s + " (" + fmt.Sprintf(format, slices.Min(vals)) + "-" + fmt.Sprintf(format, slices.Max(vals)) + ")"
 }
 
 func median(v []float64) float64 {
