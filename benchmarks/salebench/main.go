@@ -56,7 +56,7 @@ func main() {
 	flag.StringVar(&units, "units", "100,10000", "stock of the item of each burst, comma separated")
 	flag.DurationVar(&o.wrkDuration, "wrk-duration", 5*time.Second, "length of each wrk run")
 	flag.IntVar(&o.wrkConns, "wrk-conns", 64, "wrk's connections")
-	flag.IntVar(&o.repeat, "repeat", 1, "rounds of the whole measurement; with more than one each figure is the median")
+	flag.IntVar(&o.repeat, "repeat", 1, "rounds of the whole measurement; with more than one each figure is the median, with the rounds' range beside it")
 	flag.StringVar(&o.profiles, "blast-profile", "", "a folder: each burst's blast writes its CPU profile there (blast-<units>-<unix seconds>.pprof), the server does not")
 	flag.StringVar(&serveArgs, "serve-args", "", "extra flags for fsctl serve (space separated), e.g. '--redis-batch 0'")
 	generatorCores := benchrun.CoresFlag("generator-cores", "run blast and wrk")
