@@ -121,7 +121,7 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path, unit string) error {
 	case reflect.Pointer:
 		return w.walk(n, t.Elem(), path, unit)
 	case reflect.Interface:
-		return nil
+		return w.anything(n, t, path)
 	case reflect.Struct:
 		return w.structure(n, t, path)
 	case reflect.Map:
@@ -292,6 +292,33 @@ func (w *walker) sequence(n *yaml.Node, t reflect.Type, path, unit string) error
 	for i, item := range n.Content {
 		if err := w.walk(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i), unit); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// anything checks a value read into an interface (a claims map, say): yaml.v3 takes any shape
+// there, save a key that is a mapping or a list, which no Go map can hold.
+func (w *walker) anything(n *yaml.Node, t reflect.Type, path string) error {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind == yaml.AliasNode && k.Alias != nil {
+				k = k.Alias
+			}
+			if k.Kind != yaml.ScalarNode {
+				return At(n.Content[i], path, fmt.Errorf("want a key by name, not %s", kindWords(k)))
+			}
+			if err := w.walk(v, t, join(path, k.Value), ""); err != nil {
+				return err
+			}
+		}
+	case yaml.SequenceNode:
+		for i, item := range n.Content {
+			if err := w.walk(item, t, fmt.Sprintf("%s[%d]", path, i), ""); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

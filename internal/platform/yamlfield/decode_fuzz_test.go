@@ -24,6 +24,7 @@ func FuzzDecode(f *testing.F) {
 		"- a\n",
 		"id: a\nitems: [\n",
 		"a: &a [*a]\n",
+		"claims: {a: [{? {0: }: x}]}\n",
 		"",
 	} {
 		f.Add([]byte(seed))
