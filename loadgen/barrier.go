@@ -333,24 +333,37 @@ func (p Plan) prepare() ([]click, []Record, error) {
 	var failed atomic.Bool
 	var mu sync.Mutex // serializes the progress calls
 	done := 0
+	// A goroutine takes the next unit of work: buyers u, u+stride, u+2·stride... Most often a unit
+	// is one buyer (stride is all of them). The raw engine sends click i over connection
+	// i mod rawLanes, and with one click a buyer and connections enough to share out, a unit is a
+	// connection's buyers instead: prepared one after the other, their requests lie back to back
+	// in the goroutine's slab (wireScratch.keep) and the release hands each connection's share to
+	// the kernel in a few pieces rather than one a buyer.
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(roster)))
+	stride := len(roster)
+	if lanes := p.rawLanes(len(roster)); p.Engine == EngineRaw && p.Clicks == 1 && lanes >= 8*workers {
+		stride = lanes
+	}
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), max(1, len(roster))) {
+	for range workers {
 		wg.Go(func() {
 			var w wireScratch
 			if p.Engine == EngineRaw {
 				w.tmpl = &tmpl
 			}
-			for n := int(next.Add(1) - 1); n < len(roster) && !failed.Load(); n = int(next.Add(1) - 1) {
-				if errs[n] = p.prepareBuyer(journey, roster[n], now, ttl, clicks[n*p.Clicks:(n+1)*p.Clicks], &w); errs[n] != nil {
-					failed.Store(true)
-					return
-				}
-				if p.Progress != nil {
-					mu.Lock()
-					if done++; done%step == 0 || done == len(roster) {
-						p.Progress(done, len(roster))
+			for u := int(next.Add(1) - 1); u < stride && !failed.Load(); u = int(next.Add(1) - 1) {
+				for n := u; n < len(roster) && !failed.Load(); n += stride {
+					if errs[n] = p.prepareBuyer(journey, roster[n], now, ttl, clicks[n*p.Clicks:(n+1)*p.Clicks], &w); errs[n] != nil {
+						failed.Store(true)
+						return
 					}
-					mu.Unlock()
+					if p.Progress != nil {
+						mu.Lock()
+						if done++; done%step == 0 || done == len(roster) {
+							p.Progress(done, len(roster))
+						}
+						mu.Unlock()
+					}
 				}
 			}
 		})

@@ -196,7 +196,6 @@ func (s *Server) handleRevealedPurchase(w http.ResponseWriter, r *http.Request) 
 // purchase-path endpoint is public anyway, so pretending otherwise hides nothing, while the 403's
 // message tells an honest client exactly what to do instead.
 func (s *Server) checkPurchasePath(r *http.Request, sl sale.Sale, itemID, user string, viaPath bool) error {
-	fix := "get a new one from GET " + plainPurchasePath(sl.ID, itemID) + "-path"
 	if !viaPath {
 		if !sl.Reveal.Enabled {
 			return nil
@@ -207,6 +206,7 @@ func (s *Server) checkPurchasePath(r *http.Request, sl sale.Sale, itemID, user s
 	}
 	if why := s.reveal.verify(r.PathValue("token"), sl.ID, itemID, user, s.now()); why != "" {
 		s.reveal.refused.WithLabelValues(why).Inc()
+		fix := "get a new one from GET " + plainPurchasePath(sl.ID, itemID) + "-path"
 		if why == refusedExpired {
 			return outcome.Errorf(outcome.Forbidden, "purchase path expired: nothing was reserved; %s", fix)
 		}
