@@ -97,16 +97,20 @@ func (w *wireScratch) keep(b []byte) []byte {
 	return w.slab[n:len(w.slab)]
 }
 
-// appendWire appends b to iov, lengthening the last piece instead when b lies right after it in
-// the same slab (keep).
-func appendWire(iov [][]byte, b []byte) [][]byte {
-	if n := len(iov); n > 0 && len(b) > 0 {
-		if last := iov[n-1]; len(last) < cap(last) && len(b) <= cap(last)-len(last) && &last[:len(last)+1][len(last)] == &b[0] {
-			iov[n-1] = last[:len(last)+len(b)]
-			return iov
+// appendWire appends each of bs to iov, lengthening the last piece instead when one lies right
+// after it in the same slab (keep).
+func appendWire(iov [][]byte, bs ...[]byte) [][]byte {
+	for _, b := range bs {
+		if n := len(iov); n > 0 && len(b) > 0 {
+			// b fits in last's capacity, so last[:len(last)+1] is in bounds.
+			if last := iov[n-1]; len(b) <= cap(last)-len(last) && &last[:len(last)+1][len(last)] == &b[0] {
+				iov[n-1] = last[:len(last)+len(b)]
+				continue
+			}
 		}
+		iov = append(iov, b)
 	}
-	return append(iov, b)
+	return iov
 }
 
 // serialize writes click c's purchase, with the buyer's token, as the raw engine sends it
@@ -390,10 +394,7 @@ func (p Plan) pipeline(ctx context.Context, conn net.Conn, local string, idx []i
 			j++
 		}
 		start := p.now()
-		var bufs net.Buffers
-		for _, b := range wire[i:j] {
-			bufs = appendWire(bufs, b)
-		}
+		bufs := net.Buffers(appendWire(nil, wire[i:j]...))
 		_, err := bufs.WriteTo(conn)
 		written := p.now()
 		for k := i; k < j; k++ {

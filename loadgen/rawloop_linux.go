@@ -281,10 +281,7 @@ func (lp *eventLoop) run() {
 func (lp *eventLoop) flush(c *loopConn) {
 	for c.werr == nil && c.next < len(c.idx) && c.next-c.head < rawWindow {
 		end := min(len(c.idx), c.head+rawWindow, c.next+1024) // IOV_MAX
-		lp.iov = append(lp.iov[:0], c.wire[c.next][c.off:])
-		for _, b := range c.wire[c.next+1 : end] {
-			lp.iov = appendWire(lp.iov, b)
-		}
+		lp.iov = appendWire(append(lp.iov[:0], c.wire[c.next][c.off:]), c.wire[c.next+1:end]...)
 		start := lp.p.now()
 		for k := max(c.stamped, c.next); k < end; k++ {
 			r := &lp.recs[c.idx[k]]
