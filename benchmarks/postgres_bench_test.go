@@ -1,12 +1,18 @@
 package benchmarks
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/fsctl/fsctl/internal/checkout/orders"
 	"github.com/fsctl/fsctl/internal/contract/sale"
@@ -119,4 +125,84 @@ func BenchmarkPostgresSelectForUpdate(b *testing.B) {
 			return err
 		})
 	})
+}
+
+// BenchmarkPlaceBatch records orders as the consumer does in a burst: batches of 500 placements of
+// the one hot item (orders.PlaceBatch, one transaction a batch, on one connection), each a new buyer
+// with an Idempotency-Key. ns/op is one order's share of a batch's round trip; pg-cpu-ns/op is the
+// PostgreSQL backend's own CPU an order, read from /proc where the database runs on this machine
+// (not reported elsewhere).
+func BenchmarkPlaceBatch(b *testing.B) {
+	const batch = 500
+	ctx := context.Background()
+	dbURL := testenv.Postgres(b)
+	if _, err := orders.Migrate(ctx, dbURL); err != nil {
+		b.Fatalf("migrate: %v", err)
+	}
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		b.Fatalf("parse url: %v", err)
+	}
+	cfg.MaxConns = 1 // one backend, whose CPU is read
+	s, err := orders.OpenConfig(ctx, cfg)
+	if err != nil {
+		b.Fatalf("open: %v", err)
+	}
+	b.Cleanup(s.Close)
+	err = s.SaveSale(ctx, sale.Sale{ID: hotSale, Name: hotSale, OpensAt: time.Now(), PerUserLimit: 1, HoldTTL: time.Minute,
+		Items: []sale.Item{{ID: hotItem, Name: hotItem, Quantity: math.MaxInt32}}})
+	if err != nil {
+		b.Fatalf("save sale: %v", err)
+	}
+	created := time.Now()
+	ps := make([]orders.Placement, batch)
+	placed := 0
+	cpu0, pid0 := backendCPU(ctx, b, s.Pool())
+	b.ResetTimer()
+	for n := 0; n < b.N; n += batch {
+		ps = ps[:min(batch, b.N-n)]
+		for i := range ps {
+			ps[i] = orders.Placement{OrderID: uuid.Must(uuid.NewV7()), SaleID: hotSale, ItemID: hotItem,
+				UserID: "buyer-" + strconv.Itoa(n+i), CreatedAt: created, ExpiresAt: created.Add(10 * time.Minute),
+				IdemKey: "key-" + strconv.Itoa(n+i)}
+		}
+		res, err := s.PlaceBatch(ctx, ps)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Result == orders.Placed {
+				placed++
+			}
+		}
+	}
+	b.StopTimer()
+	if placed != b.N {
+		b.Fatalf("%d of %d orders placed", placed, b.N)
+	}
+	if cpu1, pid1 := backendCPU(ctx, b, s.Pool()); cpu0 >= 0 && pid1 == pid0 {
+		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "pg-cpu-ns/op")
+	}
+}
+
+// backendCPU is the CPU (user + system) of the PostgreSQL backend serving pool's one connection,
+// from /proc, and its pid; -1 when the database is not a process of this machine.
+func backendCPU(ctx context.Context, b *testing.B, pool *pgxpool.Pool) (time.Duration, int) {
+	b.Helper()
+	var pid int
+	if err := pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		b.Fatal(err)
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return -1, pid
+	}
+	// The fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(f) < 13 {
+		return -1, pid
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond, pid // USER_HZ is 100 on Linux
 }

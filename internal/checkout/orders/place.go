@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/fsctl/fsctl/internal/contract/sale"
 )
@@ -82,17 +81,17 @@ type PlaceResult struct {
 	Reason  string // set when Result is Refused
 }
 
-// PlaceBatch records placements in one transaction and one round-trip: every place_order call is
-// pipelined in a single pgx batch, which PostgreSQL runs as one implicit transaction. Results come
-// back in the order of ps. An error means nothing was committed (short of the connection dropping
-// between the server's commit and its reply), and the whole batch may be retried either way:
-// placements that did land then answer Duplicate.
+// PlaceBatch records placements in one transaction and one round-trip: one call of place_orders
+// (migration 00012), which decides each placement as place_order does and takes each item's row
+// lock once. Results come back in the order of ps. An error means nothing was committed (short of
+// the connection dropping between the server's commit and its reply), and the whole batch may be
+// retried either way: placements that did land then answer Duplicate.
 func (s *Store) PlaceBatch(ctx context.Context, ps []Placement) ([]PlaceResult, error) {
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	// Run the calls in item order so concurrent batches take item row locks in the same order and
-	// cannot deadlock; answers are put back in the caller's order.
+	// Sent in item order so concurrent batches take item row locks in the same order and cannot
+	// deadlock; answers are put back in the caller's order.
 	order := make([]int, len(ps))
 	for i := range order {
 		order[i] = i
@@ -100,58 +99,64 @@ func (s *Store) PlaceBatch(ctx context.Context, ps []Placement) ([]PlaceResult, 
 	slices.SortStableFunc(order, func(a, b int) int {
 		return cmp.Or(cmp.Compare(ps[a].SaleID, ps[b].SaleID), cmp.Compare(ps[a].ItemID, ps[b].ItemID))
 	})
-	b := &pgx.Batch{}
+	var c placeColumns
 	for _, i := range order {
-		p := ps[i]
-		if p.Slot < 0 || p.Slot > 15 {
-			return nil, fmt.Errorf("place order %s: slot %d out of range 0..15", p.OrderID, p.Slot)
-		}
-		if p.Shard < 0 || p.Shard > 63 {
-			return nil, fmt.Errorf("place order %s: shard %d out of range 0..63", p.OrderID, p.Shard)
-		}
-		var saleSlot *int16
-		if p.SaleSlot != nil {
-			if *p.SaleSlot < 0 || *p.SaleSlot >= sale.MaxPerSaleLimit {
-				return nil, fmt.Errorf("place order %s: per-sale slot %d out of range 0..%d", p.OrderID, *p.SaleSlot, sale.MaxPerSaleLimit-1)
-			}
-			v := int16(*p.SaleSlot)
-			saleSlot = &v
-		}
-		b.Queue(`SELECT place_order($1, $2, $3, $4, $5::smallint, $6::smallint, $7, $8, $9, $10::smallint)`,
-			p.OrderID, p.SaleID, p.ItemID, p.UserID, int16(p.Slot), int16(p.Shard), p.CreatedAt, p.ExpiresAt, p.Epoch, saleSlot)
-	}
-	var ids []uuid.UUID
-	var keys []string
-	for _, p := range ps {
-		if p.IdemKey != "" {
-			ids, keys = append(ids, p.OrderID), append(keys, p.IdemKey)
+		if err := c.add(ps[i]); err != nil {
+			return nil, err
 		}
 	}
-	if len(ids) > 0 { // the placed orders keep their keys; a refused one has no row to update
-		b.Queue(`UPDATE orders o SET idem_key = k.key FROM unnest($1::uuid[], $2::text[]) AS k(id, key)
-			WHERE o.id = k.id AND o.idem_key IS NULL`, ids, keys)
+	var answers []string
+	err := s.pool.QueryRow(ctx, `SELECT place_orders($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		c.ids, c.sales, c.items, c.users, c.slots, c.shards, c.created, c.expires, c.epochs, c.saleSlots, c.keys).Scan(&answers)
+	if err != nil {
+		return nil, fmt.Errorf("place a batch of %d orders: %w", len(ps), err)
 	}
-	br := s.pool.SendBatch(ctx, b)
+	if len(answers) != len(ps) {
+		return nil, fmt.Errorf("place a batch of %d orders: place_orders answered %d", len(ps), len(answers))
+	}
 	out := make([]PlaceResult, len(ps))
-	for _, i := range order {
-		var answer string
-		if err := br.QueryRow().Scan(&answer); err != nil {
-			br.Close()
-			return nil, fmt.Errorf("place order %s: %w", ps[i].OrderID, err)
-		}
-		out[i] = resultOf(ps[i].OrderID, answer)
-	}
-	if len(ids) > 0 {
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			return nil, fmt.Errorf("keep the orders' idempotency keys: %w", err)
-		}
-	}
-	// Close reads the final Sync: only then is the implicit transaction known to be committed.
-	if err := br.Close(); err != nil {
-		return nil, fmt.Errorf("place batch: %w", err)
+	for k, i := range order {
+		out[i] = resultOf(ps[i].OrderID, answers[k])
 	}
 	return out, nil
+}
+
+// placeColumns are place_orders' arguments: one array a field, one element a placement.
+type placeColumns struct {
+	ids              []uuid.UUID
+	sales, items     []string
+	users            []string
+	slots, shards    []int16
+	created, expires []time.Time
+	epochs           []int64
+	saleSlots        []*int16  // nil: the sale has no per-sale limit
+	keys             []*string // nil: no Idempotency-Key
+}
+
+func (c *placeColumns) add(p Placement) error {
+	if p.Slot < 0 || p.Slot > 15 {
+		return fmt.Errorf("place order %s: slot %d out of range 0..15", p.OrderID, p.Slot)
+	}
+	if p.Shard < 0 || p.Shard > 63 {
+		return fmt.Errorf("place order %s: shard %d out of range 0..63", p.OrderID, p.Shard)
+	}
+	var saleSlot *int16
+	if p.SaleSlot != nil {
+		if *p.SaleSlot < 0 || *p.SaleSlot >= sale.MaxPerSaleLimit {
+			return fmt.Errorf("place order %s: per-sale slot %d out of range 0..%d", p.OrderID, *p.SaleSlot, sale.MaxPerSaleLimit-1)
+		}
+		v := int16(*p.SaleSlot)
+		saleSlot = &v
+	}
+	var key *string
+	if p.IdemKey != "" {
+		key = &p.IdemKey
+	}
+	c.ids, c.sales, c.items, c.users = append(c.ids, p.OrderID), append(c.sales, p.SaleID), append(c.items, p.ItemID), append(c.users, p.UserID)
+	c.slots, c.shards = append(c.slots, int16(p.Slot)), append(c.shards, int16(p.Shard))
+	c.created, c.expires, c.epochs = append(c.created, p.CreatedAt), append(c.expires, p.ExpiresAt), append(c.epochs, p.Epoch)
+	c.saleSlots, c.keys = append(c.saleSlots, saleSlot), append(c.keys, key)
+	return nil
 }
 
 func resultOf(id uuid.UUID, answer string) PlaceResult {
