@@ -97,6 +97,7 @@ type burst struct {
 	inPostgres           time.Duration // after the last answer
 	rps                  float64
 	serverCPU, redisCPU  time.Duration
+	postgresCPU, boxCPU  time.Duration // PostgreSQL's processes; the whole machine's
 	generatorCPU         time.Duration
 	generatorBurstCPU    time.Duration // blast's own CPU from the release to the last answer
 	serverRSS, generator int64         // KiB
@@ -285,6 +286,7 @@ func runBurst(ctx context.Context, o options, dir, base string, pid, units int) 
 		return burst{}, err
 	}
 	rcpu0 := procsCPU(o.redisPIDs)
+	pg0, box0 := cpuOf(postgresPIDs(ctx, o.postgres)), boxCPU()
 	cmd := benchrun.Command(ctx, o.generatorCores, o.fsctl, "blast", "--target", base, "--sale", saleID, "--item", "drop",
 		"--buyers", strconv.Itoa(o.buyers), "--conns", strconv.Itoa(o.conns), "--engine", "raw",
 		"--in", "3s", "--expect-sold", strconv.Itoa(units), "-o", "json")
@@ -311,9 +313,11 @@ func runBurst(ctx context.Context, o options, dir, base string, pid, units int) 
 		return burst{}, err
 	}
 	rcpu1 := procsCPU(o.redisPIDs)
+	pg1, box1 := cpuOf(postgresPIDs(ctx, o.postgres)), boxCPU()
 	b := burst{units: units, sold: r.Sold, requests: r.Requests, rps: r.Throughput,
 		answered:   time.Duration(r.DurationMs * float64(time.Millisecond)),
 		inPostgres: max(inPG.Sub(lastAnswer), 0), serverCPU: cpu1 - cpu0, redisCPU: rcpu1 - rcpu0,
+		postgresCPU: grown(pg0, pg1), boxCPU: box1 - box0,
 		serverRSS: procRSS(pid, "VmHWM"), generator: benchrun.MaxRSS(cmd.ProcessState),
 		generatorCPU:      cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(),
 		generatorBurstCPU: time.Duration(r.CPU.BurstMs * float64(time.Millisecond))}

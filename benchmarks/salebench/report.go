@@ -43,6 +43,8 @@ func report(o options, rs []round) {
 	row("x the /healthz ceiling", "%.2f", func(r round, b burst) float64 { return b.rps / r.ceiling })
 	row("server CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perReq(b.serverCPU, b) })
 	row("Redis CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perReq(b.redisCPU, b) })
+	row("PostgreSQL CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perReq(b.postgresCPU, b) })
+	row("the box's CPU per request, every process (us)", "%.1f", func(_ round, b burst) float64 { return perReq(b.boxCPU, b) })
 	row("generator CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perReq(b.generatorCPU, b) })
 	row("wrk CPU per request, sold-out path (us)", "%.1f", func(r round, _ burst) float64 { return us(r.wrkCPU) })
 	row("generator CPU / wrk's", "%.2f", func(r round, b burst) float64 { return perReq(b.generatorCPU, b) / max(us(r.wrkCPU), 0.001) })
