@@ -127,3 +127,45 @@ func TestPlaceBatchKeepsIdempotencyKeys(t *testing.T) {
 		t.Fatalf("keys after the redelivery: %s, want k-1 k-2 <none>", got)
 	}
 }
+
+// TestPlaceBatchDecidesAgainstItsOwnOrders: the orders of a batch are decided against the orders it
+// placed before them as against the table's: the same order twice (the second a redelivery, whose
+// key the first takes when it had none), the same per-user slot, the same per-sale slot in one item
+// and across items.
+func TestPlaceBatchDecidesAgainstItsOwnOrders(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	ctx := context.Background()
+	sl := testSale("s", sale.Item{ID: "a", Quantity: 10}, sale.Item{ID: "b", Quantity: 10})
+	sl.PerSaleLimit = 2
+	if err := s.SaveSale(ctx, sl); err != nil {
+		t.Fatalf("save sale: %v", err)
+	}
+	twice := placement("s", "a", "u1", 0)
+	again := twice
+	again.IdemKey = "k-again"
+	batch := []orders.Placement{
+		twice, again,
+		placement("s", "a", "u2", 1), placement("s", "a", "u2", 1),
+		inSaleSlot(placement("s", "a", "u3", 0), 0), inSaleSlot(placement("s", "a", "u3", 1), 0), inSaleSlot(placement("s", "a", "u3", 1), 1),
+		inSaleSlot(placement("s", "b", "u3", 0), 1), inSaleSlot(placement("s", "b", "u4", 0), 1),
+	}
+	want := []string{"placed ", "duplicate ", "placed ", "refused limit", "placed ", "refused sale_limit", "placed ", "refused sale_limit", "placed "}
+	res, err := s.PlaceBatch(ctx, batch)
+	if err != nil {
+		t.Fatalf("place batch: %v", err)
+	}
+	for i, r := range res {
+		if got := r.Result.String() + " " + r.Reason; got != want[i] {
+			t.Errorf("placement %d (%s %s): got %q, want %q", i, batch[i].ItemID, batch[i].UserID, got, want[i])
+		}
+	}
+	c := countsOf(t, s, "s")
+	if c["a"].Sold != 4 || c["a"].Pending != 4 || c["b"].Sold != 1 || c["b"].Pending != 1 {
+		t.Fatalf("counts: got %+v, want a 4 sold and pending, b 1", c)
+	}
+	var key string
+	if err := s.Pool().QueryRow(ctx, `SELECT idem_key FROM orders WHERE id = $1`, twice.OrderID).Scan(&key); err != nil || key != "k-again" {
+		t.Fatalf("the twice-sent order's key: %q %v, want k-again (the redelivery's, the first had none)", key, err)
+	}
+}
