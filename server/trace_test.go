@@ -33,7 +33,7 @@ func TestOnePurchaseIsOneTrace(t *testing.T) {
 	if code, body := e.buy("u-trace", "k-trace"); code != http.StatusAccepted {
 		t.Fatalf("purchase: %d %s", code, body)
 	}
-	byName := waitSpans(t, rec, "process OrderPlaced", "postgres place_order")
+	byName := waitSpans(t, rec, "process OrderPlaced", "postgres place_orders")
 	root := one(t, byName, purchaseRoute)
 	t.Logf("the purchase's trace (docs/deploy.md, \"Traces\"):\n%s", tree(rec.Ended(), root))
 	if root.Parent().IsValid() {
@@ -46,7 +46,7 @@ func TestOnePurchaseIsOneTrace(t *testing.T) {
 	process := one(t, byName, "process OrderPlaced")
 	parents := map[string]sdktrace.ReadOnlySpan{
 		"sale lookup": root, "admission": root, "reserve": root, "publish OrderPlaced": root, "confirm": root,
-		"process OrderPlaced": publish, "postgres place_order": process,
+		"process OrderPlaced": publish, "postgres place_orders": process,
 	}
 	for name, parent := range parents {
 		s := one(t, byName, name)

@@ -154,7 +154,7 @@ func splitBatch(batch []kafka.Message) batchParts {
 	return b
 }
 
-// placeTraced records the placements (place) as the batch trace's "postgres place_order" step.
+// placeTraced records the placements (place) as the batch trace's "postgres place_orders" step.
 func (c *Recorder) placeTraced(ctx context.Context, placements []orders.Placement, tr *batchTrace) ([]orders.PlaceResult, error) {
 	if len(placements) == 0 {
 		return nil, nil
@@ -164,7 +164,7 @@ func (c *Recorder) placeTraced(ctx context.Context, placements []orders.Placemen
 		ids = append(ids, placements[i].OrderID)
 	}
 	var results []orders.PlaceResult
-	err := tr.step("postgres place_order", ids, func() (err error) {
+	err := tr.step("postgres place_orders", ids, func() (err error) {
 		results, err = c.place(ctx, placements)
 		return err
 	}, attribute.String("db.system.name", "postgresql"), attribute.Int("db.operation.batch.size", len(placements)))
