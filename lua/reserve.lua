@@ -11,8 +11,9 @@
 --       5 Idempotency-Key, 6 incoming transfer id ('' for none), 7 units of the incoming transfer,
 --       8 the per-sale claim slot the attempt holds (claim.lua; '' when the sale has no per-sale
 --       limit), 9 the order reference's value, 10 its TTL in ms (both only with KEYS[8])
--- Returns {code, orderId, expiresAtMs, slot, replay, epoch} as strings, epoch (the generation of the
--- shard's state, which a rebuild bumps; '0' before any) only with RESERVED, fresh or replayed; codes: RESERVED, SOLD_OUT,
+-- Returns "code|orderId|expiresAtMs|slot|replay|epoch", one string (one bulk reply is cheaper to read
+-- than six), epoch (the generation of the shard's state, which a rebuild bumps; '0' before any)
+-- only with RESERVED, fresh or replayed; codes: RESERVED, SOLD_OUT,
 -- ALREADY_PURCHASED, NOT_STARTED, PAUSED, NOT_FOUND, and EMPTY (only when sharded: this shard has no
 -- stock, the caller may borrow from another shard and call again; nothing is remembered). Only final
 -- answers are remembered under the idempotency key; NOT_STARTED and PAUSED are transient, so a retry
@@ -27,21 +28,21 @@ end
 
 local prior = redis.call('GET', KEYS[6])
 if prior then
-  local code, oid, exp, slot = string.match(prior, '^([%u_]+)|([^|]*)|([^|]*)|([^|]*)$')
-  return {code, oid, exp, slot, '1', redis.call('HGET', KEYS[1], 'epoch') or '0'}
+  -- The record is "code|orderId|expiresAtMs|slot", the answer's first four fields.
+  return prior .. '|1|' .. (redis.call('HGET', KEYS[1], 'epoch') or '0')
 end
 
 local meta = redis.call('HMGET', KEYS[1], 'opens_at_ms', 'paused', 'limit', 'hold_ttl_ms', 'epoch')
 if not meta[1] then
-  return {'NOT_FOUND', '', '', '', '0', ''}
+  return 'NOT_FOUND||||0|'
 end
 if meta[2] == '1' then
-  return {'PAUSED', '', '', '', '0', ''}
+  return 'PAUSED||||0|'
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if now < tonumber(meta[1]) then
-  return {'NOT_STARTED', '', '', '', '0', ''}
+  return 'NOT_STARTED||||0|'
 end
 
 -- Per-user limit: the buyer record is a bitmask of occupied slots; the lowest free slot is taken so
@@ -57,16 +58,16 @@ for i = 0, limit - 1 do
 end
 if slot < 0 then
   redis.call('SET', KEYS[6], 'ALREADY_PURCHASED|||', 'PX', ARGV[3])
-  return {'ALREADY_PURCHASED', '', '', '', '0', ''}
+  return 'ALREADY_PURCHASED||||0|'
 end
 
 local stock = tonumber(redis.call('GET', KEYS[2]) or '0')
 if stock <= 0 then
   if ARGV[4] == '1' then
-    return {'EMPTY', '', '', '', '0', ''}
+    return 'EMPTY||||0|'
   end
   redis.call('SET', KEYS[6], 'SOLD_OUT|||', 'PX', ARGV[3])
-  return {'SOLD_OUT', '', '', '', '0', ''}
+  return 'SOLD_OUT||||0|'
 end
 
 redis.call('DECR', KEYS[2])
@@ -82,4 +83,4 @@ redis.call('SET', KEYS[6], 'RESERVED|' .. ARGV[2] .. '|' .. exp .. '|' .. slot, 
 if KEYS[8] then
   redis.call('SET', KEYS[8], ARGV[9], 'PX', ARGV[10])
 end
-return {'RESERVED', ARGV[2], tostring(exp), tostring(slot), '0', meta[5] or '0'}
+return 'RESERVED|' .. ARGV[2] .. '|' .. exp .. '|' .. slot .. '|0|' .. (meta[5] or '0')

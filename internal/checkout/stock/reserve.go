@@ -209,7 +209,7 @@ func (s *Store) moveOut(ctx context.Context, saleID, itemID string, from, to, sh
 
 // homeCall runs the reserve script on the buyer's home shard and says how many replicas
 // acknowledged a fresh reservation (-1 when it did not wait).
-type homeCall func(ctx context.Context, c scriptCall) ([]string, int, error)
+type homeCall func(ctx context.Context, c scriptCall) (string, int, error)
 
 func noCleanUp() {}
 
@@ -240,13 +240,13 @@ func (s *Store) homeCaller(ctx context.Context, r Request, home int) (homeCall, 
 		node = m
 	}
 	if node == nil {
-		return func(ctx context.Context, c scriptCall) ([]string, int, error) {
+		return func(ctx context.Context, c scriptCall) (string, int, error) {
 			return s.reservePipelinedWait(ctx, c, r.WaitReplicas, timeout)
 		}, noCleanUp, nil
 	}
 	conn := node.Conn()
-	return func(ctx context.Context, c scriptCall) ([]string, int, error) {
-		res, err := s.reserve.Run(ctx, conn, c.keys(), c.args()...).StringSlice()
+	return func(ctx context.Context, c scriptCall) (string, int, error) {
+		res, err := s.reserve.Run(ctx, conn, c.keys(), c.args()...).Text()
 		if err != nil || !freshReserved(res) {
 			return res, -1, err
 		}
@@ -259,7 +259,7 @@ func (s *Store) homeCaller(ctx context.Context, r Request, home int) (homeCall, 
 	}, func() { _ = conn.Close() }, nil
 }
 
-func (s *Store) reservePipelinedWait(ctx context.Context, c scriptCall, replicas int, timeout time.Duration) ([]string, int, error) {
+func (s *Store) reservePipelinedWait(ctx context.Context, c scriptCall, replicas int, timeout time.Duration) (string, int, error) {
 	for attempt := 0; ; attempt++ {
 		pipe := s.rdb.Pipeline()
 		ev := pipe.EvalSha(ctx, s.reserve.Hash(), c.keys(), c.args()...)
@@ -268,11 +268,11 @@ func (s *Store) reservePipelinedWait(ctx context.Context, c scriptCall, replicas
 		_, _ = pipe.Exec(ctx)
 		if redis.HasErrorPrefix(ev.Err(), "NOSCRIPT") && attempt == 0 {
 			if err := s.reserve.Load(ctx, s.rdb).Err(); err != nil {
-				return nil, -1, fmt.Errorf("load reserve script: %w", err)
+				return "", -1, fmt.Errorf("load reserve script: %w", err)
 			}
 			continue
 		}
-		res, err := ev.StringSlice()
+		res, err := ev.Text()
 		if err != nil || !freshReserved(res) {
 			return res, -1, err
 		}
@@ -281,13 +281,15 @@ func (s *Store) reservePipelinedWait(ctx context.Context, c scriptCall, replicas
 	}
 }
 
-func freshReserved(res []string) bool {
-	return len(res) == 6 && res[0] == string(outcome.Reserved) && res[4] == "0"
+func freshReserved(answer string) bool {
+	f, ok := replyFields(answer)
+	return ok && f[0] == string(outcome.Reserved) && f[4] == "0"
 }
 
-func parseReservation(res []string) (Reservation, error) {
-	if len(res) != 6 {
-		return Reservation{}, fmt.Errorf("reserve script answered %d fields, want 6", len(res))
+func parseReservation(answer string) (Reservation, error) {
+	res, ok := replyFields(answer)
+	if !ok {
+		return Reservation{}, fmt.Errorf("reserve script answered %q, want 6 fields", answer)
 	}
 	rv := Reservation{Replay: res[4] == "1", Replicas: -1}
 	switch c := outcome.Code(res[0]); c {
@@ -319,6 +321,19 @@ func parseReservation(res []string) (Reservation, error) {
 	}
 	rv.OrderID, rv.ExpiresAt, rv.Slot, rv.Epoch = id, time.UnixMilli(ms).UTC(), slot, epoch
 	return rv, nil
+}
+
+// replyFields splits the reserve script's answer, "code|orderId|expiresAtMs|slot|replay|epoch",
+// into its six fields (views of answer, nothing copied); false when it has another count.
+func replyFields(answer string) (f [6]string, ok bool) {
+	for i := range 5 {
+		var found bool
+		if f[i], answer, found = strings.Cut(answer, "|"); !found {
+			return f, false
+		}
+	}
+	f[5] = answer
+	return f, !strings.Contains(answer, "|")
 }
 
 // reserveKeys are the keys of one shard that every reserve touches, built once per shard (KEYS[5],

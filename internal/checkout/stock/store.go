@@ -109,8 +109,8 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 	s.markerTTLms = strconv.FormatInt(s.markerTTL.Milliseconds(), 10)
 	s.idemTTLArg, s.markerTTLArg, s.reserveSHA = s.idemTTLms, s.markerTTLms, s.reserve.Hash()
 	s.keys = make(map[shardID]*reserveKeys)
-	s.plainHome = func(ctx context.Context, c scriptCall) ([]string, int, error) {
-		res, err := s.evalCall(ctx, s.reserve, c).StringSlice()
+	s.plainHome = func(ctx context.Context, c scriptCall) (string, int, error) {
+		res, err := s.evalCall(ctx, s.reserve, c).Text()
 		return res, -1, err
 	}
 	return s
