@@ -113,6 +113,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	defer benchrun.ResetSales(context.WithoutCancel(ctx)) // no holds left to expire into a later run
 	o.redisPIDs = redisPIDs(ctx, o.redisURL)
 	srv, err := benchrun.StartServer(ctx, o.serverFsctl, o.serverCores, o.addr, dir, o.serveArgs...)
 	if err != nil {

@@ -134,6 +134,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	defer benchrun.ResetSales(context.WithoutCancel(ctx)) // no holds left to expire into a later run
 	b := bench{o: o, dir: dir}
 	machine := fmt.Sprintf("machine: %d cores (nproc), load average %s", runtime.NumCPU(), benchrun.Loadavg())
 	if o.wants(targetTrivial) {

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -76,7 +77,7 @@ func (s *Server) Stop() {
 }
 
 // CreateSale creates (or resets) sale id, open since 2026-01-01, with one item of units units over
-// shards stock shards and a limit of one unit per buyer.
+// shards stock shards and a limit of one unit per buyer. ResetSales resets it again.
 func CreateSale(ctx context.Context, fsctl, dir, id, item string, units, shards int) error {
 	file := filepath.Join(dir, id+".yaml")
 	body := fmt.Sprintf("id: %s\nname: %s\nopensAt: 2026-01-01T00:00:00Z\nperUserLimit: 1\nholdTTL: 10m\nitems:\n  - id: %s\n    name: %s\n    quantity: %d\n    priceCents: 100\n    shards: %d\n",
@@ -87,7 +88,34 @@ func CreateSale(ctx context.Context, fsctl, dir, id, item string, units, shards 
 	if out, err := exec.CommandContext(ctx, fsctl, "sale", "create", "-f", file, "--reset").CombinedOutput(); err != nil {
 		return fmt.Errorf("fsctl sale create: %w\n%s", err, out)
 	}
+	created.Lock()
+	defer created.Unlock()
+	if created.sales == nil {
+		created.sales = map[string][]string{}
+	}
+	created.sales[id] = []string{fsctl, file}
 	return nil
+}
+
+// created are the sales CreateSale made: the fsctl that made each and its definition's file.
+var created struct {
+	sync.Mutex
+	sales map[string][]string
+}
+
+// ResetSales resets every sale CreateSale made (their definitions' files must still exist): a
+// burst's unpaid holds, 10 minutes long, would otherwise expire into whatever runs next on the stack,
+// a later benchmark whose server then spends its CPU releasing them. A failure is printed, not
+// returned: it leaves the holds to expire, nothing worse.
+func ResetSales(ctx context.Context) {
+	created.Lock()
+	defer created.Unlock()
+	for id, made := range created.sales {
+		if out, err := exec.CommandContext(ctx, made[0], "sale", "create", "-f", made[1], "--reset").CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "reset sale %s after the benchmark (its holds will expire later): %v\n%s", id, err, out)
+		}
+	}
+	created.sales = nil
 }
 
 // WaitPostgres polls until PostgreSQL has want orders of the sale (for at most 2 minutes) and
