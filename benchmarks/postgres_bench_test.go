@@ -1,19 +1,17 @@
 package benchmarks
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"math"
-	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/fsctl/fsctl/benchmarks/internal/benchrun"
 	"github.com/fsctl/fsctl/internal/checkout/orders"
 	"github.com/fsctl/fsctl/internal/contract/sale"
 	"github.com/fsctl/fsctl/internal/harness/testenv"
@@ -193,16 +191,9 @@ func backendCPU(ctx context.Context, b *testing.B, pool *pgxpool.Pool) (time.Dur
 	if err := pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
 		b.Fatal(err)
 	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	cpu, err := benchrun.ProcCPU(pid)
 	if err != nil {
 		return -1, pid
 	}
-	// The fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if len(f) < 13 {
-		return -1, pid
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond, pid // USER_HZ is 100 on Linux
+	return cpu, pid
 }

@@ -13,21 +13,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fsctl/fsctl/benchmarks/internal/benchrun"
 	"github.com/fsctl/fsctl/internal/platform/redisconn"
 )
 
 // procCPU is a process's user+system CPU time so far.
-func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// Fields after the command name (which may hold spaces) start after the last ')'.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond, nil // USER_HZ is 100 on Linux
-}
+func procCPU(pid int) (time.Duration, error) { return benchrun.ProcCPU(pid) }
 
 // procRSS reads a memory line (VmRSS, VmHWM) of /proc/PID/status in KiB.
 func procRSS(pid int, field string) int64 {

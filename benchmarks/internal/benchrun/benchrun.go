@@ -240,3 +240,20 @@ func WrkCounts(out []byte) (rps float64, requests int, err error) {
 	}
 	return rps, requests, nil
 }
+
+// ProcCPU is a process's user+system CPU time so far, from /proc (Linux); an error where the
+// process is not one of this machine's.
+func ProcCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name (which may hold spaces) start after the last ')'.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields after the command, want 13 or more", pid, len(f))
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil // USER_HZ is 100 on Linux
+}
