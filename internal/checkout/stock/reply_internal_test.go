@@ -1,6 +1,7 @@
 package stock
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,4 +44,28 @@ func TestParseReservationReadsTheScriptsAnswer(t *testing.T) {
 			t.Errorf("%q: malformed error %v", bad, err)
 		}
 	}
+}
+
+// FuzzParseReservation: any answer is read or refused, never a panic, and one that reads as a
+// reservation says again what it read when written back in the script's form.
+func FuzzParseReservation(f *testing.F) {
+	for _, seed := range []string{"RESERVED|0192f0c4-7b2a-7c3e-9f00-0123456789ab|1796471571000|2|0|7", "SOLD_OUT||||0|",
+		"SOLD_OUT||||1|3", "NOT_FOUND||||0|", "EMPTY||||0|", "", "|||||", "RESERVED|||||", "a|b|c|d|e|f|g"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, answer string) {
+		rv, err := parseReservation(answer)
+		if err != nil || rv.Outcome != outcome.Reserved {
+			return
+		}
+		replay := "0"
+		if rv.Replay {
+			replay = "1"
+		}
+		again := strings.Join([]string{string(rv.Outcome), rv.OrderID.String(), strconv.FormatInt(rv.ExpiresAt.UnixMilli(), 10),
+			strconv.Itoa(rv.Slot), replay, strconv.FormatInt(rv.Epoch, 10)}, "|")
+		if back, err := parseReservation(again); err != nil || back != rv {
+			t.Fatalf("%q read as %+v, written back as %q, read again as %+v %v", answer, rv, again, back, err)
+		}
+	})
 }
