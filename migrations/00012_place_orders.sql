@@ -13,7 +13,7 @@
 -- The arrays are parallel, one element an order, sorted by (sale, item) by the caller so that
 -- concurrent batches take item row locks in the same order. p_sale_slots and p_keys hold NULL for
 -- none. A redelivered order keeps a key it was placed without (as PlaceBatch's update did before).
--- place_order stays for callers that place one order at a time.
+-- place_order is kept as it was; fsctl no longer calls it.
 
 -- +goose Up
 -- +goose StatementBegin

@@ -91,17 +91,20 @@ func CreateSale(ctx context.Context, fsctl, dir, id, item string, units, shards 
 	created.Lock()
 	defer created.Unlock()
 	if created.sales == nil {
-		created.sales = map[string][]string{}
+		created.sales = map[string]madeSale{}
 	}
-	created.sales[id] = []string{fsctl, file}
+	created.sales[id] = madeSale{fsctl: fsctl, file: file}
 	return nil
 }
 
-// created are the sales CreateSale made: the fsctl that made each and its definition's file.
+// created are the sales CreateSale made, by id.
 var created struct {
 	sync.Mutex
-	sales map[string][]string
+	sales map[string]madeSale
 }
+
+// madeSale is how a sale was made: by which fsctl, from which definition's file.
+type madeSale struct{ fsctl, file string }
 
 // ResetSales resets every sale CreateSale made (their definitions' files must still exist): a
 // burst's unpaid holds, 10 minutes long, would otherwise expire into whatever runs next on the stack,
@@ -111,7 +114,7 @@ func ResetSales(ctx context.Context) {
 	created.Lock()
 	defer created.Unlock()
 	for id, made := range created.sales {
-		if out, err := exec.CommandContext(ctx, made[0], "sale", "create", "-f", made[1], "--reset").CombinedOutput(); err != nil {
+		if out, err := exec.CommandContext(ctx, made.fsctl, "sale", "create", "-f", made.file, "--reset").CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "reset sale %s after the benchmark (its holds will expire later): %v\n%s", id, err, out)
 		}
 	}
