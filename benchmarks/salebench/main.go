@@ -189,9 +189,9 @@ func wrk(ctx context.Context, o options, url, script string, pid int) (wrkRun, e
 		args = append(args, "-s", script)
 	}
 	cmd := benchrun.Command(ctx, o.generatorCores, "wrk", append(args, url)...)
-	server0, _ := procCPU(pid)
+	server0, _ := benchrun.ProcCPU(pid)
 	out, err := cmd.CombinedOutput()
-	server1, _ := procCPU(pid)
+	server1, _ := benchrun.ProcCPU(pid)
 	if err != nil {
 		return wrkRun{}, fmt.Errorf("wrk %s: %w\n%s", url, err, out)
 	}
@@ -282,11 +282,11 @@ func runBurst(ctx context.Context, o options, dir, base string, pid, units int) 
 		return burst{}, err
 	}
 	fmt.Printf("burst: %d buyers -> %d units (%d shards)...\n", o.buyers, units, o.shards)
-	cpu0, err := procCPU(pid)
+	cpu0, err := benchrun.ProcCPU(pid)
 	if err != nil {
 		return burst{}, err
 	}
-	rcpu0 := procsCPU(o.redisPIDs)
+	rcpu0 := cpuOf(o.redisPIDs)
 	pg0, box0 := cpuOf(postgresPIDs(ctx, o.postgres)), boxCPU()
 	cmd := benchrun.Command(ctx, o.generatorCores, o.fsctl, "blast", "--target", base, "--sale", saleID, "--item", "drop",
 		"--buyers", strconv.Itoa(o.buyers), "--conns", strconv.Itoa(o.conns), "--engine", "raw",
@@ -309,15 +309,15 @@ func runBurst(ctx context.Context, o options, dir, base string, pid, units int) 
 	if err != nil {
 		return burst{}, err
 	}
-	cpu1, err := procCPU(pid)
+	cpu1, err := benchrun.ProcCPU(pid)
 	if err != nil {
 		return burst{}, err
 	}
-	rcpu1 := procsCPU(o.redisPIDs)
+	rcpu1 := cpuOf(o.redisPIDs)
 	pg1, box1 := cpuOf(postgresPIDs(ctx, o.postgres)), boxCPU()
 	b := burst{units: units, sold: r.Sold, requests: r.Requests, rps: r.Throughput,
 		answered:   time.Duration(r.DurationMs * float64(time.Millisecond)),
-		inPostgres: max(inPG.Sub(lastAnswer), 0), serverCPU: cpu1 - cpu0, redisCPU: rcpu1 - rcpu0,
+		inPostgres: max(inPG.Sub(lastAnswer), 0), serverCPU: cpu1 - cpu0, redisCPU: grown(rcpu0, rcpu1),
 		postgresCPU: grown(pg0, pg1), boxCPU: box1 - box0,
 		serverRSS: procRSS(pid, "VmHWM"), generator: benchrun.MaxRSS(cmd.ProcessState),
 		generatorCPU:      cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(),

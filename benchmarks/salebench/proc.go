@@ -17,9 +17,6 @@ import (
 	"github.com/fsctl/fsctl/internal/platform/redisconn"
 )
 
-// procCPU is a process's user+system CPU time so far.
-func procCPU(pid int) (time.Duration, error) { return benchrun.ProcCPU(pid) }
-
 // procRSS reads a memory line (VmRSS, VmHWM) of /proc/PID/status in KiB.
 func procRSS(pid int, field string) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -65,16 +62,6 @@ func redisPIDs(ctx context.Context, url string) []int {
 	return out
 }
 
-// procsCPU sums the CPU time of pids (0 for any that cannot be read).
-func procsCPU(pids []int) time.Duration {
-	var sum time.Duration
-	for _, pid := range pids {
-		d, _ := procCPU(pid)
-		sum += d
-	}
-	return sum
-}
-
 // postgresPIDs lists PostgreSQL's processes (its backends and its own workers, as pg_stat_activity
 // names them, but not the one asking) that run on this machine; empty when the database is
 // elsewhere or cannot be asked.
@@ -102,7 +89,7 @@ func postgresPIDs(ctx context.Context, url string) []int {
 func cpuOf(pids []int) map[int]time.Duration {
 	m := make(map[int]time.Duration, len(pids))
 	for _, pid := range pids {
-		if d, err := procCPU(pid); err == nil {
+		if d, err := benchrun.ProcCPU(pid); err == nil {
 			m[pid] = d
 		}
 	}
