@@ -107,23 +107,12 @@ func TestPlaceBatchKeepsIdempotencyKeys(t *testing.T) {
 	keyed, bare, none := placement("s", "item", "u1", 0), placement("s", "item", "u2", 0), placement("s", "item", "u3", 0)
 	keyed.IdemKey = "k-1"
 	mustPlace(t, s, []orders.Placement{keyed, bare, none}, orders.Placed)
-	keyOf := func(id uuid.UUID) string {
-		t.Helper()
-		var k *string
-		if err := s.Pool().QueryRow(ctx, `SELECT idem_key FROM orders WHERE id = $1`, id).Scan(&k); err != nil {
-			t.Fatalf("read key of %s: %v", id, err)
-		}
-		if k == nil {
-			return "<none>"
-		}
-		return *k
-	}
-	if got := keyOf(keyed.OrderID) + " " + keyOf(bare.OrderID) + " " + keyOf(none.OrderID); got != "k-1 <none> <none>" {
+	if got := idemKeyOf(t, s, keyed.OrderID) + " " + idemKeyOf(t, s, bare.OrderID) + " " + idemKeyOf(t, s, none.OrderID); got != "k-1 <none> <none>" {
 		t.Fatalf("keys after placing: %s, want k-1 <none> <none>", got)
 	}
 	keyed.IdemKey, bare.IdemKey = "k-other", "k-2"
 	mustPlace(t, s, []orders.Placement{keyed, bare, none}, orders.Duplicate)
-	if got := keyOf(keyed.OrderID) + " " + keyOf(bare.OrderID) + " " + keyOf(none.OrderID); got != "k-1 k-2 <none>" {
+	if got := idemKeyOf(t, s, keyed.OrderID) + " " + idemKeyOf(t, s, bare.OrderID) + " " + idemKeyOf(t, s, none.OrderID); got != "k-1 k-2 <none>" {
 		t.Fatalf("keys after the redelivery: %s, want k-1 k-2 <none>", got)
 	}
 }
@@ -164,8 +153,20 @@ func TestPlaceBatchDecidesAgainstItsOwnOrders(t *testing.T) {
 	if c["a"].Sold != 4 || c["a"].Pending != 4 || c["b"].Sold != 1 || c["b"].Pending != 1 {
 		t.Fatalf("counts: got %+v, want a 4 sold and pending, b 1", c)
 	}
-	var key string
-	if err := s.Pool().QueryRow(ctx, `SELECT idem_key FROM orders WHERE id = $1`, twice.OrderID).Scan(&key); err != nil || key != "k-again" {
-		t.Fatalf("the twice-sent order's key: %q %v, want k-again (the redelivery's, the first had none)", key, err)
+	if key := idemKeyOf(t, s, twice.OrderID); key != "k-again" {
+		t.Fatalf("the twice-sent order's key: %s, want k-again (the redelivery's, the first had none)", key)
 	}
+}
+
+// idemKeyOf reads the Idempotency-Key an order keeps in PostgreSQL, "<none>" for none.
+func idemKeyOf(t *testing.T, s *orders.Store, id uuid.UUID) string {
+	t.Helper()
+	var k *string
+	if err := s.Pool().QueryRow(context.Background(), `SELECT idem_key FROM orders WHERE id = $1`, id).Scan(&k); err != nil {
+		t.Fatalf("read the key of order %s: %v", id, err)
+	}
+	if k == nil {
+		return "<none>"
+	}
+	return *k
 }
