@@ -154,6 +154,9 @@ func DecodeOrderPlaced(b []byte) (OrderPlaced, error) {
 
 // Decode parses and validates a message of the orders topic by its type tag.
 func Decode(b []byte) (Event, error) {
+	if e := decodeTagged(b); e != nil {
+		return e, nil
+	}
 	var head struct {
 		Type string `json:"type"`
 	}
@@ -176,6 +179,37 @@ func Decode(b []byte) (Event, error) {
 		return nil, fmt.Errorf("decode %s: %w", head.Type, err)
 	}
 	return e, nil
+}
+
+// decodeTagged is Decode's one pass for a message that opens with its type tag, as every message
+// this package publishes does: it returns the valid event, or nil when the message must take
+// Decode's general way (a tag elsewhere or spelt with escapes, a second "type" key, a message not
+// decoded or not valid), so Decode's answer, and its error, is the same either way. Reading the
+// tag first and then the event parsed each message twice: half the consumer's decoding.
+func decodeTagged(b []byte) Event {
+	const open = `{"type":"`
+	if len(b) < len(open) || string(b[:len(open)]) != open {
+		return nil
+	}
+	var e Event
+	switch rest := b[len(open):]; {
+	case hasTag(rest, TypeOrderPlaced):
+		e = &OrderPlaced{}
+	case hasTag(rest, TypeOrderPaid):
+		e = &OrderPaid{}
+	default:
+		return nil
+	}
+	if json.Unmarshal(b, e) != nil || e.Validate() != nil {
+		return nil
+	}
+	return e
+}
+
+// hasTag reports whether b begins with tag's closing quote and the end of the tag's member.
+func hasTag(b []byte, tag string) bool {
+	return len(b) > len(tag)+1 && string(b[:len(tag)]) == tag && b[len(tag)] == '"' &&
+		(b[len(tag)+1] == ',' || b[len(tag)+1] == '}')
 }
 
 // DeadLetter is what the consumer writes to the dead-letter topic for a message the database
