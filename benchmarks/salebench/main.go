@@ -330,5 +330,7 @@ func runBurst(ctx context.Context, o options, dir, base string, pid, units int) 
 	if out, err := exec.CommandContext(ctx, o.fsctl, "reconcile", "--sale", saleID).CombinedOutput(); err != nil {
 		return burst{}, fmt.Errorf("fsctl reconcile --sale %s found a broken invariant: %w\n%s", saleID, err, out)
 	}
+	fmt.Printf("  every buyer answered in %.0f ms, %.0f req/s; CPU a request: server %.1f us, the box %.1f us\n",
+		msf(b.answered), b.rps, perRequest(b.serverCPU, b), perRequest(b.boxCPU, b))
 	return b, nil
 }

@@ -8,6 +8,9 @@ import (
 	"time"
 )
 
+// perRequest is d spread over the burst's requests, in microseconds.
+func perRequest(d time.Duration, b burst) float64 { return us(d) / float64(max(b.requests, 1)) }
+
 // report prints one table; with several rounds each cell is the median of the rounds and, in
 // brackets, their range (a ratio is taken within its round, against that round's ceiling, before
 // the median): on a shared box rounds minutes apart differ by a quarter or more, and only the
@@ -34,22 +37,21 @@ func report(o options, rs []round) {
 		}
 		fmt.Fprintln(tw, line)
 	}
-	perReq := func(d time.Duration, b burst) float64 { return us(d) / float64(max(b.requests, 1)) }
 	row("units sold", "%.0f", func(_ round, b burst) float64 { return float64(b.sold) })
 	row("last unit sold (ms)", "%.0f", func(_ round, b burst) float64 { return msf(b.lastSold) })
 	row("every buyer answered (ms)", "%.0f", func(_ round, b burst) float64 { return msf(b.answered) })
 	row("last order in PostgreSQL, after the last answer (ms)", "%.0f", func(_ round, b burst) float64 { return msf(b.inPostgres) })
 	row("requests/s", "%.0f", func(_ round, b burst) float64 { return b.rps })
 	row("x the /healthz ceiling", "%.2f", func(r round, b burst) float64 { return b.rps / r.ceiling })
-	row("server CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perReq(b.serverCPU, b) })
-	row("Redis CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perReq(b.redisCPU, b) })
-	row("PostgreSQL CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perReq(b.postgresCPU, b) })
-	row("the box's CPU per request, every process (us)", "%.1f", func(_ round, b burst) float64 { return perReq(b.boxCPU, b) })
-	row("generator CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perReq(b.generatorCPU, b) })
+	row("server CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perRequest(b.serverCPU, b) })
+	row("Redis CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perRequest(b.redisCPU, b) })
+	row("PostgreSQL CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perRequest(b.postgresCPU, b) })
+	row("the box's CPU per request, every process (us)", "%.1f", func(_ round, b burst) float64 { return perRequest(b.boxCPU, b) })
+	row("generator CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perRequest(b.generatorCPU, b) })
 	row("wrk CPU per request, sold-out path (us)", "%.1f", func(r round, _ burst) float64 { return us(r.wrkCPU) })
-	row("generator CPU / wrk's", "%.2f", func(r round, b burst) float64 { return perReq(b.generatorCPU, b) / max(us(r.wrkCPU), 0.001) })
-	row("generator CPU per request, from the release (us)", "%.1f", func(_ round, b burst) float64 { return perReq(b.generatorBurstCPU, b) })
-	row("  the same / wrk's", "%.2f", func(r round, b burst) float64 { return perReq(b.generatorBurstCPU, b) / max(us(r.wrkCPU), 0.001) })
+	row("generator CPU / wrk's", "%.2f", func(r round, b burst) float64 { return perRequest(b.generatorCPU, b) / max(us(r.wrkCPU), 0.001) })
+	row("generator CPU per request, from the release (us)", "%.1f", func(_ round, b burst) float64 { return perRequest(b.generatorBurstCPU, b) })
+	row("  the same / wrk's", "%.2f", func(r round, b burst) float64 { return perRequest(b.generatorBurstCPU, b) / max(us(r.wrkCPU), 0.001) })
 	row("server peak RSS (MiB)", "%.0f", func(_ round, b burst) float64 { return float64(b.serverRSS) / 1024 })
 	row("generator peak RSS (MiB)", "%.0f", func(_ round, b burst) float64 { return float64(b.generator) / 1024 })
 	_ = tw.Flush()
