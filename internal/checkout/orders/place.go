@@ -82,8 +82,9 @@ type PlaceResult struct {
 }
 
 // PlaceBatch records placements in one transaction and one round-trip: one call of place_orders
-// (migration 00012), which decides each placement as place_order does and takes each item's row
-// lock once. Results come back in the order of ps. An error means nothing was committed (short of
+// (migrations 00012 and 00013), which decides each placement as place_order does and takes each
+// item's row lock once, the per-user limit decided by the insert's arbiter index whatever plan
+// PostgreSQL's statistics would pick. Results come back in the order of ps. An error means nothing was committed (short of
 // the connection dropping between the server's commit and its reply), and the whole batch may be
 // retried either way: placements that did land then answer Duplicate.
 func (s *Store) PlaceBatch(ctx context.Context, ps []Placement) ([]PlaceResult, error) {

@@ -1,0 +1,94 @@
+package orders_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fsctl/fsctl/internal/checkout/orders"
+	"github.com/fsctl/fsctl/internal/contract/sale"
+)
+
+// TestPlaceBatchReadsFewRowsWhateverThePlan: place_orders must not read every live order for each
+// order it decides, whichever index PostgreSQL picks for the per-user check. The trap, as a
+// rehearsed sale leaves it: an index of live slots bloated by orders that expired (its pages stay),
+// and statistics taken when hardly any order was live, so that PostgreSQL reads the live slots
+// through the index of every live order's status (or of the item's) instead. Each order's check
+// then read every live order of the table: over 2,000 orders a quadratic 2,000,000 index entries,
+// and a 50,000 -> 10,000 burst's consumer 5-7 s behind (docs/benchmarks.md, the twelfth part).
+func TestPlaceBatchReadsFewRowsWhateverThePlan(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	ctx := context.Background()
+	if err := s.SaveSale(ctx, testSale("old", sale.Item{ID: "x", Quantity: 100000})); err != nil {
+		t.Fatalf("save sale: %v", err)
+	}
+	if err := s.SaveSale(ctx, testSale("s", sale.Item{ID: "hot", Quantity: 100000})); err != nil {
+		t.Fatalf("save sale: %v", err)
+	}
+	pool := s.Pool()
+	for _, q := range []string{
+		// A rehearsal's 30,000 orders, all expired: the live-slot index keeps their pages.
+		`INSERT INTO orders (id, sale_id, item_id, user_id, slot, shard, status, created_at, expires_at)
+		 SELECT gen_random_uuid(), 'old', 'x', 'r-' || g, 0, 0, 'PENDING', now(), now() + interval '10 minutes'
+		   FROM generate_series(1, 30000) g`,
+		`UPDATE orders SET status = 'EXPIRED' WHERE sale_id = 'old'`,
+		`VACUUM orders`,
+		// A few live ones when the statistics are taken.
+		`INSERT INTO orders (id, sale_id, item_id, user_id, slot, shard, status, created_at, expires_at)
+		 SELECT gen_random_uuid(), 'old', 'x', 'l-' || g, 0, 0, 'PENDING', now(), now() + interval '10 minutes'
+		   FROM generate_series(1, 30) g`,
+		`ANALYZE orders`,
+	} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", strings.Fields(q)[0], err)
+		}
+	}
+	var plan strings.Builder
+	rows, err := pool.Query(ctx, `EXPLAIN SELECT 1 FROM orders WHERE sale_id = 's' AND item_id = 'hot' AND user_id = 'u' AND slot = 0 AND status IN ('PENDING', 'PAID')`)
+	if err != nil {
+		t.Fatalf("explain: %v", err)
+	}
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatalf("explain: %v", err)
+		}
+		plan.WriteString(line + "\n")
+	}
+	if rows.Err() != nil {
+		t.Fatalf("explain: %v", rows.Err())
+	}
+	if strings.Contains(plan.String(), "orders_live_per_user_slot") {
+		t.Fatalf("the set-up no longer leads PostgreSQL past the live-slot index, so this test proves nothing; its plan:\n%s", plan.String())
+	}
+	t.Logf("the per-user check's plan in the trap:\n%s", plan.String())
+
+	read := func() int64 {
+		var n int64
+		if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+			t.Fatalf("flush statistics: %v", err)
+		}
+		if err := pool.QueryRow(ctx, `SELECT coalesce(sum(idx_tup_read), 0) + coalesce(sum(seq_tup_read), 0)
+			FROM pg_stat_user_tables t LEFT JOIN LATERAL (SELECT sum(idx_tup_read) AS idx_tup_read FROM pg_stat_user_indexes i WHERE i.relid = t.relid) i ON true
+			WHERE t.relname = 'orders'`).Scan(&n); err != nil {
+			t.Fatalf("read statistics: %v", err)
+		}
+		return n
+	}
+	before, start := read(), time.Now()
+	const placed = 2000
+	for b := 0; b < placed/500; b++ {
+		batch := make([]orders.Placement, 500)
+		for i := range batch {
+			batch[i] = placement("s", "hot", userN(b*500+i), 0)
+		}
+		mustPlace(t, s, batch, orders.Placed)
+	}
+	got := read() - before
+	t.Logf("rows and index entries read placing %d orders: %d (in %s)", placed, got, time.Since(start).Round(time.Millisecond))
+	if got > 50*placed {
+		t.Fatalf("placing %d orders read %d rows and index entries of orders, over %d an order: each order's check reads the live orders", placed, got, got/placed)
+	}
+}
