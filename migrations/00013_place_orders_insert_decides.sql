@@ -23,6 +23,18 @@
 
 -- +goose Up
 -- +goose StatementBegin
+-- limit_or_sale_limit is the refusal of an order a live order's slot stops: 'limit' when the buyer
+-- holds its per-user slot of the item (checked first, as 00012 did), else 'sale_limit'. Only
+-- refused orders ask, never the run's placed ones.
+CREATE FUNCTION limit_or_sale_limit(p_sale text, p_item text, p_user text, p_slot smallint) RETURNS text
+LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN EXISTS (
+        SELECT 1 FROM orders
+         WHERE sale_id = p_sale AND item_id = p_item AND user_id = p_user AND slot = p_slot
+           AND status IN ('PENDING', 'PAID')) THEN 'limit' ELSE 'sale_limit' END
+$$;
+-- +goose StatementEnd
+-- +goose StatementBegin
 CREATE OR REPLACE FUNCTION place_orders(
     p_ids        uuid[],
     p_sales      text[],
@@ -138,33 +150,19 @@ BEGIN
                     answers[i] := 'limit';
                     CONTINUE;
                 END IF;
-                -- The per-sale limit's net, as in place_order: the partial unique index refuses
-                -- what two consumers of other items place at once in the same per-sale slot, and
-                -- the retry answers here. The per-user limit comes first, as in 00012.
-                IF p_sale_slots[i] IS NOT NULL THEN
-                    IF (p_users[i] || E'\n' || p_sale_slots[i]) = ANY(run_sale) THEN
-                        v_dup := true;
-                    ELSE
-                        PERFORM 1 FROM orders
-                         WHERE sale_id = v_sale AND user_id = p_users[i] AND sale_slot = p_sale_slots[i]
-                           AND status IN ('PENDING', 'PAID');
-                        v_dup := FOUND;
-                    END IF;
-                    IF v_dup THEN
-                        PERFORM 1 FROM orders
-                         WHERE sale_id = v_sale AND item_id = v_item AND user_id = p_users[i] AND slot = p_slots[i]
-                           AND status IN ('PENDING', 'PAID');
-                        answers[i] := CASE WHEN FOUND THEN 'limit' ELSE 'sale_limit' END;
-                        CONTINUE;
-                    END IF;
+                -- A slot of the per-sale limit taken in the run; one taken in the table stops the
+                -- insert below. The per-user limit comes first, as in 00012.
+                IF p_sale_slots[i] IS NOT NULL AND (p_users[i] || E'\n' || p_sale_slots[i]) = ANY(run_sale) THEN
+                    answers[i] := limit_or_sale_limit(v_sale, v_item, p_users[i], p_slots[i]);
+                    CONTINUE;
                 END IF;
                 IF v_exact THEN
                     INSERT INTO orders (id, sale_id, item_id, user_id, slot, shard, status, created_at, expires_at, sale_slot, idem_key)
                     VALUES (p_ids[i], v_sale, v_item, p_users[i], p_slots[i], p_shards[i], 'PENDING', p_created[i],
                             p_expires[i], p_sale_slots[i], p_keys[i])
-                    ON CONFLICT (sale_id, item_id, user_id, slot) WHERE status IN ('PENDING', 'PAID') DO NOTHING;
+                    ON CONFLICT DO NOTHING;
                     IF NOT FOUND THEN
-                        answers[i] := 'limit';
+                        answers[i] := limit_or_sale_limit(v_sale, v_item, p_users[i], p_slots[i]);
                         CONTINUE;
                     END IF;
                 END IF;
@@ -183,7 +181,7 @@ BEGIN
                 SELECT p_ids[k], v_sale, v_item, p_users[k], p_slots[k], p_shards[k], 'PENDING', p_created[k], p_expires[k],
                        p_sale_slots[k], p_keys[k]
                   FROM unnest(run) AS k
-                ON CONFLICT (sale_id, item_id, user_id, slot) WHERE status IN ('PENDING', 'PAID') DO NOTHING
+                ON CONFLICT DO NOTHING
                 RETURNING 1)
             SELECT count(*) INTO v_in FROM placed;
             EXIT WHEN v_in = cardinality(run);
@@ -202,6 +200,9 @@ $$;
 -- +goose StatementEnd
 
 -- +goose Down
+-- +goose StatementBegin
+DROP FUNCTION limit_or_sale_limit(text, text, text, smallint);
+-- +goose StatementEnd
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION place_orders(
     p_ids        uuid[],
