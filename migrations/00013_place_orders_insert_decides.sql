@@ -1,25 +1,25 @@
--- place_orders, the per-user limit decided by the insert: 00012's place_orders asked PostgreSQL,
--- for each order, whether its buyer already held a live order in the slot, a query the partial
--- unique index of live slots answers in one probe. But PostgreSQL picks that index by its
--- statistics, and a rehearsed sale leaves the trap: the index bloated by orders that expired (its
--- pages stay), and statistics taken when hardly any order was live. PostgreSQL then answered each
--- order's check through the index of the item's orders, reading every live order of the item for
--- every order: quadratic, 1,500,000 index entries to place 2,000 orders
--- (TestPlaceBatchReadsFewRowsWhateverThePlan), and the consumer of a 50,000 -> 10,000 burst 5-7 s
--- behind the last answer with PostgreSQL at five times its CPU (docs/benchmarks.md, the twelfth
--- part). A join reading the run's buyers' slots once fell into the same trap the other way round.
+-- place_orders, the limits decided by the insert: 00012's place_orders asked PostgreSQL, for each
+-- order, whether its buyer already held a live order in the slot, a query the partial unique index
+-- of live slots answers in one probe. But PostgreSQL picks that index by its statistics, and a
+-- rehearsed sale leaves the trap: the index bloated by orders that expired (its pages stay), and
+-- statistics taken when hardly any order was live. PostgreSQL then answered each order's check
+-- through the index of the item's orders, reading every live order of the item for every order:
+-- quadratic, 1,500,000 index entries to place 2,000 orders (TestPlaceBatchReadsFewRowsWhateverThePlan),
+-- and the consumer of a 50,000 -> 10,000 burst 5-7 s behind the last answer with PostgreSQL at five
+-- times its CPU (docs/benchmarks.md, the twelfth part). A join reading the run's buyers' slots once
+-- fell into the same trap the other way round.
 --
--- Here the unique index itself decides, with no plan to choose: PostgreSQL checks an insert
--- against its ON CONFLICT arbiter index directly. Each run is decided as 00012 decided it but for
--- that probe, and its placed orders inserted in one statement, ON CONFLICT DO NOTHING on the live
--- slots' index. When every one goes in (the rule: Redis gave each buyer a free slot), the run is
--- done, at 00012's cost. When one finds its slot taken by a live order of the table, the run's
--- decisions may rest on it (a unit it seemed to take, a per-sale slot it seemed to hold): its rows
--- are deleted and the run decided again order by order, each inserted at once ON CONFLICT DO
--- NOTHING and answered 'limit' when its slot is taken. Every answer is 00012's, in its order of
--- checks: a refusal by the per-sale limit first asks whether the per-user limit refuses it (then
--- 'limit', as 00012 checked that first), a probe only in that rare case. The Down migration
--- restores 00012's body.
+-- Here the unique indexes decide, with no plan to choose: PostgreSQL checks an insert against its
+-- ON CONFLICT arbiters directly. Each run is decided as 00012 decided it but for the table's
+-- slots, and its placed orders inserted in one statement, ON CONFLICT DO NOTHING (every unique
+-- index: the live slots of the per-user and of the per-sale limit). When every one goes in (the
+-- rule: Redis gave each buyer free slots), the run is done, at 00012's cost. When one finds a slot
+-- taken by a live order of the table, the run's decisions may rest on it (a unit it seemed to take,
+-- a per-sale slot it seemed to hold): its rows are deleted and the run decided again order by
+-- order, each inserted at once ON CONFLICT DO NOTHING and refused when a slot stops it. Every
+-- answer is 00012's, in its order of checks: a refused order asks whether its per-user slot is
+-- taken ('limit', checked first in 00012) or else its per-sale one ('sale_limit'), a probe only
+-- for refused orders. The Down migration restores 00012's body.
 
 -- +goose Up
 -- +goose StatementBegin
