@@ -137,17 +137,8 @@ func TestPlaceBatchDecidesARunAgainWhenASlotIsTaken(t *testing.T) {
 	twice := placement("s", "a", "u1", 0)
 	again := twice
 	again.IdemKey = "key-again"
-	batch := []orders.Placement{twice, placement("s", "a", "taken", 0), placement("s", "a", "u2", 0), again, placement("s", "a", "u3", 0)}
-	res, err := s.PlaceBatch(ctx, batch)
-	if err != nil {
-		t.Fatalf("place batch: %v", err)
-	}
-	want := []string{"placed ", "refused limit", "placed ", "duplicate ", "refused oversold"}
-	for i, r := range res {
-		if got := r.Result.String() + " " + r.Reason; got != want[i] {
-			t.Errorf("placement %d (%s): got %q, want %q", i, batch[i].UserID, got, want[i])
-		}
-	}
+	placeWanting(t, s, []orders.Placement{twice, placement("s", "a", "taken", 0), placement("s", "a", "u2", 0), again, placement("s", "a", "u3", 0)},
+		"placed ", "refused limit", "placed ", "duplicate ", "refused oversold")
 	if c := countsOf(t, s, "s")["a"]; c.Sold != 3 || c.Pending != 3 {
 		t.Fatalf("counts: got %+v, want 3 sold and pending", c)
 	}
@@ -165,17 +156,23 @@ func TestPlaceBatchDecidesARunAgainWhenASlotIsTaken(t *testing.T) {
 	late := placement("t", "a", "u1", 0)
 	lateAgain := late
 	lateAgain.IdemKey = "key-late"
-	batch = []orders.Placement{placement("t", "a", "taken", 0), late, lateAgain}
-	if res, err = s.PlaceBatch(ctx, batch); err != nil {
+	placeWanting(t, s, []orders.Placement{placement("t", "a", "taken", 0), late, lateAgain}, "refused limit", "placed ", "duplicate ")
+	if key := idemKeyOf(t, s, late.OrderID); key != "key-late" {
+		t.Fatalf("the order given twice kept key %q, want key-late", key)
+	}
+}
+
+// placeWanting places batch and fails unless each placement is answered as want says ("result
+// reason", as PlaceResult prints them).
+func placeWanting(t *testing.T, s *orders.Store, batch []orders.Placement, want ...string) {
+	t.Helper()
+	res, err := s.PlaceBatch(context.Background(), batch)
+	if err != nil {
 		t.Fatalf("place batch: %v", err)
 	}
-	want = []string{"refused limit", "placed ", "duplicate "}
 	for i, r := range res {
 		if got := r.Result.String() + " " + r.Reason; got != want[i] {
 			t.Errorf("placement %d (%s): got %q, want %q", i, batch[i].UserID, got, want[i])
 		}
-	}
-	if key := idemKeyOf(t, s, late.OrderID); key != "key-late" {
-		t.Fatalf("the order given twice kept key %q, want key-late", key)
 	}
 }
