@@ -162,7 +162,11 @@ BEGIN
                             p_expires[i], p_sale_slots[i], p_keys[i])
                     ON CONFLICT DO NOTHING;
                     IF NOT FOUND THEN
-                        answers[i] := limit_or_sale_limit(v_sale, v_item, p_users[i], p_slots[i]);
+                        -- A slot taken, or (only if another item's consumer placed an order of this
+                        -- id since the check above) the id: a duplicate, as 00012 answered an id found.
+                        PERFORM 1 FROM orders WHERE id = p_ids[i];
+                        answers[i] := CASE WHEN FOUND THEN 'duplicate'
+                                           ELSE limit_or_sale_limit(v_sale, v_item, p_users[i], p_slots[i]) END;
                         CONTINUE;
                     END IF;
                 END IF;
