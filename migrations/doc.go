@@ -1,5 +1,5 @@
 // Package migrations embeds the versioned PostgreSQL schema of fsctl's order store (sales, items,
-// orders and the place_order function) as goose SQL files, so the binary migrates without a checkout.
+// orders and the functions that place orders) as goose SQL files, so the binary migrates without a checkout.
 package migrations
 
 import "embed"

@@ -206,7 +206,8 @@ func decodeTagged(b []byte) Event {
 	return e
 }
 
-// hasTag reports whether b begins with tag's closing quote and the end of the tag's member.
+// hasTag reports whether b, what follows the tag's opening quote, is tag, its closing quote, and
+// the end of the tag's member (a comma or the object's close).
 func hasTag(b []byte, tag string) bool {
 	return len(b) > len(tag)+1 && string(b[:len(tag)]) == tag && b[len(tag)] == '"' &&
 		(b[len(tag)+1] == ',' || b[len(tag)+1] == '}')
