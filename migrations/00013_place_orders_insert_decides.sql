@@ -51,7 +51,7 @@ CREATE OR REPLACE FUNCTION place_orders(
 LANGUAGE plpgsql AS $$
 DECLARE
     n          int := coalesce(cardinality(p_ids), 0);
-    answers    text[] := array_fill(NULL::text, ARRAY[coalesce(cardinality(p_ids), 0)]);
+    answers    text[] := array_fill(NULL::text, ARRAY[n]);
     v_sale     text;
     v_item     text;
     v_first    int := 1;         -- the current run's first and last orders
