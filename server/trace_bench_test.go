@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -81,7 +80,7 @@ func BenchmarkPurchaseTracing(b *testing.B) {
 			var seq atomic.Int64
 			b.ReportAllocs()
 			b.SetParallelism(32)
-			cpu0 := cpuTime()
+			cpu0 := server.CPUTime()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
@@ -98,14 +97,7 @@ func BenchmarkPurchaseTracing(b *testing.B) {
 			})
 			// The checkout's own CPU per purchase: steadier than the wall time, which the Redis and
 			// Kafka round trips (and anything else on the machine) dominate.
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(server.CPUTime()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
-}
-
-// cpuTime is the CPU time (user and system) this process has used, in nanoseconds.
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }
