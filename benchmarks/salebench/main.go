@@ -4,7 +4,9 @@
 // buyers (`fsctl blast --engine raw`) at each stock size and reports, in one table: the time to the
 // last unit sold, until every buyer was answered and until the last order was in PostgreSQL,
 // requests/s as a ratio of the ceiling, the server's CPU per request, and both processes' memory.
-// Every burst is checked by `fsctl reconcile`; a broken invariant fails the run.
+// Every burst is checked by `fsctl reconcile`; a broken invariant fails the run. With -against an
+// earlier build, each round measures both builds one after the other, and the report adds every
+// figure as the median of the rounds' own ratios.
 package main
 
 import (
@@ -29,6 +31,7 @@ import (
 
 type options struct {
 	fsctl, serverFsctl    string
+	against               string // an earlier build run beside fsctl in every round; "" for none
 	addr, postgres        string
 	buyers, conns, shards int
 	units                 []int
@@ -47,6 +50,7 @@ func main() {
 	var units, serveArgs string
 	flag.StringVar(&o.fsctl, "fsctl", "bin/fsctl", "the fsctl binary to run")
 	flag.StringVar(&o.serverFsctl, "server-fsctl", "", "the fsctl binary whose serve is measured (default: -fsctl); the generator stays -fsctl, so two servers can be compared under the same load")
+	flag.StringVar(&o.against, "against", "", "an earlier fsctl binary to compare with: every round measures it and -fsctl one after the other (which goes first swaps each round), each as generator and server, and the report adds the median of the rounds' own ratios, -fsctl over it")
 	flag.StringVar(&o.addr, "addr", "127.0.0.1:18080", "listen address of the server under test")
 	postgres := benchrun.URLFlag("postgres-url", "FSCTL_POSTGRES_URL", benchrun.LocalPostgres, "PostgreSQL of the stack")
 	redisURL := benchrun.URLFlag("redis-url", "FSCTL_REDIS_URL", "redis://127.0.0.1:16379/0", "Redis of the stack, one node or redis+cluster:// (its CPU, every master's, is measured when it runs on this machine); give fsctl serve the same with FSCTL_REDIS_URL")
@@ -75,6 +79,9 @@ func main() {
 		fail(fmt.Errorf("-repeat %d: want at least 1", o.repeat))
 	}
 	o.serveArgs = strings.Fields(serveArgs)
+	if o.against != "" && o.serverFsctl != "" {
+		fail(errors.New("-against and -server-fsctl: give one; -against runs each build as generator and server"))
+	}
 	if o.serverFsctl == "" {
 		o.serverFsctl = o.fsctl
 	}
@@ -115,15 +122,56 @@ func run(ctx context.Context, o options) error {
 	defer os.RemoveAll(dir)
 	defer benchrun.ResetSales(context.WithoutCancel(ctx)) // no holds left to expire into a later run
 	o.redisPIDs = redisPIDs(ctx, o.redisURL)
+	if o.against == "" {
+		rounds, err := measureRounds(ctx, o, dir)
+		if err != nil {
+			return err
+		}
+		report(o, rounds)
+		return nil
+	}
+	// Two builds: a round is one measurement of each, alternating single ones, so that both see the
+	// same swings of a shared box; only the rounds' own ratios compare.
+	was, now := o, o
+	was.fsctl, was.serverFsctl, now.repeat, was.repeat = o.against, o.against, 1, 1
+	var before, after []round
+	for i := range o.repeat {
+		fmt.Printf("round %d of %d\n", i+1, o.repeat)
+		builds := []*options{&was, &now}
+		if i%2 == 1 {
+			builds = []*options{&now, &was}
+		}
+		for _, b := range builds {
+			fmt.Printf("%s:\n", b.fsctl)
+			r, err := measureRounds(ctx, *b, dir)
+			if err != nil {
+				return err
+			}
+			if b == &was {
+				before = append(before, r...)
+			} else {
+				after = append(after, r...)
+			}
+		}
+	}
+	fmt.Printf("\n-against %s", o.against)
+	report(o, before)
+	fmt.Printf("\n-fsctl %s", o.fsctl)
+	report(o, after)
+	compare(o, before, after)
+	return nil
+}
+
+// measureRounds starts o's server and measures it o.repeat times.
+func measureRounds(ctx context.Context, o options, dir string) ([]round, error) {
 	srv, err := benchrun.StartServer(ctx, o.serverFsctl, o.serverCores, o.addr, dir, o.serveArgs...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer srv.Stop()
 	base := "http://" + o.addr
 	fmt.Printf("machine: %d cores, load %s; server pid %d on %s%s\n", runtime.NumCPU(), benchrun.Loadavg(), srv.Cmd.Process.Pid, base,
 		benchrun.Pinning(map[string]string{"server": o.serverCores, "generator": o.generatorCores}))
-
 	var rounds []round
 	for i := range o.repeat {
 		if o.repeat > 1 {
@@ -131,12 +179,11 @@ func run(ctx context.Context, o options) error {
 		}
 		r, err := measure(ctx, o, dir, base, srv.Cmd.Process.Pid)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rounds = append(rounds, r)
 	}
-	report(o, rounds)
-	return nil
+	return rounds, nil
 }
 
 // round is one measurement of everything: the ceiling, the sold-out path and each burst.

@@ -26,34 +26,17 @@ func report(o options, rs []round) {
 		head += fmt.Sprintf("%d -> %d units\t", o.buyers, b.units)
 	}
 	fmt.Fprintln(tw, head)
-	row := func(name, format string, f func(r round, b burst) float64) {
-		line := name + "\t"
+	for _, m := range figures {
+		line := m.name + "\t"
 		for i := range rs[0].bursts {
 			vals := make([]float64, len(rs))
 			for j, r := range rs {
-				vals[j] = f(r, r.bursts[i])
+				vals[j] = m.f(r, r.bursts[i])
 			}
-			line += cell(format, vals) + "\t"
+			line += cell(m.format, vals) + "\t"
 		}
 		fmt.Fprintln(tw, line)
 	}
-	row("units sold", "%.0f", func(_ round, b burst) float64 { return float64(b.sold) })
-	row("last unit sold (ms)", "%.0f", func(_ round, b burst) float64 { return msf(b.lastSold) })
-	row("every buyer answered (ms)", "%.0f", func(_ round, b burst) float64 { return msf(b.answered) })
-	row("last order in PostgreSQL, after the last answer (ms)", "%.0f", func(_ round, b burst) float64 { return msf(b.inPostgres) })
-	row("requests/s", "%.0f", func(_ round, b burst) float64 { return b.rps })
-	row("x the /healthz ceiling", "%.2f", func(r round, b burst) float64 { return b.rps / r.ceiling })
-	row("server CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perRequest(b.serverCPU, b) })
-	row("Redis CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perRequest(b.redisCPU, b) })
-	row("PostgreSQL CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perRequest(b.postgresCPU, b) })
-	row("the box's CPU per request, every process (us)", "%.1f", func(_ round, b burst) float64 { return perRequest(b.boxCPU, b) })
-	row("generator CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perRequest(b.generatorCPU, b) })
-	row("wrk CPU per request, sold-out path (us)", "%.1f", func(r round, _ burst) float64 { return us(r.wrkCPU) })
-	row("generator CPU / wrk's", "%.2f", func(r round, b burst) float64 { return perRequest(b.generatorCPU, b) / max(us(r.wrkCPU), 0.001) })
-	row("generator CPU per request, from the release (us)", "%.1f", func(_ round, b burst) float64 { return perRequest(b.generatorBurstCPU, b) })
-	row("  the same / wrk's", "%.2f", func(r round, b burst) float64 { return perRequest(b.generatorBurstCPU, b) / max(us(r.wrkCPU), 0.001) })
-	row("server peak RSS (MiB)", "%.0f", func(_ round, b burst) float64 { return float64(b.serverRSS) / 1024 })
-	row("generator peak RSS (MiB)", "%.0f", func(_ round, b burst) float64 { return float64(b.generator) / 1024 })
 	_ = tw.Flush()
 	pick := func(format string, f func(r round) float64) string {
 		vals := make([]float64, len(rs))
@@ -66,6 +49,77 @@ func report(o options, rs []round) {
 		o.wrkConns, pick("%.0f", func(r round) float64 { return r.ceiling }), pick("%.0f", func(r round) float64 { return r.soldOut }),
 		pick("%.2f", func(r round) float64 { return r.soldOut / r.ceiling }), pick("%.1f", func(r round) float64 { return us(r.soldOutCPU) }))
 	fmt.Println("every burst: reconcile OK (Redis, Kafka and PostgreSQL agree)")
+}
+
+// figure is one row of the report: a figure of a burst in its round.
+type figure struct {
+	name, format string
+	f            func(r round, b burst) float64
+}
+
+var figures = []figure{
+	{"units sold", "%.0f", func(_ round, b burst) float64 { return float64(b.sold) }},
+	{"last unit sold (ms)", "%.0f", func(_ round, b burst) float64 { return msf(b.lastSold) }},
+	{"every buyer answered (ms)", "%.0f", func(_ round, b burst) float64 { return msf(b.answered) }},
+	{"last order in PostgreSQL, after the last answer (ms)", "%.0f", func(_ round, b burst) float64 { return msf(b.inPostgres) }},
+	{"requests/s", "%.0f", func(_ round, b burst) float64 { return b.rps }},
+	{"x the /healthz ceiling", "%.2f", func(r round, b burst) float64 { return b.rps / r.ceiling }},
+	{"server CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perRequest(b.serverCPU, b) }},
+	{"Redis CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perRequest(b.redisCPU, b) }},
+	{"PostgreSQL CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perRequest(b.postgresCPU, b) }},
+	{"the box's CPU per request, every process (us)", "%.1f", func(_ round, b burst) float64 { return perRequest(b.boxCPU, b) }},
+	{"generator CPU per request (us)", "%.1f", func(_ round, b burst) float64 { return perRequest(b.generatorCPU, b) }},
+	{"wrk CPU per request, sold-out path (us)", "%.1f", func(r round, _ burst) float64 { return us(r.wrkCPU) }},
+	{"generator CPU / wrk's", "%.2f", func(r round, b burst) float64 { return perRequest(b.generatorCPU, b) / max(us(r.wrkCPU), 0.001) }},
+	{"generator CPU per request, from the release (us)", "%.1f", func(_ round, b burst) float64 { return perRequest(b.generatorBurstCPU, b) }},
+	{"  the same / wrk's", "%.2f", func(r round, b burst) float64 { return perRequest(b.generatorBurstCPU, b) / max(us(r.wrkCPU), 0.001) }},
+	{"server peak RSS (MiB)", "%.0f", func(_ round, b burst) float64 { return float64(b.serverRSS) / 1024 }},
+	{"generator peak RSS (MiB)", "%.0f", func(_ round, b burst) float64 { return float64(b.generator) / 1024 }},
+}
+
+// compare prints, for every figure, the median of the rounds' own ratios, after over before (the
+// rounds of -fsctl over those of -against, paired in the order they ran), with their range: a
+// box's swings move both builds of a round together, so a round's ratio holds still where the
+// builds' own medians do not.
+func compare(o options, before, after []round) {
+	fmt.Printf("\nratio, -fsctl over -against: the median of the %d rounds' own ratios (lowest-highest)\n", len(after))
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "measure\t"
+	for _, b := range after[0].bursts {
+		head += fmt.Sprintf("%d -> %d units\t", o.buyers, b.units)
+	}
+	fmt.Fprintln(tw, head)
+	for _, m := range figures {
+		line := m.name + "\t"
+		for i := range after[0].bursts {
+			line += ratioCell(ratios(before, after, func(r round) float64 { return m.f(r, r.bursts[i]) })) + "\t"
+		}
+		fmt.Fprintln(tw, line)
+	}
+	_ = tw.Flush()
+	fmt.Printf("\nthe /healthz ceiling %sx; the sold-out path, server CPU a request %sx\n",
+		ratioCell(ratios(before, after, func(r round) float64 { return r.ceiling })),
+		ratioCell(ratios(before, after, func(r round) float64 { return us(r.soldOutCPU) })))
+}
+
+// ratios is f of each round of after over f of the round of before run beside it; a round where
+// before's figure is 0 (a figure the earlier build does not report) has no ratio.
+func ratios(before, after []round, f func(r round) float64) []float64 {
+	var out []float64
+	for i := range min(len(before), len(after)) {
+		if b := f(before[i]); b != 0 {
+			out = append(out, f(after[i])/b)
+		}
+	}
+	return out
+}
+
+// ratioCell is cell of ratios, "-" when there are none.
+func ratioCell(rs []float64) string {
+	if len(rs) == 0 {
+		return "-"
+	}
+	return cell("%.2f", rs)
 }
 
 // cell is the median of vals in format and, when there are several, their range: "36.1 (30.0-54.2)".

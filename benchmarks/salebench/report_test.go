@@ -24,3 +24,29 @@ func TestCellGivesTheMedianAndTheRange(t *testing.T) {
 		}
 	}
 }
+
+// TestRatiosPairTheRoundsThatRanTogether: each ratio is a round of after over the round of
+// before beside it, not a median over a median, and a round whose before figure is 0 has none.
+func TestRatiosPairTheRoundsThatRanTogether(t *testing.T) {
+	rounds := func(ceilings ...float64) []round {
+		var rs []round
+		for _, c := range ceilings {
+			rs = append(rs, round{ceiling: c})
+		}
+		return rs
+	}
+	ceiling := func(r round) float64 { return r.ceiling }
+	for _, c := range []struct {
+		before, after []round
+		want          string
+	}{
+		{rounds(100, 200), rounds(200, 100), "1.25 (0.50-2.00)"}, // the medians' ratio would say 1.00
+		{rounds(100, 0, 50), rounds(50, 10, 50), "0.75 (0.50-1.00)"},
+		{rounds(100, 100, 100), rounds(80), "0.80"},
+		{rounds(0), rounds(10), "-"},
+	} {
+		if got := ratioCell(ratios(c.before, c.after, ceiling)); got != c.want {
+			t.Errorf("ratios(%v, %v) = %q, want %q", c.before, c.after, got, c.want)
+		}
+	}
+}
