@@ -20,7 +20,7 @@ import (
 // scheduling around them). docs/benchmarks.md, round two, thirteenth part.
 func BenchmarkAnswerWithoutSocket(b *testing.B) {
 	body := errorBody{Error: outcome.SoldOut, Message: "item sold out"}
-	c := &replayConn{req: []byte("POST /v1/sales/s/items/i/purchase HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\nIdempotency-Key: k\r\n\r\n"), closed: make(chan struct{})}
+	c := &replayConn{req: []byte("POST /api/v1/sales/s/items/i/purchase HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\nIdempotency-Key: k\r\n\r\n"), closed: make(chan struct{})}
 	c.left = b.N * len(c.req)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusGone, body)
@@ -33,6 +33,8 @@ func BenchmarkAnswerWithoutSocket(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(CPUTime()-cpu0)/float64(b.N), "cpu-ns/op")
 	_ = srv.Close()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.answers != b.N {
 		b.Fatalf("%d answers to %d requests", c.answers, b.N)
 	}
@@ -47,7 +49,7 @@ func CPUTime() int64 {
 }
 
 // replayConn is a client connection that sends req over and over, left bytes in all, and counts
-// the answers written back (one write an answer: net/http flushes each).
+// the answers written back by their status lines.
 type replayConn struct {
 	mu      sync.Mutex
 	req     []byte
