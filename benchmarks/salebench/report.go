@@ -20,24 +20,13 @@ func report(o options, rs []round) {
 	if len(rs) > 1 {
 		fmt.Printf("median of %d rounds (lowest-highest)\n", len(rs))
 	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "measure\t"
-	for _, b := range rs[0].bursts {
-		head += fmt.Sprintf("%d -> %d units\t", o.buyers, b.units)
-	}
-	fmt.Fprintln(tw, head)
-	for _, m := range figures {
-		line := m.name + "\t"
-		for i := range rs[0].bursts {
-			vals := make([]float64, len(rs))
-			for j, r := range rs {
-				vals[j] = m.f(r, r.bursts[i])
-			}
-			line += cell(m.format, vals) + "\t"
+	table(o, rs[0].bursts, func(m figure, i int) string {
+		vals := make([]float64, len(rs))
+		for j, r := range rs {
+			vals[j] = m.f(r, r.bursts[i])
 		}
-		fmt.Fprintln(tw, line)
-	}
-	_ = tw.Flush()
+		return cell(m.format, vals)
+	})
 	pick := func(format string, f func(r round) float64) string {
 		vals := make([]float64, len(rs))
 		for i, r := range rs {
@@ -49,6 +38,25 @@ func report(o options, rs []round) {
 		o.wrkConns, pick("%.0f", func(r round) float64 { return r.ceiling }), pick("%.0f", func(r round) float64 { return r.soldOut }),
 		pick("%.2f", func(r round) float64 { return r.soldOut / r.ceiling }), pick("%.1f", func(r round) float64 { return us(r.soldOutCPU) }))
 	fmt.Println("every burst: reconcile OK (Redis, Kafka and PostgreSQL agree)")
+}
+
+// table prints a row for every figure with a column for each burst, cellOf(figure, burst index)
+// in each.
+func table(o options, bursts []burst, cellOf func(m figure, i int) string) {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "measure\t"
+	for _, b := range bursts {
+		head += fmt.Sprintf("%d -> %d units\t", o.buyers, b.units)
+	}
+	fmt.Fprintln(tw, head)
+	for _, m := range figures {
+		line := m.name + "\t"
+		for i := range bursts {
+			line += cellOf(m, i) + "\t"
+		}
+		fmt.Fprintln(tw, line)
+	}
+	_ = tw.Flush()
 }
 
 // figure is one row of the report: a figure of a burst in its round.
@@ -83,20 +91,9 @@ var figures = []figure{
 // builds' own medians do not.
 func compare(o options, before, after []round) {
 	fmt.Printf("\nratio, -fsctl over -against: the median of the %d rounds' own ratios (lowest-highest)\n", len(after))
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "measure\t"
-	for _, b := range after[0].bursts {
-		head += fmt.Sprintf("%d -> %d units\t", o.buyers, b.units)
-	}
-	fmt.Fprintln(tw, head)
-	for _, m := range figures {
-		line := m.name + "\t"
-		for i := range after[0].bursts {
-			line += ratioCell(ratios(before, after, func(r round) float64 { return m.f(r, r.bursts[i]) })) + "\t"
-		}
-		fmt.Fprintln(tw, line)
-	}
-	_ = tw.Flush()
+	table(o, after[0].bursts, func(m figure, i int) string {
+		return ratioCell(ratios(before, after, func(r round) float64 { return m.f(r, r.bursts[i]) }))
+	})
 	fmt.Printf("\nthe /healthz ceiling %sx; the sold-out path, server CPU a request %sx\n",
 		ratioCell(ratios(before, after, func(r round) float64 { return r.ceiling })),
 		ratioCell(ratios(before, after, func(r round) float64 { return us(r.soldOutCPU) })))

@@ -1,6 +1,12 @@
 package main
 
-import "testing"
+import (
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
 
 func TestCellGivesTheMedianAndTheRange(t *testing.T) {
 	for _, c := range []struct {
@@ -49,4 +55,50 @@ func TestRatiosPairTheRoundsThatRanTogether(t *testing.T) {
 			t.Errorf("ratios(%v, %v) = %q, want %q", c.before, c.after, got, c.want)
 		}
 	}
+}
+
+// TestCompareTabulatesEveryFigure: the ratio table has a row for every figure and a column for
+// every burst, each the rounds' own ratio, and a figure the earlier build lacks shows "-".
+func TestCompareTabulatesEveryFigure(t *testing.T) {
+	round1 := func(serverCPU time.Duration, ceiling float64) round {
+		return round{ceiling: ceiling, soldOutCPU: serverCPU, bursts: []burst{
+			{units: 100, sold: 100, requests: 1000, serverCPU: 1000 * serverCPU},
+			{units: 10000, sold: 10000, requests: 1000, serverCPU: 2000 * serverCPU},
+		}}
+	}
+	before := []round{round1(40*time.Microsecond, 100), round1(80*time.Microsecond, 100)}
+	after := []round{round1(20*time.Microsecond, 100), round1(60*time.Microsecond, 50)}
+	out := captureStdout(t, func() { compare(options{buyers: 50000}, before, after) })
+	for _, want := range []string{
+		"measure  50000 -> 100 units  50000 -> 10000 units",
+		"server CPU per request (us)    0.62 (0.50-0.75)      0.62 (0.50-0.75)",
+		"units sold    1.00 (1.00-1.00)      1.00 (1.00-1.00)",
+		"generator CPU per request (us)                   -                     -",
+		"the /healthz ceiling 0.75 (0.50-1.00)x; the sold-out path, server CPU a request 0.62 (0.50-0.75)x",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the comparison lacks %q:\n%s", want, out)
+		}
+	}
+	if rows := strings.Count(out, "\n"); rows != len(figures)+5 {
+		t.Errorf("%d lines, want a row for each of the %d figures and 5 more:\n%s", rows, len(figures), out)
+	}
+}
+
+func captureStdout(t *testing.T, f func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := os.Stdout
+	os.Stdout = w
+	f()
+	os.Stdout = stdout
+	_ = w.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
