@@ -135,7 +135,11 @@ func (c *Classifier) Classify(status int, body []byte) (outcome.Code, string) {
 	var doc any
 	// Not JSON (an empty body is not either): field rules simply do not match.
 	if (c.needJSON || c.orderField != nil) && len(body) > 0 {
-		_ = json.Unmarshal(body, &doc)
+		if flat, ok := decodeFlat(body); ok {
+			doc = flat
+		} else {
+			_ = json.Unmarshal(body, &doc)
+		}
 	}
 	orderID := lookup(doc, c.orderField)
 	for _, r := range c.rules {
@@ -157,6 +161,71 @@ func (c *Classifier) Classify(status int, body []byte) (outcome.Code, string) {
 		return ClientError, orderID
 	}
 	return ServerError, orderID
+}
+
+// decodeFlat decodes body when it is one JSON object of plain strings, keys and values printable
+// ASCII with no quote or backslash, as most answers of a checkout are ({"orderId":"…","status":
+// "PENDING",…}): into what json.Unmarshal gives for it, without its two passes over the bytes
+// (json.Unmarshal was 5.5% of blast's CPU in a 10,000-unit burst, decoding the RESERVED answers,
+// each with its own order id, which the answer memo cannot reuse). False: anything else, which
+// json.Unmarshal decodes; FuzzDecodeFlatAgrees holds the two to the same documents.
+func decodeFlat(body []byte) (map[string]any, bool) {
+	i := skipJSONSpace(body, 0)
+	if i == len(body) || body[i] != '{' {
+		return nil, false
+	}
+	doc := map[string]any{}
+	if i = skipJSONSpace(body, i+1); i < len(body) && body[i] == '}' {
+		return doc, skipJSONSpace(body, i+1) == len(body)
+	}
+	for {
+		k, j, ok := plainJSONString(body, i)
+		if !ok {
+			return nil, false
+		}
+		if j = skipJSONSpace(body, j); j == len(body) || body[j] != ':' {
+			return nil, false
+		}
+		v, j, ok := plainJSONString(body, skipJSONSpace(body, j+1))
+		if !ok {
+			return nil, false
+		}
+		doc[k] = v
+		switch i = skipJSONSpace(body, j); {
+		case i == len(body):
+			return nil, false
+		case body[i] == '}':
+			return doc, skipJSONSpace(body, i+1) == len(body)
+		case body[i] != ',':
+			return nil, false
+		}
+		i = skipJSONSpace(body, i+1)
+	}
+}
+
+// plainJSONString reads the string that opens b[i:] when it is printable ASCII with no escape,
+// and returns it and the index after its closing quote.
+func plainJSONString(b []byte, i int) (string, int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return "", i, false
+	}
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return string(b[i+1 : j]), j + 1, true
+		case c < 0x20 || c > 0x7e || c == '\\':
+			return "", i, false
+		}
+	}
+	return "", i, false
+}
+
+// skipJSONSpace returns the index of the first byte at or after i that is not JSON's white space.
+func skipJSONSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 // lookup follows path through decoded JSON objects and returns a scalar as text ("" if absent).

@@ -426,26 +426,52 @@ func acquire(slots chan struct{}) bool {
 }
 
 // answerMemo is a connection's reader's: the buffer its answers' bodies are read into, and the
-// last answer it classified.
+// last answer it classified of each of the last few statuses it saw.
 type answerMemo struct {
-	buf     bytes.Buffer
+	buf  bytes.Buffer
+	last [memoStatuses]classified
+	next int // the entry a status not remembered takes next
+}
+
+// memoStatuses is how many statuses a memo remembers an answer of: a burst's answers are a few
+// kinds (reserved, sold out, limited, too early), and its buyers' answers of one kind interleave
+// with the others' on a connection.
+const memoStatuses = 4
+
+// classified is an answer and its verdict.
+type classified struct {
+	ok      bool
 	status  int
 	body    []byte
 	outcome outcome.Code
 	orderID string
-	ok      bool
 }
 
-// classify is c's verdict on the answer, the last one's again when it is the same status and
-// bytes (a classifier is a function of them): a sold-out burst answers hundreds of thousands of
-// buyers with one body, and decoding its JSON every time was a quarter of the raw engine's CPU.
+// classify is c's verdict on the answer, the verdict of the last answer of the same status again
+// when the bytes are the same (a classifier is a function of them): a sold-out burst answers
+// hundreds of thousands of buyers with one body, and decoding its JSON every time was a quarter of
+// the raw engine's CPU. One answer a status: with only the last answer remembered, every sold-out
+// answer after a reserved one on the connection was decoded again (BenchmarkAnswerMemo).
 func (m *answerMemo) classify(c *Classifier, status int, body []byte) (outcome.Code, string) {
-	if m.ok && status == m.status && bytes.Equal(body, m.body) {
-		return m.outcome, m.orderID
+	e := m.entry(status)
+	if e.ok && e.status == status && bytes.Equal(body, e.body) {
+		return e.outcome, e.orderID
 	}
-	m.outcome, m.orderID = c.Classify(status, body)
-	m.status, m.body, m.ok = status, append(m.body[:0], body...), true
-	return m.outcome, m.orderID
+	e.outcome, e.orderID = c.Classify(status, body)
+	e.ok, e.status, e.body = true, status, append(e.body[:0], body...)
+	return e.outcome, e.orderID
+}
+
+// entry is the memo's answer of status, or the entry that status takes, the oldest taken.
+func (m *answerMemo) entry(status int) *classified {
+	for i := range m.last {
+		if m.last[i].ok && m.last[i].status == status {
+			return &m.last[i]
+		}
+	}
+	e := &m.last[m.next]
+	m.next = (m.next + 1) % len(m.last)
+	return e
 }
 
 // unanswered is true of a connection that ended before its answer began: the request may never

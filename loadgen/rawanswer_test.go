@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/fsctl/fsctl/internal/contract/outcome"
 	"github.com/fsctl/fsctl/internal/target/profile"
 )
 
@@ -149,4 +152,70 @@ func TestAnswerMemoClassifiesEachAnswer(t *testing.T) {
 		}
 		copy(body, bytes.Repeat([]byte("x"), len(body)))
 	}
+}
+
+// TestAnswerMemoKeepsAnAnswerEachStatus: a sold-out answer between reserved ones is classified
+// from the memo (a classifier that would say otherwise is not asked), and an answer of a status
+// never seen (0 included) is not taken for an empty entry.
+func TestAnswerMemoKeepsAnAnswerEachStatus(t *testing.T) {
+	c, err := ClassifierFor(profile.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := ParseClassifier([]byte("rules:\n  - {status: 299, outcome: RESERVED}\n")) // 410: CLIENT_ERROR
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m answerMemo
+	soldOut := []byte(`{"error":"SOLD_OUT","message":"item drop is sold out"}`)
+	m.classify(c, 410, soldOut)
+	for i := range 10 {
+		if code, id := m.classify(c, 202, []byte(`{"orderId":"o-`+strconv.Itoa(i)+`","status":"PENDING"}`)); code != outcome.Reserved || id != "o-"+strconv.Itoa(i) {
+			t.Fatalf("reserved answer %d: %s %q", i, code, id)
+		}
+		if code, _ := m.classify(other, 410, soldOut); code != outcome.SoldOut {
+			t.Fatalf("the sold-out answer after reserved answer %d was classified again: %s", i, code)
+		}
+	}
+	if code, _ := m.classify(c, 0, nil); code != ServerError {
+		t.Errorf("status 0, no body: %s, want %s", code, ServerError)
+	}
+}
+
+// BenchmarkAnswerMemo classifies a 10,000-unit burst's answers as one connection of 1,000 sees
+// them, a fifth of its buyers reserved at random places among sold-out answers, with the memo
+// of the last answer alone (the way before) and with one answer a status.
+func BenchmarkAnswerMemo(b *testing.B) {
+	c, err := ClassifierFor(profile.Default())
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(37, 1))
+	var answers []classified
+	for i := range 50 {
+		a := classified{status: 410, body: []byte(`{"error":"SOLD_OUT","message":"item drop is sold out"}` + "\n")}
+		if rng.IntN(5) == 0 {
+			a = classified{status: 202, body: []byte(`{"orderId":"019aeb1c-0000-7000-8000-0000000000` + strconv.Itoa(10+i) + `","status":"PENDING","expiresAt":"2026-12-05T17:04:05.678Z"}` + "\n")}
+		}
+		answers = append(answers, a)
+	}
+	b.Run("way=last-answer", func(b *testing.B) {
+		for range b.N {
+			var last classified
+			for _, a := range answers {
+				if !last.ok || a.status != last.status || !bytes.Equal(a.body, last.body) {
+					last.outcome, last.orderID = c.Classify(a.status, a.body)
+					last.ok, last.status, last.body = true, a.status, append(last.body[:0], a.body...)
+				}
+			}
+		}
+	})
+	b.Run("way=an-answer-a-status", func(b *testing.B) {
+		for range b.N {
+			var m answerMemo
+			for _, a := range answers {
+				m.classify(c, a.status, a.body)
+			}
+		}
+	})
 }
