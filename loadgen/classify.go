@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/fsctl/fsctl/internal/contract/outcome"
+	"github.com/fsctl/fsctl/internal/platform/plainjson"
 	"github.com/fsctl/fsctl/internal/platform/yamlfield"
 	"github.com/fsctl/fsctl/internal/target/profile"
 )
@@ -171,62 +172,37 @@ func (c *Classifier) Classify(status int, body []byte) (outcome.Code, string) {
 // False: anything else, which json.Unmarshal decodes; FuzzDecodeFlatAgrees holds the two to the
 // same documents.
 func decodeFlat(body []byte) (map[string]any, bool) {
-	i := skipJSONSpace(body, 0)
+	i := plainjson.SkipSpace(body, 0)
 	if i == len(body) || body[i] != '{' {
 		return nil, false
 	}
 	doc := map[string]any{}
-	if i = skipJSONSpace(body, i+1); i < len(body) && body[i] == '}' {
-		return doc, skipJSONSpace(body, i+1) == len(body)
+	if i = plainjson.SkipSpace(body, i+1); i < len(body) && body[i] == '}' {
+		return doc, plainjson.SkipSpace(body, i+1) == len(body)
 	}
 	for {
-		k, j, ok := plainJSONString(body, i)
+		k, j, ok := plainjson.String(body, i)
 		if !ok {
 			return nil, false
 		}
-		if j = skipJSONSpace(body, j); j == len(body) || body[j] != ':' {
+		if j = plainjson.SkipSpace(body, j); j == len(body) || body[j] != ':' {
 			return nil, false
 		}
-		v, j, ok := plainJSONString(body, skipJSONSpace(body, j+1))
+		v, j, ok := plainjson.String(body, plainjson.SkipSpace(body, j+1))
 		if !ok {
 			return nil, false
 		}
-		doc[k] = v
-		switch i = skipJSONSpace(body, j); {
+		doc[string(k)] = string(v)
+		switch i = plainjson.SkipSpace(body, j); {
 		case i == len(body):
 			return nil, false
 		case body[i] == '}':
-			return doc, skipJSONSpace(body, i+1) == len(body)
+			return doc, plainjson.SkipSpace(body, i+1) == len(body)
 		case body[i] != ',':
 			return nil, false
 		}
-		i = skipJSONSpace(body, i+1)
+		i = plainjson.SkipSpace(body, i+1)
 	}
-}
-
-// plainJSONString reads the string that opens b[i:] when it is printable ASCII with no escape,
-// and returns it and the index after its closing quote.
-func plainJSONString(b []byte, i int) (string, int, bool) {
-	if i >= len(b) || b[i] != '"' {
-		return "", i, false
-	}
-	for j := i + 1; j < len(b); j++ {
-		switch c := b[j]; {
-		case c == '"':
-			return string(b[i+1 : j]), j + 1, true
-		case c < 0x20 || c > 0x7e || c == '\\':
-			return "", i, false
-		}
-	}
-	return "", i, false
-}
-
-// skipJSONSpace returns the index of the first byte at or after i that is not JSON's white space.
-func skipJSONSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 // lookup follows path through decoded JSON objects and returns a scalar as text ("" if absent).

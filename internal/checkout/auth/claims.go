@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/fsctl/fsctl/internal/platform/plainjson"
 )
 
 // buyerClaims is what the verifier reads of a token's claims: jwt.RegisteredClaims's fields with
@@ -92,7 +94,7 @@ func simpleClaims(b []byte, c *buyerClaims) bool {
 	}
 	var seen uint8
 	for i := 1; ; {
-		name, next, ok := plainString(b, i)
+		name, next, ok := plainjson.String(b, i)
 		if !ok || next >= len(b) || b[next] != ':' {
 			return false
 		}
@@ -100,7 +102,7 @@ func simpleClaims(b []byte, c *buyerClaims) bool {
 		var bit uint8
 		switch string(name) {
 		case "iss", "sub", "jti", "aud":
-			s, next, ok := plainString(b, i)
+			s, next, ok := plainjson.String(b, i)
 			if !ok {
 				return false
 			}
@@ -146,23 +148,6 @@ func simpleClaims(b []byte, c *buyerClaims) bool {
 			return false
 		}
 	}
-}
-
-// plainString reads the JSON string at b[i] if it is printable ASCII without escapes, and returns
-// its contents and the index after its closing quote.
-func plainString(b []byte, i int) ([]byte, int, bool) {
-	if i >= len(b) || b[i] != '"' {
-		return nil, 0, false
-	}
-	for j := i + 1; j < len(b); j++ {
-		switch ch := b[j]; {
-		case ch == '"':
-			return b[i+1 : j], j + 1, true
-		case ch < 0x20 || ch > 0x7e || ch == '\\':
-			return nil, 0, false
-		}
-	}
-	return nil, 0, false
 }
 
 // wholeSeconds reads the JSON number at b[i] if it is a whole number of at most 15 digits (so a
