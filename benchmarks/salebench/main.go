@@ -132,33 +132,33 @@ func run(ctx context.Context, o options) error {
 	}
 	// Two builds: a round is one measurement of each, alternating single ones, so that both see the
 	// same swings of a shared box; only the rounds' own ratios compare.
-	was, now := o, o
-	was.fsctl, was.serverFsctl, now.repeat, was.repeat = o.against, o.against, 1, 1
-	var before, after []round
+	type build struct {
+		o      options
+		rounds []round
+	}
+	was, now := &build{o: o}, &build{o: o}
+	was.o.fsctl, was.o.serverFsctl = o.against, o.against
+	was.o.repeat, now.o.repeat = 1, 1
 	for i := range o.repeat {
 		fmt.Printf("round %d of %d\n", i+1, o.repeat)
-		builds := []*options{&was, &now}
+		order := []*build{was, now}
 		if i%2 == 1 {
-			builds = []*options{&now, &was}
+			order = []*build{now, was}
 		}
-		for _, b := range builds {
-			fmt.Printf("%s:\n", b.fsctl)
-			r, err := measureRounds(ctx, *b, dir)
+		for _, b := range order {
+			fmt.Printf("%s:\n", b.o.fsctl)
+			r, err := measureRounds(ctx, b.o, dir)
 			if err != nil {
 				return err
 			}
-			if b == &was {
-				before = append(before, r...)
-			} else {
-				after = append(after, r...)
-			}
+			b.rounds = append(b.rounds, r...)
 		}
 	}
 	fmt.Printf("\n-against %s", o.against)
-	report(o, before)
+	report(o, was.rounds)
 	fmt.Printf("\n-fsctl %s", o.fsctl)
-	report(o, after)
-	compare(o, before, after)
+	report(o, now.rounds)
+	compare(o, was.rounds, now.rounds)
 	return nil
 }
 
