@@ -31,33 +31,42 @@ func grant(r loadgen.Record) string {
 // across the sale's items, and every try of one key answered alike. An item missing from limits
 // is not checked for the first three.
 func CheckResponses(recs []loadgen.Record, limits map[loadgen.Target]loadgen.ItemLimit) []finding.Finding {
-	perItem := map[loadgen.Target]map[string]bool{}
-	perUser := map[loadgen.Target]map[string]map[string]bool{}
+	perItem := map[loadgen.Target]map[string]struct{}{} // item → its distinct grants
+	// perUser counts each buyer's distinct grants of an item; held says which it has counted.
+	perUser := map[loadgen.Target]map[string]int{}
+	type userGrant struct {
+		t           loadgen.Target
+		user, grant string
+	}
+	held := map[userGrant]struct{}{}
 	type keyID struct{ user, key string }
-	first := map[keyID]loadgen.Record{}
+	// A key's first answer, as its record's index: sized for a key a record, the burst's case
+	// (a map of whole records grown from empty was most of a 50,000-buyer report's check).
+	first := make(map[keyID]int, len(recs))
 	var oversell, overLimit, mismatch []string
-	for _, r := range recs {
+	for i := range recs {
+		r := &recs[i]
 		if r.Outcome == outcome.Reserved {
-			g := grant(r)
+			g := grant(*r)
 			if perItem[r.Target] == nil {
-				perItem[r.Target], perUser[r.Target] = map[string]bool{}, map[string]map[string]bool{}
+				perItem[r.Target], perUser[r.Target] = map[string]struct{}{}, map[string]int{}
 			}
-			perItem[r.Target][g] = true
-			if perUser[r.Target][r.User] == nil {
-				perUser[r.Target][r.User] = map[string]bool{}
+			perItem[r.Target][g] = struct{}{}
+			if k := (userGrant{r.Target, r.User, g}); !has(held, k) {
+				held[k] = struct{}{}
+				perUser[r.Target][r.User]++
 			}
-			perUser[r.Target][r.User][g] = true
 		}
 		if !answered(r.Outcome) {
 			continue
 		}
 		k := keyID{r.User, r.Key}
-		f, seen := first[k]
+		at, seen := first[k]
 		if !seen {
-			first[k] = r
+			first[k] = i
 			continue
 		}
-		if f.Outcome != r.Outcome || f.OrderID != r.OrderID {
+		if f := &recs[at]; f.Outcome != r.Outcome || f.OrderID != r.OrderID {
 			mismatch = append(mismatch, fmt.Sprintf("%s key %s: try %d got %s %s, try %d got %s %s",
 				r.User, r.Key, f.Attempt, f.Outcome, f.OrderID, r.Attempt, r.Outcome, r.OrderID))
 		}
@@ -79,9 +88,9 @@ func CheckResponses(recs []loadgen.Record, limits map[loadgen.Target]loadgen.Ite
 			continue
 		}
 		users := make([]string, 0)
-		for u, gs := range perUser[t] {
-			if len(gs) > lim.PerUser {
-				users = append(users, fmt.Sprintf("%s: %s reserved %d, limit %d", t, u, len(gs), lim.PerUser))
+		for u, n := range perUser[t] {
+			if n > lim.PerUser {
+				users = append(users, fmt.Sprintf("%s: %s reserved %d, limit %d", t, u, n, lim.PerUser))
 			}
 		}
 		slices.Sort(users)
@@ -98,8 +107,8 @@ func CheckResponses(recs []loadgen.Record, limits map[loadgen.Target]loadgen.Ite
 }
 
 // checkPerSale counts each buyer's reservations across the items of a sale with a per-sale limit
-// (perUser: item → user → grants); nil when no checked sale has one.
-func checkPerSale(perUser map[loadgen.Target]map[string]map[string]bool, limits map[loadgen.Target]loadgen.ItemLimit) *finding.Finding {
+// (perUser: item → user → distinct grants); nil when no checked sale has one.
+func checkPerSale(perUser map[loadgen.Target]map[string]int, limits map[loadgen.Target]loadgen.ItemLimit) *finding.Finding {
 	limited := map[string]int{}
 	for t, lim := range limits {
 		if lim.PerSale > 0 {
@@ -114,8 +123,8 @@ func checkPerSale(perUser map[loadgen.Target]map[string]map[string]bool, limits 
 		if _, ok := limited[t.SaleID]; !ok {
 			continue
 		}
-		for u, gs := range users {
-			held[[2]string{t.SaleID, u}] += len(gs)
+		for u, n := range users {
+			held[[2]string{t.SaleID, u}] += n
 		}
 	}
 	var over []string
@@ -127,4 +136,10 @@ func checkPerSale(perUser map[loadgen.Target]map[string]map[string]bool, limits 
 	slices.Sort(over)
 	f := finding.Verdict("per-sale limit (responses)", over)
 	return &f
+}
+
+// has reports whether set holds k.
+func has[K comparable](set map[K]struct{}, k K) bool {
+	_, ok := set[k]
+	return ok
 }
