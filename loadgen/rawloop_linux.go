@@ -93,6 +93,7 @@ type eventLoop struct {
 	iov      [][]byte
 	events   [256]unix.EpollEvent
 	due      time.Time // the next sweep
+	expiry   time.Time // no answer owed can pass its timeout before this (expire's answer)
 	deadline time.Time // the epoll's read deadline, as last set
 }
 
@@ -272,7 +273,9 @@ func (lp *eventLoop) run() {
 		lp.takeRedials()
 		if now := time.Now(); !now.Before(lp.due) {
 			lp.due = now.Add(loopSweep)
-			lp.expire(lp.p.now())
+			if at := lp.p.now(); !at.Before(lp.expiry) {
+				lp.expiry = lp.expire(at)
+			}
 		}
 	}
 }
@@ -492,11 +495,16 @@ func (lp *eventLoop) failRest(c *loopConn, err error) {
 }
 
 // expire times out each connection whose first unanswered click has waited past the plan's
-// timeout since it was written (or since its write began, when the socket never took it all).
-func (lp *eventLoop) expire(now time.Time) {
+// timeout since it was written (or since its write began, when the socket never took it all),
+// and says when to look again: no click can time out before the earliest of the waiting first
+// clicks' starts plus the timeout, since a connection stamps its clicks in order and a click
+// stamped later starts after now. Looking every sweep instead visited every connection's first
+// click a hundred times a second, a cache miss each (3% of blast's CPU in a 10,000-unit burst).
+func (lp *eventLoop) expire(now time.Time) time.Time {
 	if lp.p.Timeout <= 0 {
-		return
+		return now.Add(time.Hour) // nothing times out; any answer will do
 	}
+	next := now.Add(lp.p.Timeout)
 	for _, c := range lp.conns {
 		if c.fd < 0 || c.head == len(c.idx) || c.stamped <= c.head {
 			continue
@@ -507,6 +515,9 @@ func (lp *eventLoop) expire(now time.Time) {
 			since = r.Started
 		}
 		if now.Sub(since) < lp.p.Timeout {
+			if at := r.Started.Add(lp.p.Timeout); at.Before(next) {
+				next = at
+			}
 			continue
 		}
 		err := fmt.Errorf("read tcp %s->%s: %w", c.local, lp.addr, os.ErrDeadlineExceeded)
@@ -515,6 +526,7 @@ func (lp *eventLoop) expire(now time.Time) {
 		lp.settle(c)
 		lp.broken(c, err)
 	}
+	return next
 }
 
 // cancel ends the run: every click not settled is a transport error with err.
