@@ -384,8 +384,9 @@ func (p Plan) prepareBuyer(journey Journey, b Buyer, now time.Time, ttl time.Dur
 	if err != nil {
 		return fmt.Errorf("token for %s: %w", b.User, err)
 	}
+	at := p.At.UnixNano()
 	for c := 1; c <= p.Clicks; c++ {
-		key := p.Key(b, c)
+		key := clickKey(b.User, at, c) // p.Key's, without copying the plan a click
 		*out[c-1].rec = Record{Buyer: b.Index, User: b.User, Target: b.Target, Key: key, Click: c, Intended: p.Intended(b)}
 		if p.Engine == EngineRaw {
 			// The raw engine sends these bytes and nothing else: no journey to prepare, and the

@@ -283,8 +283,15 @@ func (p Plan) minter() (*profile.Minter, error) {
 
 // Key is the Idempotency-Key of a buyer's click. It carries the release instant so a rerun with
 // the same prefix never replays an earlier run's answers, and it is the same in every shard.
-func (p Plan) Key(b Buyer, click int) string {
-	return fmt.Sprintf("%s-%d-c%d", b.User, p.At.UnixNano(), click)
+func (p Plan) Key(b Buyer, click int) string { return clickKey(b.User, p.At.UnixNano(), click) }
+
+// clickKey is Key's text, USER-AT-cCLICK, put together without fmt: preparing a burst makes one a
+// click.
+func clickKey(user string, at int64, click int) string {
+	var buf [64]byte
+	b := append(append(buf[:0], user...), '-')
+	b = append(strconv.AppendInt(b, at, 10), "-c"...)
+	return string(strconv.AppendInt(b, int64(click), 10))
 }
 
 // Intended is when buyer b is meant to go: At for a burst, its place on the schedule otherwise.
