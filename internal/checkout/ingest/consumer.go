@@ -101,14 +101,6 @@ type Consumer struct {
 	*Recorder
 }
 
-// fetchWait is how long the broker holds a fetch of a partition with nothing new. With MinBytes
-// 1 a fetch returns as soon as a message arrives, so it adds no latency: it only sets how often an
-// idle partition is asked again (6 partitions at 100 ms: 60 fetches a second, while the sale's
-// orders all go to its item's one partition). 100 -> 500 ms took an idle fsctl serve from 17.5 to
-// 10-11 ms of CPU a second and the broker beside it from 35-41 to 24.5 (docs/benchmarks.md). The
-// price: a rebalance or a close waits up to this long for a fetch in flight to come back.
-const fetchWait = 500 * time.Millisecond
-
 // New returns a consumer; Run starts it. An error is a Kafka connection wrong in form.
 func New(cfg Config, placer Placer, release Releaser, dlq DeadLetters, m Metrics, log *slog.Logger) (*Consumer, error) {
 	dialer, err := cfg.Kafka.Dialer(10 * time.Second)
@@ -122,7 +114,7 @@ func New(cfg Config, placer Placer, release Releaser, dlq DeadLetters, m Metrics
 		Topic:          cfg.Topic,
 		MinBytes:       1,
 		MaxBytes:       10 << 20,
-		MaxWait:        fetchWait,
+		MaxWait:        kafkaconn.IdleFetchWait,
 		CommitInterval: 0, // synchronous: offsets are committed only when Run says so
 		StartOffset:    kafka.FirstOffset,
 		QueueCapacity:  cfg.BatchSize,

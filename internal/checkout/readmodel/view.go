@@ -26,12 +26,6 @@ const (
 	DefaultMaxStale = 3 * time.Second
 )
 
-// fetchWait is how long the broker holds a partition reader's fetch when nothing is new: a
-// snapshot still comes back at once (MinBytes 1), so it only sets how often an idle partition is
-// asked again; the order consumer's reasoning and measure (ingest's fetchWait). A close waits up
-// to this long for a fetch in flight.
-const fetchWait = 500 * time.Millisecond
-
 // ViewConfig configures a View.
 type ViewConfig struct {
 	Kafka kafkaconn.Conn
@@ -206,7 +200,7 @@ func (v *View) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for i, p := range parts {
 		r := kafka.NewReader(kafka.ReaderConfig{Brokers: v.cfg.Kafka.Brokers, Dialer: v.dialer, Topic: v.cfg.Topic, Partition: p,
-			MinBytes: 1, MaxBytes: 4 << 20, MaxWait: fetchWait, ReadBackoffMax: time.Second})
+			MinBytes: 1, MaxBytes: 4 << 20, MaxWait: kafkaconn.IdleFetchWait, ReadBackoffMax: time.Second})
 		if err := r.SetOffset(kafka.FirstOffset); err != nil {
 			return fmt.Errorf("stock topic partition %d: %w", p, err)
 		}

@@ -44,6 +44,15 @@ const (
 	mechanismSet = Plain + ", " + ScramSHA256 + " or " + ScramSHA512
 )
 
+// IdleFetchWait is how long the broker holds a tailing reader's fetch of a partition with nothing
+// new (kafka.ReaderConfig.MaxWait beside MinBytes 1): a fetch returns as soon as a message arrives,
+// so the wait adds no latency and only sets how often an idle partition is asked again. The order
+// consumer (6 partitions, while a sale's orders all go to its item's one) and the stock read model
+// asked every 100 ms; at 500 ms an idle fsctl serve spent 10-11 ms of CPU a second instead of 17.5
+// and the broker beside it 24.5 instead of 35-41 (docs/benchmarks.md, fifteenth part). The price:
+// a rebalance or a close waits up to this long for a fetch in flight to come back.
+const IdleFetchWait = 500 * time.Millisecond
+
 // Conn is how to reach a Kafka cluster. The zero TLS and SASL are plaintext without a login, the
 // local stack's default.
 type Conn struct {
