@@ -32,13 +32,11 @@ func grant(r loadgen.Record) string {
 // is not checked for the first three.
 func CheckResponses(recs []loadgen.Record, limits map[loadgen.Target]loadgen.ItemLimit) []finding.Finding {
 	perItem := map[loadgen.Target]map[string]struct{}{} // item → its distinct grants
-	// perUser counts each buyer's distinct grants of an item; held says which it has counted.
-	perUser := map[loadgen.Target]map[string]int{}
 	type userGrant struct {
 		t           loadgen.Target
 		user, grant string
 	}
-	held := map[userGrant]struct{}{}
+	held := map[userGrant]struct{}{} // each buyer's distinct grants of each item
 	type keyID struct{ user, key string }
 	// A key's first answer, as its record's index: sized for a key a record, the burst's case
 	// (a map of whole records grown from empty was most of a 50,000-buyer report's check).
@@ -49,13 +47,10 @@ func CheckResponses(recs []loadgen.Record, limits map[loadgen.Target]loadgen.Ite
 		if r.Outcome == outcome.Reserved {
 			g := grant(*r)
 			if perItem[r.Target] == nil {
-				perItem[r.Target], perUser[r.Target] = map[string]struct{}{}, map[string]int{}
+				perItem[r.Target] = map[string]struct{}{}
 			}
 			perItem[r.Target][g] = struct{}{}
-			if k := (userGrant{r.Target, r.User, g}); !has(held, k) {
-				held[k] = struct{}{}
-				perUser[r.Target][r.User]++
-			}
+			held[userGrant{r.Target, r.User, g}] = struct{}{}
 		}
 		if !answered(r.Outcome) {
 			continue
@@ -70,6 +65,13 @@ func CheckResponses(recs []loadgen.Record, limits map[loadgen.Target]loadgen.Ite
 			mismatch = append(mismatch, fmt.Sprintf("%s key %s: try %d got %s %s, try %d got %s %s",
 				r.User, r.Key, f.Attempt, f.Outcome, f.OrderID, r.Attempt, r.Outcome, r.OrderID))
 		}
+	}
+	perUser := map[loadgen.Target]map[string]int{} // item → buyer → distinct grants
+	for k := range held {
+		if perUser[k.t] == nil {
+			perUser[k.t] = map[string]int{}
+		}
+		perUser[k.t][k.user]++
 	}
 	targets := make([]loadgen.Target, 0, len(perItem))
 	for t := range perItem {
@@ -136,10 +138,4 @@ func checkPerSale(perUser map[loadgen.Target]map[string]int, limits map[loadgen.
 	slices.Sort(over)
 	f := finding.Verdict("per-sale limit (responses)", over)
 	return &f
-}
-
-// has reports whether set holds k.
-func has[K comparable](set map[K]struct{}, k K) bool {
-	_, ok := set[k]
-	return ok
 }
