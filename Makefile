@@ -124,7 +124,8 @@ SALEBENCH_FLAGS ?=
 bench-sale: stack-up wrk ## the 10,000-unit sale: 50,000 buyers against 10,000 and 100 units, beside wrk -> /healthz in the same run (~1 min; installs wrk)
 	$(GO) run ./benchmarks/salebench -fsctl $(FSCTL) $(SALEBENCH_FLAGS)
 
-# extra flags for the floors benchmark, e.g. FLOORBENCH_FLAGS='-rounds 5 -modes http,reserve'
+# extra flags for the floors benchmark, e.g. FLOORBENCH_FLAGS='-rounds 5 -modes http,reserve'; the same
+# floors on fasthttp's connections: FLOORBENCH_FLAGS='-modes http,reserve,fasthttp,fasthttp-reserve,fasthttp-deadline,fasthttp-shim'
 FLOORBENCH_FLAGS ?=
 bench-floor: stack-up wrk ## the floors under the sold-out purchase's server CPU: net/http alone, plus one Redis script call (pooled, batched), plus fsctl's reserve (~1.5 min; installs wrk)
 	$(GO) run ./benchmarks/floorbench $(FLOORBENCH_FLAGS)

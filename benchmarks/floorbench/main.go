@@ -14,7 +14,22 @@
 // figure on the same path (`make bench-sale`) minus "reserve" is what the rest of the purchase
 // costs: token, lookups, limits, deadline, metrics, the answer's encoding.
 //
+// The fasthttp modes ask what the same answer costs when the connections are served by
+// github.com/valyala/fasthttp instead of net/http (on a listener of their own), the question
+// under any server that would leave net/http:
+//
+//	fasthttp           fasthttp alone, the answer
+//	fasthttp-reserve   plus fsctl's reserve, written for fasthttp
+//	fasthttp-deadline  the same behind fasthttp's TimeoutWithCodeHandler (6 s): a goroutine and a
+//	                   timer a request, the price of answering at a deadline while the work goes on
+//	fasthttp-adaptor   the net/http handler's reserve through the library's fasthttpadaptor
+//	fasthttp-shim      the net/http handler's reserve through a synchronous shim (fastShim below):
+//	                   what keeping net/http's handler types on fasthttp's connections costs
+//
+// Only the modes asked for are run (-modes; by default net/http's four):
+//
 //	go run ./benchmarks/floorbench -rounds 3
+//	go run ./benchmarks/floorbench -modes http,reserve,fasthttp,fasthttp-reserve,fasthttp-shim
 package main
 
 import (
@@ -24,6 +39,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +52,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/fsctl/fsctl/benchmarks/internal/benchrun"
 	"github.com/fsctl/fsctl/internal/checkout/groupcommit"
@@ -45,7 +63,11 @@ import (
 	"github.com/fsctl/fsctl/internal/platform/redisconn"
 )
 
-var modes = []string{"http", "redis", "batched", "reserve"}
+var modes = []string{"http", "redis", "batched", "reserve",
+	"fasthttp", "fasthttp-reserve", "fasthttp-deadline", "fasthttp-adaptor", "fasthttp-shim"}
+
+// netModes run by default: the floors under fsctl serve as it is built, on net/http.
+var netModes = modes[:4]
 
 // soldOutBody is the size and shape of fsctl serve's SOLD_OUT answer.
 var soldOutBody = []byte(`{"code":"SOLD_OUT","message":"item gone of sale floor is sold out","retryable":false}` + "\n")
@@ -68,7 +90,7 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds; each runs every mode once, one after the other")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "length of each measured wrk run (a 1 s warm-up run comes first)")
 	flag.IntVar(&o.conns, "conns", 64, "wrk's connections (two threads, as `make bench-sale`)")
-	flag.StringVar(&only, "modes", strings.Join(modes, ","), "the modes to run, comma separated: "+strings.Join(modes, ", "))
+	flag.StringVar(&only, "modes", strings.Join(netModes, ","), "the modes to run, comma separated: "+strings.Join(modes, ", "))
 	redisURL := benchrun.URLFlag("redis-url", "FSCTL_REDIS_URL", "redis://127.0.0.1:16379/0", "Redis the script calls go to (one node or redis+cluster://)")
 	cores := benchrun.CoresFlag("generator-cores", "run wrk")
 	flag.Parse()
@@ -126,12 +148,24 @@ func run(o options) error {
 		return err
 	}
 	base := "http://" + ln.Addr().String()
+	fln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	fsrv := &fasthttp.Server{Handler: f.fastRoutes(), ReadTimeout: 10 * time.Second}
+	go func() { _ = fsrv.Serve(fln) }()
+	defer fsrv.Shutdown() //nolint:errcheck // the process ends here
+	fbase := "http://" + fln.Addr().String()
 	fmt.Printf("floorbench: %d CPUs, GOMAXPROCS %d, load %s; wrk -t2 -c%d -d%s per mode and round\n",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), benchrun.Loadavg(), o.conns, o.duration)
 	results := map[string][]float64{}
 	for r := 1; r <= o.rounds; r++ {
 		for _, m := range o.modes {
-			us, rps, err := measure(ctx, o, base+"/"+m, script)
+			at := base
+			if strings.HasPrefix(m, "fasthttp") {
+				at = fbase
+			}
+			us, rps, err := measure(ctx, o, at+"/"+m, script)
 			if err != nil {
 				return fmt.Errorf("%s: %w", m, err)
 			}
@@ -139,14 +173,14 @@ func run(o options) error {
 				return fmt.Errorf("%s: a request failed: %w", m, err)
 			}
 			results[m] = append(results[m], us)
-			fmt.Printf("round %d %-8s %8.0f req/s  server CPU %5.1f us a request\n", r, m, rps, us)
+			fmt.Printf("round %d %-17s %8.0f req/s  server CPU %5.1f us a request\n", r, m, rps, us)
 		}
 	}
 	fmt.Println("\nserver CPU per request (median of the rounds; the rounds):")
 	for _, m := range o.modes {
 		v := slices.Clone(results[m])
 		slices.Sort(v)
-		fmt.Printf("  %-8s %5.1f us  %s\n", m, v[len(v)/2], join(results[m]))
+		fmt.Printf("  %-17s %5.1f us  %s\n", m, v[len(v)/2], join(results[m]))
 	}
 	return nil
 }
@@ -257,17 +291,13 @@ func (f *floor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.q.Add(c)
 		<-c.done
 		err = c.cmd.Err()
-	case "/reserve":
+	case "/reserve", "/fasthttp-adaptor", "/fasthttp-shim": // the last two reach it through fasthttp
 		err = f.reserve(ctx, key)
 	default:
 		http.NotFound(w, r)
 		return
 	}
-	if err != nil && !errors.Is(err, redis.Nil) {
-		select {
-		case f.errs <- err:
-		default:
-		}
+	if f.failed(err) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}
@@ -291,6 +321,18 @@ func (f *floor) reserve(ctx context.Context, key string) error {
 	return err
 }
 
+// failed keeps err for lastErr, unless it is none (redis.Nil is the bare script's empty answer).
+func (f *floor) failed(err error) bool {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return false
+	}
+	select {
+	case f.errs <- err:
+	default:
+	}
+	return true
+}
+
 // lastErr reports a request that failed since the last call.
 func (f *floor) lastErr() error {
 	select {
@@ -299,4 +341,74 @@ func (f *floor) lastErr() error {
 	default:
 		return nil
 	}
+}
+
+// fastRoutes serves the fasthttp modes.
+func (f *floor) fastRoutes() fasthttp.RequestHandler {
+	adaptor := fasthttpadaptor.NewFastHTTPHandler(f)
+	deadline := fasthttp.TimeoutWithCodeHandler(f.serveFast, 6*time.Second, "late", http.StatusServiceUnavailable)
+	return func(c *fasthttp.RequestCtx) {
+		switch string(c.Path()) {
+		case "/fasthttp", "/fasthttp-reserve":
+			f.serveFast(c)
+		case "/fasthttp-deadline":
+			deadline(c)
+		case "/fasthttp-adaptor":
+			adaptor(c)
+		case "/fasthttp-shim":
+			fastShim(c, f)
+		default:
+			c.SetStatusCode(http.StatusNotFound)
+		}
+	}
+}
+
+// serveFast is ServeHTTP written for fasthttp.
+func (f *floor) serveFast(c *fasthttp.RequestCtx) {
+	if string(c.Path()) != "/fasthttp" && f.failed(f.reserve(context.Background(), string(c.Request.Header.Peek("Idempotency-Key")))) {
+		c.SetStatusCode(http.StatusServiceUnavailable)
+		return
+	}
+	c.SetContentType("application/json")
+	c.SetStatusCode(http.StatusGone)
+	_, _ = c.Write(soldOutBody)
+}
+
+// fastShim serves one fasthttp request with a net/http handler on the same goroutine: a Request
+// with the path, the headers and no body, and a ResponseWriter that fills fasthttp's response.
+// Enough for the floor's handler, not a general adaptor (no body, no Flush, no Hijack).
+func fastShim(c *fasthttp.RequestCtx, h http.Handler) {
+	r := &http.Request{Method: string(c.Method()), URL: &url.URL{Path: string(c.Path())},
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: make(http.Header, 4), Body: http.NoBody,
+		Host: string(c.Host()), RemoteAddr: c.RemoteAddr().String()}
+	for k, v := range c.Request.Header.All() {
+		r.Header.Add(string(k), string(v))
+	}
+	h.ServeHTTP(&shimWriter{c: c, h: make(http.Header, 2)}, r.WithContext(context.Background()))
+}
+
+type shimWriter struct {
+	c     *fasthttp.RequestCtx
+	h     http.Header
+	wrote bool
+}
+
+func (w *shimWriter) Header() http.Header { return w.h }
+
+func (w *shimWriter) WriteHeader(code int) {
+	if w.wrote {
+		return
+	}
+	w.wrote = true
+	for k, v := range w.h {
+		for _, x := range v {
+			w.c.Response.Header.Add(k, x)
+		}
+	}
+	w.c.SetStatusCode(code)
+}
+
+func (w *shimWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.c.Write(p)
 }
