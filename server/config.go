@@ -142,7 +142,7 @@ func (s Settings) checkDevSecrets() error {
 		"or listen on loopback (--addr 127.0.0.1:8080), or pass --insecure-dev-secrets for a test", s.Addr, strings.Join(dev, " and "))
 }
 
-// Validate checks the connection caps, the purchase deadline and the HTTP engine: the first refusal is a
+// Validate checks the connection caps and the purchase deadline: the first refusal is a
 // *SettingError naming the flag.
 func (c Config) Validate() error {
 	if c.MaxConns < 0 || c.ShedConns < 0 {
@@ -150,9 +150,6 @@ func (c Config) Validate() error {
 	}
 	if d := c.PurchaseDeadline; d < 0 || d > 0 && d < time.Second {
 		return misused(fmt.Errorf("--purchase-deadline %s: give at least 1s (a purchase's Redis and Kafka round trips need that much under load), or 0 for none", d))
-	}
-	if e := c.HTTPEngine; e != "" && e != EngineNetHTTP && e != EngineFastHTTP { // "": net/http
-		return misused(fmt.Errorf("--http-engine %q: give %s (HTTP/1.1 and HTTP/2) or %s (HTTP/1.1 only, less CPU a request)", c.HTTPEngine, EngineNetHTTP, EngineFastHTTP))
 	}
 	return nil
 }

@@ -107,8 +107,6 @@ func TestConfigValidate(t *testing.T) {
 		"short":       {func(c *server.Config) { c.PurchaseDeadline = 500 * time.Millisecond }, "--purchase-deadline 500ms: give at least 1s (a purchase's Redis and Kafka round trips need that much under load), or 0 for none", true},
 		"negative":    {func(c *server.Config) { c.PurchaseDeadline = -time.Second }, "--purchase-deadline -1s: give at least 1s (a purchase's Redis and Kafka round trips need that much under load), or 0 for none", true},
 		"no deadline": {func(c *server.Config) { c.PurchaseDeadline = 0 }, "", false},
-		"fasthttp":    {func(c *server.Config) { c.HTTPEngine = server.EngineFastHTTP }, "", false},
-		"engine":      {func(c *server.Config) { c.HTTPEngine = "h2o" }, `--http-engine "h2o": give net/http (HTTP/1.1 and HTTP/2) or fasthttp (HTTP/1.1 only, less CPU a request)`, true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := server.DefaultConfig()

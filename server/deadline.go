@@ -36,17 +36,16 @@ const DefaultPurchaseDeadline = 6 * time.Second
 // bursts (docs/benchmarks.md). A purchase with a body runs on a worker as before: its goroutine
 // may still be reading the body at the deadline, and net/http's reading and answering of one
 // request must not overlap. So does one over HTTP/2, whose answer ends (END_STREAM) only when its
-// handler returns, and every purchase on the fasthttp engine, which sends an answer only then too.
+// handler returns.
 func (s *Server) answerWithin(h http.HandlerFunc) http.HandlerFunc {
 	d := s.cfg.PurchaseDeadline
 	if d <= 0 {
 		return h
 	}
 	clock := newCoarseClock(d)
-	worker := s.cfg.HTTPEngine == EngineFastHTTP // it sends an answer only when the handler returns
 	return func(w http.ResponseWriter, r *http.Request) {
 		bw := heldAnswers.Get().(*heldAnswer)
-		if worker || r.ProtoMajor != 1 || r.Body != nil && r.Body != http.NoBody {
+		if r.ProtoMajor != 1 || r.Body != nil && r.Body != http.NoBody {
 			ctx, cancel := context.WithTimeout(r.Context(), d)
 			defer cancel()
 			s.answerFromWorker(ctx, w, r, h, bw)

@@ -204,17 +204,11 @@ func shedCount(page, action string) float64 {
 }
 
 // Slowloris clients that fill every slot are dropped after ReadHeaderTimeout; while they hold,
-// a newcomer hears 503 at once, and once they are dropped it is served. On both HTTP engines.
+// a newcomer hears 503 at once, and once they are dropped it is served.
 func TestSlowlorisDroppedAfterHeaderTimeout(t *testing.T) {
-	for _, engine := range []string{server.EngineNetHTTP, server.EngineFastHTTP} {
-		t.Run(strings.ReplaceAll(engine, "/", ""), func(t *testing.T) { slowloris(t, engine) })
-	}
-}
-
-func slowloris(t *testing.T, engine string) {
 	const maxConns, headerTimeout = 4, time.Second
 	e := newEnvWith(t, envOptions{Quantity: 10, Limit: 1, Tune: func(c *server.Config) {
-		c.MaxConns, c.ShedConns, c.ReadHeaderTimeout, c.HTTPEngine = maxConns, 4, headerTimeout, engine
+		c.MaxConns, c.ShedConns, c.ReadHeaderTimeout = maxConns, 4, headerTimeout
 	}})
 	quiesce(t, e)
 	slow := make([]*rawConn, maxConns)

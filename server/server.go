@@ -90,9 +90,6 @@ type Config struct {
 	// PurchaseDeadline bounds how long a buyer waits for a purchase's answer: past it the buyer
 	// hears 503 UNAVAILABLE with a Retry-After while the purchase goes on (deadline.go); 0: none.
 	PurchaseDeadline time.Duration
-	// HTTPEngine serves the API's connections: EngineNetHTTP (HTTP/1.1 and HTTP/2) or
-	// EngineFastHTTP (HTTP/1.1 only, a third less CPU a purchase in a burst: engine.go).
-	HTTPEngine string
 	// ReadModelTTL is how stale the remaining-stock numbers of GET /sales/{id} may be.
 	ReadModelTTL time.Duration
 	// Version is reported by /readyz and, with Commit, by fsctl_build_info.
@@ -128,7 +125,6 @@ func DefaultConfig() Config {
 		WriteTimeout:      15 * time.Second,
 		PublishTimeout:    5 * time.Second,
 		PurchaseDeadline:  DefaultPurchaseDeadline,
-		HTTPEngine:        EngineNetHTTP,
 		ReadModelTTL:      500 * time.Millisecond,
 		Version:           "dev",
 		Commit:            "unknown",
@@ -264,9 +260,15 @@ func (s *Server) ConsumerMetrics() ingest.Metrics { return s.metrics.consumerMet
 // Serve listens on cfg.Addr and serves until ctx ends, then shuts down gracefully. ready, when
 // not nil, receives the bound address once the listener is open.
 func (s *Server) Serve(ctx context.Context, ready func(addr net.Addr)) error {
-	tlsCfg, err := s.servedTLS()
-	if err != nil {
-		return err
+	var tlsCfg *tls.Config
+	if s.cfg.TLSCertFile != "" || s.cfg.TLSKeyFile != "" {
+		if s.cfg.TLSCertFile == "" || s.cfg.TLSKeyFile == "" {
+			return errors.New("--tls-cert and --tls-key go together: the certificate and its private key")
+		}
+		var err error
+		if tlsCfg, err = s.tlsConfig(); err != nil {
+			return err
+		}
 	}
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
@@ -283,9 +285,6 @@ func (s *Server) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 			shed.Protocols.SetHTTP1(true)
 		}
 		go s.serveShed(shed, a)
-	}
-	if s.cfg.HTTPEngine == EngineFastHTTP {
-		return s.serveFast(ctx, ln, tlsCfg, shed, ready)
 	}
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
@@ -320,7 +319,9 @@ func (s *Server) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 		}
 		errc <- hs.Serve(ln)
 	}()
-	s.startSoldOutFlag(ctx)
+	if s.cfg.SoldOut != SoldOutOff {
+		go s.soldOut.run(ctx, s.cfg.SoldOutPoll)
+	}
 	select {
 	case err := <-errc:
 		return err
@@ -339,24 +340,6 @@ func (s *Server) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 		return err
 	}
 	return nil
-}
-
-// servedTLS is the TLS configuration of --tls-cert and --tls-key, or nil for plain text.
-func (s *Server) servedTLS() (*tls.Config, error) {
-	if s.cfg.TLSCertFile == "" && s.cfg.TLSKeyFile == "" {
-		return nil, nil
-	}
-	if s.cfg.TLSCertFile == "" || s.cfg.TLSKeyFile == "" {
-		return nil, errors.New("--tls-cert and --tls-key go together: the certificate and its private key")
-	}
-	return s.tlsConfig()
-}
-
-// startSoldOutFlag starts watching the flagged items for stock that came back, unless the flag is off.
-func (s *Server) startSoldOutFlag(ctx context.Context) {
-	if s.cfg.SoldOut != SoldOutOff {
-		go s.soldOut.run(ctx, s.cfg.SoldOutPoll)
-	}
 }
 
 type noSwitches struct{}

@@ -20,12 +20,11 @@ import (
 )
 
 // serveTLS runs a checkout with only its health routes alive (no stores: nothing here buys)
-// over TLS from certFile/keyFile on the given HTTP engine, and returns its address.
-func serveTLS(t *testing.T, engine, certFile, keyFile string) string {
+// over TLS from certFile/keyFile, and returns its address.
+func serveTLS(t *testing.T, certFile, keyFile string) string {
 	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.Addr, cfg.SoldOut, cfg.TLSCertFile, cfg.TLSKeyFile = "127.0.0.1:0", server.SoldOutOff, certFile, keyFile
-	cfg.HTTPEngine = engine
 	srv := server.New(cfg, server.Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)
@@ -85,7 +84,7 @@ func replace(t *testing.T, certFile, keyFile, newCert, newKey string) {
 func TestServeTLSReloadsTheCertificate(t *testing.T) {
 	ca := testenv.NewCA(t, "serve CA")
 	certFile, keyFile := ca.Server(t, "live", "127.0.0.1")
-	addr := serveTLS(t, server.EngineNetHTTP, certFile, keyFile)
+	addr := serveTLS(t, certFile, keyFile)
 	first, proto := servedCert(t, addr, ca.Pool())
 	if proto != "HTTP/2.0" {
 		t.Errorf("protocol %s, want HTTP/2.0 (h2 offered over TLS)", proto)

@@ -144,7 +144,6 @@ func (o serveOptions) serverConfig() (server.Config, error) {
 	build := currentBuild()
 	cfg.Addr, cfg.MaxConns, cfg.ShedConns, cfg.Version, cfg.Commit = o.addr, o.maxConns, o.shedConns, build.Version, build.Commit
 	cfg.AdminToken, cfg.SoldOut, cfg.ClientIPHeader, cfg.PurchaseDeadline = o.adminToken, soldOut, o.clientIP, o.deadline
-	cfg.HTTPEngine = o.httpEngine
 	cfg.TLSCertFile, cfg.TLSKeyFile, cfg.MetricsAddr = o.tlsCert, o.tlsKey, o.metricsAddr
 	return cfg, cfg.Validate()
 }

@@ -30,7 +30,6 @@ type serveOptions struct {
 	maxConns      int
 	shedConns     int
 	deadline      time.Duration
-	httpEngine    string
 	publishLinger time.Duration
 	partitions    int
 	startWait     time.Duration
@@ -84,7 +83,6 @@ func (o *serveOptions) bind(fs *pflag.FlagSet) {
 	fs.IntVar(&o.maxConns, "max-conns", d.MaxConns, "most client connections the checkout serves at once; beyond them a connection is shed (--shed-conns); 0 serves every one. Keep --max-conns plus --shed-conns below the open-file limit (ulimit -n)")
 	fs.IntVar(&o.shedConns, "shed-conns", d.ShedConns, "most connections beyond --max-conns that still get an answer, at once: 503 OVERLOADED with Retry-After and Connection: close (GET /healthz answers 200 there, so a liveness probe does not fail because the instance is busy); beyond those a connection is closed unanswered")
 	fs.DurationVar(&o.deadline, "purchase-deadline", d.PurchaseDeadline, "the longest a buyer waits for a purchase's answer: past it (a store frozen, a broker that does not acknowledge) the buyer hears 503 UNAVAILABLE with Retry-After while the purchase goes on, and a retry with the same Idempotency-Key learns how it ended; above the publish timeout (5s), below buyers' own timeouts; 0 turns it off")
-	fs.StringVar(&o.httpEngine, "http-engine", d.HTTPEngine, "what serves the API's connections: net/http (HTTP/1.1, and HTTP/2: h2 over TLS, h2c in plain text) or fasthttp (HTTP/1.1 only, about a quarter less server CPU a purchase in a burst); the routes and answers are the same")
 	fs.DurationVar(&o.publishLinger, "publish-linger", 0, "ignored")
 	_ = fs.MarkDeprecated("publish-linger", "concurrent publishes share produce requests without a timer now; the flag has no effect")
 	fs.IntVar(&o.partitions, "partitions", 6, "partitions of the orders topic when the server creates it")
