@@ -25,8 +25,9 @@ func TestHealth(t *testing.T) {
 	defer down.Close()
 	slow := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { time.Sleep(time.Second) }))
 	defer slow.Close()
-	gone := httptest.NewServer(http.NotFoundHandler())
-	gone.Close()
+	// Nothing listens on port 1: a closed test server's port may be taken by another test's
+	// server meanwhile (it once answered 400 here).
+	const gone = "http://127.0.0.1:1"
 
 	ca := testenv.NewCA(t, "health CA")
 	secure := tlsSeller(t, ca, nil)
@@ -38,7 +39,7 @@ func TestHealth(t *testing.T) {
 	}{
 		"healthy":              {[]string{"--target", ok.URL}, 0, "healthy: GET " + ok.URL + "/healthz answered 200 OK"},
 		"503":                  {[]string{"--target", down.URL}, 1, "answered 503"},
-		"unreachable":          {[]string{"--target", gone.URL}, 1, "connection refused"},
+		"unreachable":          {[]string{"--target", gone}, 1, "connection refused"},
 		"too slow":             {[]string{"--target", slow.URL, "--timeout", "100ms"}, 1, "Timeout"},
 		"not a URL":            {[]string{"--target", "127.0.0.1:8080"}, 2, "want an http:// or https:// URL"},
 		"private CA":           {[]string{"--target", secure.URL}, 1, "--cacert"},
