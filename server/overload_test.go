@@ -206,7 +206,9 @@ func shedCount(page, action string) float64 {
 // Slowloris clients that fill every slot are dropped after ReadHeaderTimeout; while they hold,
 // a newcomer hears 503 at once, and once they are dropped it is served.
 func TestSlowlorisDroppedAfterHeaderTimeout(t *testing.T) {
-	const maxConns, headerTimeout = 4, time.Second
+	// 2 s: on a busy box the server may take more than half a second to admit all four slowloris
+	// clients (a probe is served meanwhile), and the probes wait up to half the timeout for that.
+	const maxConns, headerTimeout = 4, 2 * time.Second
 	e := newEnvWith(t, envOptions{Quantity: 10, Limit: 1, Tune: func(c *server.Config) {
 		c.MaxConns, c.ShedConns, c.ReadHeaderTimeout = maxConns, 4, headerTimeout
 	}})
