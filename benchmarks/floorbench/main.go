@@ -147,22 +147,19 @@ func run(o options) error {
 	if err := os.WriteFile(script, []byte(benchrun.WrkPurchaseScript(strings.Repeat("x", 180), "")), 0o600); err != nil {
 		return err
 	}
-	base := "http://" + ln.Addr().String()
-	fln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
+	base, fbase := "http://"+ln.Addr().String(), ""
+	if slices.ContainsFunc(o.modes, fastMode) { // its listener only when a mode asks for it
+		if fbase, err = f.serveFastHTTP(); err != nil {
+			return err
+		}
 	}
-	fsrv := &fasthttp.Server{Handler: f.fastRoutes(), ReadTimeout: 10 * time.Second}
-	go func() { _ = fsrv.Serve(fln) }()
-	defer fsrv.Shutdown() //nolint:errcheck // the process ends here
-	fbase := "http://" + fln.Addr().String()
 	fmt.Printf("floorbench: %d CPUs, GOMAXPROCS %d, load %s; wrk -t2 -c%d -d%s per mode and round\n",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), benchrun.Loadavg(), o.conns, o.duration)
 	results := map[string][]float64{}
 	for r := 1; r <= o.rounds; r++ {
 		for _, m := range o.modes {
 			at := base
-			if strings.HasPrefix(m, "fasthttp") {
+			if fastMode(m) {
 				at = fbase
 			}
 			us, rps, err := measure(ctx, o, at+"/"+m, script)
@@ -341,6 +338,21 @@ func (f *floor) lastErr() error {
 	default:
 		return nil
 	}
+}
+
+// fastMode says whether mode m is served by fasthttp.
+func fastMode(m string) bool { return strings.HasPrefix(m, "fasthttp") }
+
+// serveFastHTTP serves the fasthttp modes on a listener of their own, until the process ends, and
+// returns its base URL.
+func (f *floor) serveFastHTTP() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	srv := &fasthttp.Server{Handler: f.fastRoutes(), ReadTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), nil
 }
 
 // fastRoutes serves the fasthttp modes.

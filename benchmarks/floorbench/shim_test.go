@@ -22,6 +22,7 @@ func serveFastOnce(t *testing.T, h fasthttp.RequestHandler, path string, header 
 	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return ln.Dial()
 	}}}
+	t.Cleanup(client.CloseIdleConnections)
 	req, err := http.NewRequest(http.MethodGet, "http://floor"+path, nil)
 	if err != nil {
 		t.Fatal(err)
