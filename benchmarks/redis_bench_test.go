@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -175,6 +176,58 @@ func BenchmarkRedisReserveBatching(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reserves/s")
 		})
 	}
+}
+
+// BenchmarkRedisReserveMerged is the batched reserve with and without the merge of one shard's
+// reserves into one script call (stock.MergeReserves), in one run, on an item that never sells out
+// and on a sold-out one, 64 contenders. Besides the pace it reports Redis's own CPU an op
+// (redis-us/op, from INFO's used_cpu_user and used_cpu_sys; Redis is the local stack's, so any other
+// client's work in the meantime counts too).
+func BenchmarkRedisReserveMerged(b *testing.B) {
+	for _, item := range []struct {
+		name     string
+		quantity int64
+		want     outcome.Code
+	}{{"reserve", neverSellsOut, outcome.Reserved}, {"sold-out", 0, outcome.SoldOut}} {
+		for _, merged := range []bool{false, true} {
+			name := item.name + "/one-call-an-attempt"
+			if merged {
+				name = item.name + "/one-call-a-shard"
+			}
+			b.Run(name, func(b *testing.B) {
+				s, sl := redisHotItem(b, item.quantity, stock.MergeReserves(merged))
+				before := redisCPU(b, s.Client())
+				st := runRedisContended(b, s, sl, item.want)
+				spent := redisCPU(b, s.Client()) - before
+				if held := neverSellsOut - st.Stock; item.want == outcome.Reserved && (held != int64(b.N) || st.Holds != int64(b.N)) {
+					b.Fatalf("after %d reserves: %d units taken, %d holds", b.N, held, st.Holds)
+				}
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reserves/s")
+				b.ReportMetric(spent.Seconds()*1e6/float64(b.N), "redis-us/op")
+			})
+		}
+	}
+}
+
+// redisCPU is the CPU time the Redis server has spent so far, user and system (INFO cpu).
+func redisCPU(b *testing.B, rdb redis.UniversalClient) time.Duration {
+	b.Helper()
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatalf("INFO cpu: %v", err)
+	}
+	var secs float64
+	for line := range strings.SplitSeq(info, "\r\n") {
+		name, v, _ := strings.Cut(line, ":")
+		if name == "used_cpu_user" || name == "used_cpu_sys" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				b.Fatalf("INFO cpu: %s: %v", line, err)
+			}
+			secs += f
+		}
+	}
+	return time.Duration(secs * float64(time.Second))
 }
 
 // BenchmarkRedisReserveConfirm is the Redis side of a fresh purchase before and after the hand-off's

@@ -4,8 +4,8 @@ package lua
 
 import _ "embed"
 
-// Reserve is the atomic reservation script on one shard: an incoming transfer, idempotency, sale
-// flags, per-user limit, stock, hold.
+// Reserve is the atomic reservation script on one shard, for one purchase attempt or several taken
+// in order: an incoming transfer, idempotency, sale flags, per-user limit, stock, hold.
 //
 //go:embed reserve.lua
 var Reserve string

@@ -29,6 +29,8 @@ const (
 type batcher struct {
 	rdb redis.UniversalClient
 	q   *groupcommit.Queue[*batchCall]
+	// reserve is the reserve script, whose calls on one shard a pipeline merges (merge.go).
+	reserve *redis.Script
 }
 
 // batchCall is one command waiting for its pipeline. script, when set, is the Lua script an
@@ -42,8 +44,8 @@ type batchCall struct {
 
 var callPool = sync.Pool{New: func() any { return &batchCall{done: make(chan struct{}, 1)} }}
 
-func newBatcher(rdb redis.UniversalClient, maxCmds, lanes int) *batcher {
-	b := &batcher{rdb: rdb}
+func newBatcher(rdb redis.UniversalClient, reserve *redis.Script, maxCmds, lanes int) *batcher {
+	b := &batcher{rdb: rdb, reserve: reserve}
 	b.q = groupcommit.New(maxCmds, lanes, b.exec)
 	return b
 }
@@ -69,7 +71,6 @@ func (b *batcher) do(ctx context.Context, cmd redis.Cmder, script *redis.Script)
 func (b *batcher) exec(batch []*batchCall) {
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
-	pipe := b.rdb.Pipeline()
 	sent := batch[:0:0]
 	for _, c := range batch {
 		if err := c.ctx.Err(); err != nil {
@@ -78,12 +79,19 @@ func (b *batcher) exec(batch []*batchCall) {
 			c.done <- struct{}{}
 			continue
 		}
-		_ = pipe.Process(ctx, c.cmd)
 		sent = append(sent, c)
 	}
 	if len(sent) > 0 {
+		send, merged := b.mergeReserves(ctx, sent)
+		pipe := b.rdb.Pipeline()
+		for _, c := range send {
+			_ = pipe.Process(ctx, c.cmd)
+		}
 		_, _ = pipe.Exec(ctx) // every command carries its own answer or error
-		b.retryNoScript(ctx, sent)
+		b.retryNoScript(ctx, send)
+		for _, m := range merged {
+			m.answer()
+		}
 	}
 	for _, c := range sent {
 		c.done <- struct{}{}

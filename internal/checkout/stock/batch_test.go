@@ -43,7 +43,7 @@ func newPipeHook(t *testing.T, maxCmds, lanes int, hold bool) (*batcher, *pipeHo
 	// pipeline stuck in the hook.
 	t.Cleanup(h.release)
 	rdb.AddHook(h)
-	return newBatcher(rdb, maxCmds, lanes), h
+	return newBatcher(rdb, nil, maxCmds, lanes), h
 }
 
 // key returns a key under the test's id, deleted when the test ends.

@@ -160,18 +160,20 @@ func (s *Store) reserveOnce(ctx context.Context, call homeCall, r Request, home 
 		flag = "1"
 	}
 	orderID := r.OrderID.String()
-	nkeys, nargs := 7, 8
+	nkeys, nargs := reserveSharedKeys+1, reserveSharedArgs+5
 	if s.refInScript {
-		nkeys, nargs = 8, 10
+		nkeys, nargs = nkeys+1, nargs+1
 	}
-	c := append(newScriptCall(s.reserveSHA, nkeys, nargs), rk.keys[:5]...)
-	c = append(c, rk.k.Idem(r.UserID, r.IdemKey), rk.keys[6])
+	c := append(newScriptCall(s.reserveSHA, nkeys, nargs), rk.keys[:]...)
+	c = append(c, rk.k.Idem(r.UserID, r.IdemKey))
+	refTTL := any("")
 	if s.refInScript {
 		c = append(c, orderRefPrefix+orderID)
+		refTTL = s.markerTTLArg
 	}
-	c = append(c, r.UserID, orderID, s.idemTTLArg, flag, r.IdemKey, id, units, r.saleSlot)
+	c = append(c, s.idemTTLArg, id, units, refTTL, r.UserID, orderID, flag, r.IdemKey, r.saleSlot)
 	if s.refInScript {
-		c = append(c, orderRef(r.SaleID, r.ItemID, r.UserID, home, max(r.Shards, 1)), s.markerTTLArg)
+		c = append(c, orderRef(r.SaleID, r.ItemID, r.UserID, home, max(r.Shards, 1)))
 	}
 	res, replicas, err := call(ctx, c)
 	if err != nil {
@@ -246,7 +248,7 @@ func (s *Store) homeCaller(ctx context.Context, r Request, home int) (homeCall, 
 	}
 	conn := node.Conn()
 	return func(ctx context.Context, c scriptCall) (string, int, error) {
-		res, err := s.reserve.Run(ctx, conn, c.keys(), c.args()...).Text()
+		res, err := reserveAnswer(s.reserve.Run(ctx, conn, c.keys(), c.args()...))
 		if err != nil || !freshReserved(res) {
 			return res, -1, err
 		}
@@ -272,7 +274,7 @@ func (s *Store) reservePipelinedWait(ctx context.Context, c scriptCall, replicas
 			}
 			continue
 		}
-		res, err := ev.Text()
+		res, err := reserveAnswer(ev)
 		if err != nil || !freshReserved(res) {
 			return res, -1, err
 		}
@@ -336,12 +338,11 @@ func replyFields(answer string) (f [6]string, ok bool) {
 	return f, !strings.Contains(answer, "|")
 }
 
-// reserveKeys are the keys of one shard that every reserve touches, built once per shard (KEYS[5],
-// the idempotency record, is the buyer's and is filled in per call).
+// reserveKeys are the keys of one shard that every reserve touches (the script's KEYS[1..6]), built
+// once per shard and boxed as its call line takes them.
 type reserveKeys struct {
-	k Keys
-	// keys are KEYS[1..7] of the reserve script as its call line takes them (KEYS[6] empty).
-	keys [7]any
+	k    Keys
+	keys [reserveSharedKeys]any
 }
 
 type shardID struct {
@@ -361,7 +362,7 @@ func (s *Store) reserveKeysOf(saleID, itemID string, shard, shards int) *reserve
 		return rk
 	}
 	k := ShardKeys(saleID, itemID, shard, shards)
-	rk = &reserveKeys{k: k, keys: [7]any{k.Meta(), k.Stock(), k.Buyers(), k.Holds(), k.Orders(), nil, k.Applied()}}
+	rk = &reserveKeys{k: k, keys: [reserveSharedKeys]any{k.Meta(), k.Stock(), k.Buyers(), k.Holds(), k.Orders(), k.Applied()}}
 	s.keysMu.Lock()
 	if len(s.keys) >= maxCachedShards {
 		clear(s.keys)

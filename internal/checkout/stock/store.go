@@ -42,6 +42,8 @@ type Store struct {
 	transferBatch int64
 	// batch shares the hot path's round trips between concurrent purchases; nil sends each alone.
 	batch *batcher
+	// unmerged sends each reserve as a call of its own (MergeReserves).
+	unmerged bool
 	// refInScript is true when the reserve script can write the order reference itself: on one
 	// Redis every key is on the same node. On a cluster the reference (keyed by order id, not by
 	// the item's hash tag) lives elsewhere and Reserve writes it right after the script.
@@ -75,10 +77,15 @@ func Batch(maxCmds, lanes int) Option {
 	return func(s *Store) {
 		s.batch = nil
 		if maxCmds > 0 {
-			s.batch = newBatcher(s.rdb, maxCmds, lanes)
+			s.batch = newBatcher(s.rdb, s.reserve, maxCmds, lanes)
 		}
 	}
 }
+
+// MergeReserves sets whether the reserves of one shard that meet in a pipeline go to Redis as one
+// call of the script (on, the default) or as a call each, as before the merge was measured
+// (BenchmarkRedisReserveMerged in ./benchmarks). Without batching there is nothing to merge.
+func MergeReserves(on bool) Option { return func(s *Store) { s.unmerged = !on } }
 
 // New returns a Store over rdb.
 func New(rdb redis.UniversalClient, opts ...Option) *Store {
@@ -99,18 +106,21 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 		idemTTL:       DefaultIdemTTL,
 		markerTTL:     DefaultMarkerTTL,
 		transferBatch: DefaultTransferBatch,
-		batch:         newBatcher(rdb, DefaultBatchMax, DefaultBatchLanes),
 		refInScript:   single,
 	}
+	s.batch = newBatcher(rdb, s.reserve, DefaultBatchMax, DefaultBatchLanes)
 	for _, o := range opts {
 		o(s)
+	}
+	if s.batch != nil && s.unmerged {
+		s.batch.reserve = nil
 	}
 	s.idemTTLms = strconv.FormatInt(s.idemTTL.Milliseconds(), 10)
 	s.markerTTLms = strconv.FormatInt(s.markerTTL.Milliseconds(), 10)
 	s.idemTTLArg, s.markerTTLArg, s.reserveSHA = s.idemTTLms, s.markerTTLms, s.reserve.Hash()
 	s.keys = make(map[shardID]*reserveKeys)
 	s.plainHome = func(ctx context.Context, c scriptCall) (string, int, error) {
-		res, err := s.evalCall(ctx, s.reserve, c).Text()
+		res, err := reserveAnswer(s.evalCall(ctx, s.reserve, c))
 		return res, -1, err
 	}
 	return s
