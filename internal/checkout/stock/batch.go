@@ -25,7 +25,8 @@ const (
 // (up to max) as one pipeline. Nothing waits on a timer, so a quiet server adds no latency.
 //
 // On a Redis Cluster the client's pipeline splits the commands by node, so each script still runs
-// on the node of its keys' slot; a script never leaves its hash tag.
+// on the node of its keys' slot; a script never leaves its hash tag. The reserves of one shard in a
+// pipeline go as one call of the reserve script (merge.go).
 type batcher struct {
 	rdb redis.UniversalClient
 	q   *groupcommit.Queue[*batchCall]
