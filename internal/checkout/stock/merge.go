@@ -33,10 +33,11 @@ type mergedReserve struct {
 }
 
 // mergeReserves gives the batch's commands to send: each call as it is, except the reserves of one
-// shard, which go as one call of the script for all their attempts, in their order (merged). In the
-// make bench-sale burst's pipelines this takes Redis about half of the sold-out path's CPU a
-// reservation, and a third of a fresh one's (docs/benchmarks.md). Only a reserve that brings no
-// transfer is merged: a transfer is applied by the call that carries it, before its attempt.
+// shard, which go as one call of the script for all their attempts, in their order (merged): Redis
+// reads the sale's settings, the clock and the counter once a call, which took its CPU for a sold-out
+// answer to 0.64x and for a fresh reservation to 0.84x (BenchmarkRedisReserveMerged,
+// docs/benchmarks.md). Only a reserve that brings no transfer is merged: a transfer is applied by the
+// call that carries it, before its attempt.
 func (b *batcher) mergeReserves(ctx context.Context, batch []*batchCall) (send []*batchCall, merged []*mergedReserve) {
 	var byShard map[any]*mergedReserve
 	for _, c := range batch {
