@@ -106,7 +106,7 @@ func (o *serveOptions) bind(fs *pflag.FlagSet) {
 	addressString(fs, &o.roomRedisURL, "room-redis-url", os.Getenv(envRoomRedisURL), "Redis of the waiting rooms; empty uses --redis-url (env "+envRoomRedisURL+")")
 	secretString(fs, &o.roomSecret, "room-secret", envRoomSecret, "secret of admission tokens and proof-of-work challenges, the same on every instance; empty derives one from the JWT secret")
 	fs.StringVar(&o.clientIP, "client-ip-header", "", "header a trusted proxy puts the client address in (e.g. X-Forwarded-For), for per-address rate limits")
-	fs.IntVar(&o.redisBatch, "redis-batch", stock.DefaultBatchMax, "most commands of concurrent purchases sent to Redis in one pipeline (whatever arrives while one is in flight goes in the next); 0 sends each alone")
+	fs.IntVar(&o.redisBatch, "redis-batch", stock.DefaultBatchMax, "most commands of concurrent purchases sent to Redis in one pipeline (whatever arrives while one is in flight goes in the next; the reserves of one stock shard in it go as one script call); 0 sends each alone")
 	fs.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "Go's GC target (GOGC) for the server: heap growth allowed between collections, in percent; the GOGC environment variable, when set, wins")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log lines as text (for people) or json (one object a line, for a log pipeline)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "the least level logged: debug, info, warn or error (a purchase that goes well logs nothing)")
